@@ -1,0 +1,50 @@
+# binlake: `make test` runs every test against a real local stack; `make demo` runs the main job.
+SHELL := /bin/bash
+STACK := deploy/local/stack.sh
+GO    ?= go
+# Integration tests run one package at a time against the shared stack.
+INTEGRATION_FLAGS ?= -tags integration -count=1 -p 1 -timeout 20m
+
+.PHONY: all build test unit integration stack-up stack-down stack-status stack-env stack-logs stack-wipe vet fmt clean
+
+all: build
+
+build:
+	$(GO) build -o bin/capture ./capture
+	$(GO) build -o bin/ingest ./ingest
+
+## unit: the tests that need no services (what plain `go test ./...` runs).
+unit:
+	$(GO) vet ./...
+	$(GO) test -count=1 ./...
+
+## integration: bring the stack up and run the integration-tagged tests against it.
+integration: stack-up
+	eval "$$($(STACK) env)" && BINLAKE_REQUIRE_STACK=1 $(GO) test $(INTEGRATION_FLAGS) ./...
+
+## test: everything CI runs.
+test: unit integration
+	$(STACK) status
+
+stack-up:
+	$(STACK) up
+stack-down:
+	$(STACK) down
+stack-status:
+	$(STACK) status
+stack-env:
+	@$(STACK) env
+stack-logs:
+	$(STACK) logs
+stack-wipe:
+	$(STACK) wipe
+
+vet:
+	$(GO) vet ./...
+	$(GO) vet -tags integration ./...
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+clean:
+	rm -rf bin

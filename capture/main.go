@@ -1,0 +1,27 @@
+// Command capture reads the MySQL/MariaDB binlog and publishes
+// Debezium-compatible Avro change events to Kafka, exactly once.
+//
+// Run `capture --help` for its settings; every flag also has an environment
+// variable (CAPTURE_*), and secrets are read only from the environment or
+// from files.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args, os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		if err != errHelp {
+			fmt.Fprintln(os.Stderr, "capture:", err)
+			os.Exit(1)
+		}
+	}
+}

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestHelpListsEveryFlagWithItsEnvVar(t *testing.T) {
+	var out bytes.Buffer
+	err := run(t.Context(), []string{"capture", "--help"}, env(nil), &out, &out)
+	if !errors.Is(err, errHelp) {
+		t.Fatalf("run --help returned %v, want errHelp", err)
+	}
+	for _, want := range []string{"Usage: capture", "-kafka-brokers", "CAPTURE_KAFKA_BROKERS", "-check-config"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("help lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "-mysql-password") {
+		t.Error("the password has a flag; secrets must come only from the environment or a file")
+	}
+}
+
+func TestCheckConfig(t *testing.T) {
+	var out bytes.Buffer
+	err := run(t.Context(), []string{"capture", "--check-config"}, env(nil), &out, &out)
+	if err == nil || !strings.Contains(err.Error(), "CAPTURE_TOPIC_PREFIX") {
+		t.Fatalf("missing topic prefix: got %v, want an error naming CAPTURE_TOPIC_PREFIX", err)
+	}
+	out.Reset()
+	err = run(t.Context(), []string{"capture", "--check-config"}, env(map[string]string{"CAPTURE_TOPIC_PREFIX": "db1"}), &out, &out)
+	if err != nil || !strings.Contains(out.String(), "configuration ok") {
+		t.Fatalf("valid config: err=%v out=%q", err, out.String())
+	}
+	err = run(t.Context(), []string{"capture", "--check-config", "--topic-prefix=x", "--kafka-brokers="}, env(nil), &out, &out)
+	if err == nil {
+		t.Fatal("empty kafka-brokers accepted")
+	}
+}
+
+func TestFlagBeatsEnvBeatsDefault(t *testing.T) {
+	fsCfg := func(args []string, e map[string]string) Config {
+		t.Helper()
+		var cfg Config
+		var out bytes.Buffer
+		ef := newTestFlags(&out, e)
+		cfg.bind(ef)
+		if err := ef.fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	if got := fsCfg(nil, nil).KafkaBrokers; got != "127.0.0.1:9092" {
+		t.Errorf("default brokers %q", got)
+	}
+	if got := fsCfg(nil, map[string]string{"CAPTURE_KAFKA_BROKERS": "k:1"}).KafkaBrokers; got != "k:1" {
+		t.Errorf("env brokers %q", got)
+	}
+	if got := fsCfg([]string{"--kafka-brokers=f:2"}, map[string]string{"CAPTURE_KAFKA_BROKERS": "k:1"}).KafkaBrokers; got != "f:2" {
+		t.Errorf("flag brokers %q", got)
+	}
+}
+
+func TestSecretFromFile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "pw")
+	if err := os.WriteFile(file, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var cfg Config
+	var out bytes.Buffer
+	ef := newTestFlags(&out, map[string]string{"CAPTURE_MYSQL_PASSWORD_FILE": file})
+	cfg.bind(ef)
+	if cfg.MySQLPassword != "s3cret" {
+		t.Fatalf("password from file = %q", cfg.MySQLPassword)
+	}
+	ef = newTestFlags(&out, map[string]string{"CAPTURE_MYSQL_PASSWORD_FILE": file + ".missing"})
+	cfg.bind(ef)
+	if len(ef.errs) == 0 {
+		t.Fatal("missing password file accepted")
+	}
+}

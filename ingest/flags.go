@@ -1,0 +1,91 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// envFlags binds each setting to a flag and to an environment variable named
+// after it (prefix + upper-case name, dashes and dots as underscores). The
+// precedence is flag > environment > default. Secrets have no flag: they come
+// from an environment variable or from the file named by <VAR>_FILE.
+type envFlags struct {
+	fs     *flag.FlagSet
+	prefix string
+	getenv func(string) string
+	errs   []error
+}
+
+func (f *envFlags) envName(name string) string {
+	r := strings.NewReplacer("-", "_", ".", "_")
+	return f.prefix + strings.ToUpper(r.Replace(name))
+}
+
+func (f *envFlags) usage(name, usage string) string {
+	return fmt.Sprintf("%s (env %s)", usage, f.envName(name))
+}
+
+func (f *envFlags) String(p *string, name, def, usage string) {
+	if v := f.getenv(f.envName(name)); v != "" {
+		def = v
+	}
+	f.fs.StringVar(p, name, def, f.usage(name, usage))
+}
+
+func (f *envFlags) Bool(p *bool, name string, def bool, usage string) {
+	if v := f.getenv(f.envName(name)); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			f.errs = append(f.errs, fmt.Errorf("%s=%q: not a boolean", f.envName(name), v))
+		} else {
+			def = b
+		}
+	}
+	f.fs.BoolVar(p, name, def, f.usage(name, usage))
+}
+
+func (f *envFlags) Int(p *int, name string, def int, usage string) {
+	if v := f.getenv(f.envName(name)); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			f.errs = append(f.errs, fmt.Errorf("%s=%q: not an integer", f.envName(name), v))
+		} else {
+			def = n
+		}
+	}
+	f.fs.IntVar(p, name, def, f.usage(name, usage))
+}
+
+func (f *envFlags) Duration(p *time.Duration, name string, def time.Duration, usage string) {
+	if v := f.getenv(f.envName(name)); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			f.errs = append(f.errs, fmt.Errorf("%s=%q: not a duration (e.g. 30s)", f.envName(name), v))
+		} else {
+			def = d
+		}
+	}
+	f.fs.DurationVar(p, name, def, f.usage(name, usage))
+}
+
+// Secret reads a secret from <PREFIX><NAME> or from the file named by
+// <PREFIX><NAME>_FILE. It never has a flag, so it never shows in `ps`.
+func (f *envFlags) Secret(p *string, name string) {
+	key := f.envName(name)
+	if v := f.getenv(key); v != "" {
+		*p = v
+		return
+	}
+	if file := f.getenv(key + "_FILE"); file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			f.errs = append(f.errs, fmt.Errorf("reading %s_FILE: %w", key, err))
+			return
+		}
+		*p = strings.TrimRight(string(b), "\r\n")
+	}
+}

@@ -1,0 +1,27 @@
+// Command ingest consumes Debezium change events from Kafka and upserts them,
+// exactly once, into Apache Iceberg tables through an Iceberg REST catalog.
+//
+// Run `ingest --help` for its settings; every flag also has an environment
+// variable (INGEST_*), and secrets are read only from the environment or
+// from files.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args, os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		if err != errHelp {
+			fmt.Fprintln(os.Stderr, "ingest:", err)
+			os.Exit(1)
+		}
+	}
+}
