@@ -21,7 +21,8 @@ func isCurrentTimestamp(s string) bool {
 	return false
 }
 
-// unquoteSQL removes MariaDB's quoting of literal defaults: 'it''s' → it's.
+// unquoteSQL removes MariaDB's quoting of literal defaults: the outer single
+// quotes go, and a doubled or backslash-escaped quote inside becomes one quote.
 func unquoteSQL(s string) string {
 	s = s[1 : len(s)-1]
 	if !strings.ContainsAny(s, `'\`) {

@@ -15,7 +15,8 @@ type columnType struct {
 }
 
 // parseColumnType parses strings like "bigint(20) unsigned zerofill",
-// "decimal(65,30)", "enum('a','it''s')" or "double precision".
+// "decimal(65,30)", "enum('a','b')" or "double precision". Quotes inside ENUM
+// and SET members may be doubled or backslash-escaped.
 func parseColumnType(s string) (columnType, error) {
 	var ct columnType
 	s = strings.TrimSpace(s)
@@ -76,7 +77,7 @@ func closingParen(s string, open int) (int, error) {
 	return 0, fmt.Errorf("%w: unbalanced parentheses in %q", ErrUnsupportedType, s)
 }
 
-// parseLabels parses a quoted ENUM/SET member list: 'a','b''c'.
+// parseLabels parses a quoted ENUM/SET member list such as 'a','b'.
 func parseLabels(s string) ([]string, error) {
 	var labels []string
 	var b strings.Builder
