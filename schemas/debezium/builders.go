@@ -1,5 +1,7 @@
 package debezium
 
+import "fmt"
+
 // Flavor selects the connector whose names are reproduced.
 type Flavor string
 
@@ -340,4 +342,84 @@ func PointSchema(optional bool) *Schema {
 			{"srid", optI32()},
 		},
 	}
+}
+
+func appendString(dst []byte, s string) []byte {
+	dst = AppendLong(dst, int64(len(s)))
+	return append(dst, s...)
+}
+
+// appendOptString appends a ["null","string"] union; "" is null.
+func appendOptString(dst []byte, s string) []byte {
+	if s == "" {
+		return append(dst, 0)
+	}
+	return appendString(append(dst, 2), s)
+}
+
+// appendOptLong appends a ["null","long"] union holding v.
+func appendOptLong(dst []byte, v int64) []byte {
+	return AppendLong(append(dst, 2), v)
+}
+
+// AppendAvro appends the Avro encoding of the source block; it equals
+// AppendAvro(dst, SourceSchema(f), s.Struct()) without boxing any value.
+func (s *Source) AppendAvro(dst []byte) []byte {
+	snap := s.Snapshot
+	if snap == "" {
+		snap = SnapshotFalse
+	}
+	dst = appendString(dst, s.Version)
+	dst = appendString(dst, string(s.Connector))
+	dst = appendString(dst, s.Name)
+	dst = AppendLong(dst, s.TsMs)
+	dst = appendString(append(dst, 0), string(snap)) // [Enum,"null"]: value is branch 0
+	dst = appendString(dst, s.DB)
+	dst = append(dst, 0) // sequence: null
+	dst = appendOptLong(dst, s.TsUs)
+	dst = appendOptLong(dst, s.TsNs)
+	dst = appendOptString(dst, s.Table)
+	dst = AppendLong(dst, s.ServerID)
+	dst = appendOptString(dst, s.GTID)
+	dst = appendString(dst, s.File)
+	dst = AppendLong(dst, s.Pos)
+	dst = AppendLong(dst, int64(s.Row))
+	if s.Thread == 0 {
+		dst = append(dst, 0)
+	} else {
+		dst = appendOptLong(dst, s.Thread)
+	}
+	return appendOptString(dst, s.Query)
+}
+
+// AppendAvro appends the Avro encoding of the envelope for env, a schema
+// built by [EnvelopeSchema]. It equals AppendAvro(dst, env, e.Struct()) but
+// boxes nothing outside the row values.
+func (e *Envelope) AppendAvro(dst []byte, env *Schema) ([]byte, error) {
+	if len(env.Fields) != 8 || env.Fields[0].Name != "before" {
+		return dst, fmt.Errorf("%w: %s is not an envelope schema", ErrInvalidSchema, env.Name)
+	}
+	value := env.Fields[0].Schema
+	var err error
+	for _, row := range [2]Struct{e.Before, e.After} {
+		if row == nil {
+			dst = append(dst, 0)
+			continue
+		}
+		if dst, err = appendStruct(append(dst, 2), value, row); err != nil {
+			return dst, fmt.Errorf("encoding row: %w", err)
+		}
+	}
+	dst = e.Source.AppendAvro(dst)
+	if t := e.Transaction; t == nil {
+		dst = append(dst, 0)
+	} else {
+		dst = appendString(append(dst, 2), t.ID)
+		dst = AppendLong(dst, t.TotalOrder)
+		dst = AppendLong(dst, t.DataCollectionOrder)
+	}
+	dst = appendString(dst, string(e.Op))
+	dst = appendOptLong(dst, e.TsMs)
+	dst = appendOptLong(dst, e.TsUs)
+	return appendOptLong(dst, e.TsNs), nil
 }

@@ -538,7 +538,7 @@ func BenchmarkConvertEncodeRow(b *testing.B) {
 			b.Fatal(err)
 		}
 		e.After = after
-		buf, err = debezium.AppendAvro(buf[:0], env, e.Struct())
+		buf, err = e.AppendAvro(buf[:0], env)
 		if err != nil {
 			b.Fatal(err)
 		}
