@@ -1,0 +1,868 @@
+package mysqltype
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/big"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/binlake/binlake/schemas/debezium"
+)
+
+// ---- integers ----
+
+func toInt8(i int64) (any, bool)  { return int8(i), i >= math.MinInt8 && i <= math.MaxInt8 }
+func toInt16(i int64) (any, bool) { return int16(i), i >= math.MinInt16 && i <= math.MaxInt16 }
+func toInt32(i int64) (any, bool) { return int32(i), i >= math.MinInt32 && i <= math.MaxInt32 }
+func toInt64(i int64) (any, bool) { return i, true }
+
+// signedInput extracts an integer. For unsigned columns of width bits < 64,
+// a negative signed Go value is reinterpreted as the unsigned value with the
+// same bits: go-mysql returns signed types when the binlog carries no
+// signedness metadata (binlog_row_metadata=MINIMAL).
+func signedInput(v any, bits int, unsigned bool) (int64, error) {
+	var i int64
+	switch x := v.(type) {
+	case int8:
+		i = int64(x)
+	case int16:
+		i = int64(x)
+	case int32:
+		i = int64(x)
+	case int64:
+		i = x
+	case int:
+		i = int64(x)
+	case uint8:
+		return int64(x), nil
+	case uint16:
+		return int64(x), nil
+	case uint32:
+		return int64(x), nil
+	case uint:
+		if uint64(x) > math.MaxInt64 {
+			return 0, badValue(v, "integer")
+		}
+		return int64(x), nil
+	case uint64:
+		if x > math.MaxInt64 {
+			return 0, badValue(v, "integer")
+		}
+		return int64(x), nil
+	case string:
+		return parseIntText(x)
+	case []byte:
+		return parseIntText(string(x))
+	default:
+		return 0, badType(v, "integer")
+	}
+	if unsigned && i < 0 && bits < 64 {
+		i &= 1<<bits - 1
+	}
+	return i, nil
+}
+
+func parseIntText(s string) (int64, error) {
+	i, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %q is not an integer", ErrInvalidValue, s)
+	}
+	return i, nil
+}
+
+func intConv(bits int, unsigned bool, narrow func(int64) (any, bool)) func(any) (any, error) {
+	return func(v any) (any, error) {
+		i, err := signedInput(v, bits, unsigned)
+		if err != nil {
+			return nil, err
+		}
+		out, ok := narrow(i)
+		if !ok {
+			return nil, fmt.Errorf("%w: %d out of range", ErrInvalidValue, i)
+		}
+		return out, nil
+	}
+}
+
+// unsignedInput extracts a BIGINT UNSIGNED value; a signed int64 is
+// reinterpreted bit for bit (go-mysql without signedness metadata).
+func unsignedInput(v any) (uint64, error) {
+	switch x := v.(type) {
+	case uint64:
+		return x, nil
+	case int64:
+		return uint64(x), nil
+	case uint8, uint16, uint32, uint, int8, int16, int32, int:
+		i, err := signedInput(v, 64, false)
+		if err != nil || i < 0 {
+			return 0, badValue(v, "BIGINT UNSIGNED")
+		}
+		return uint64(i), nil
+	case string:
+		return parseUintText(x)
+	case []byte:
+		return parseUintText(string(x))
+	}
+	return 0, badType(v, "BIGINT UNSIGNED")
+}
+
+func parseUintText(s string) (uint64, error) {
+	u, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %q is not an unsigned integer", ErrInvalidValue, s)
+	}
+	return u, nil
+}
+
+// convUint64Long is the "long" mode: the unsigned value's bits as a signed
+// long (values above 2^63-1 become negative), as Java's long conversion of
+// the binlog value gives.
+func convUint64Long(v any) (any, error) {
+	u, err := unsignedInput(v)
+	if err != nil {
+		return nil, err
+	}
+	return int64(u), nil
+}
+
+func convUint64Decimal(v any) (any, error) {
+	u, err := unsignedInput(v)
+	if err != nil {
+		return nil, err
+	}
+	if u <= math.MaxInt64 {
+		return int64Bytes(int64(u)), nil
+	}
+	return debezium.DecimalBytes(new(big.Int).SetUint64(u)), nil
+}
+
+// int64Bytes is debezium.DecimalBytes for an int64 without big.Int.
+func int64Bytes(v int64) []byte {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(v))
+	i := 0
+	for i < 7 && ((b[i] == 0 && b[i+1]&0x80 == 0) || (b[i] == 0xff && b[i+1]&0x80 != 0)) {
+		i++
+	}
+	return append([]byte(nil), b[i:]...)
+}
+
+// ---- booleans and bits ----
+
+func convBool(v any) (any, error) {
+	switch x := v.(type) {
+	case bool:
+		return x, nil
+	}
+	i, err := signedInput(v, 64, false)
+	if err != nil {
+		return nil, err
+	}
+	return i != 0, nil
+}
+
+func convBitBool(v any) (any, error) {
+	switch x := v.(type) {
+	case bool:
+		return x, nil
+	case []byte:
+		return anyNonZero(x), nil
+	case string:
+		return anyNonZero([]byte(x)), nil
+	case uint64:
+		return x != 0, nil
+	}
+	i, err := signedInput(v, 64, false)
+	if err != nil {
+		return nil, err
+	}
+	return i != 0, nil
+}
+
+func anyNonZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// bitsConv returns io.debezium.data.Bits values: n little-endian bytes. The
+// binlog gives the bits as an integer; a snapshot gives big-endian bytes.
+func bitsConv(n int) func(any) (any, error) {
+	return func(v any) (any, error) {
+		out := make([]byte, n)
+		var be []byte
+		switch x := v.(type) {
+		case []byte:
+			be = x
+		case string:
+			be = []byte(x)
+		default:
+			u, err := unsignedInput(v)
+			if err != nil {
+				return nil, err
+			}
+			for i := 0; i < n && i < 8; i++ {
+				out[i] = byte(u >> (8 * i))
+			}
+			if n < 8 && u>>(8*n) != 0 {
+				return nil, badValue(v, fmt.Sprintf("BIT(%d bytes)", n))
+			}
+			return out, nil
+		}
+		for i := range be {
+			j := len(be) - 1 - i
+			if i >= n {
+				if be[j] != 0 {
+					return nil, badValue(be, fmt.Sprintf("BIT(%d bytes)", n))
+				}
+				continue
+			}
+			out[i] = be[j]
+		}
+		return out, nil
+	}
+}
+
+// ---- floating point ----
+
+func convFloat32(v any) (any, error) {
+	switch x := v.(type) {
+	case float32:
+		return x, nil
+	case float64:
+		return float32(x), nil
+	case string:
+		return parseFloatText(x, 32)
+	case []byte:
+		return parseFloatText(string(x), 32)
+	}
+	return nil, badType(v, "FLOAT")
+}
+
+func convFloat64(v any) (any, error) {
+	switch x := v.(type) {
+	case float64:
+		return x, nil
+	case float32:
+		return float64(x), nil // Java's float-to-double widening
+	case string:
+		return parseFloatText(x, 64)
+	case []byte:
+		return parseFloatText(string(x), 64)
+	case fmt.Stringer: // shopspring decimal.Decimal (go-mysql UseDecimal)
+		return parseFloatText(x.String(), 64)
+	}
+	return nil, badType(v, "DOUBLE")
+}
+
+func parseFloatText(s string, bits int) (any, error) {
+	f, err := strconv.ParseFloat(strings.TrimSpace(s), bits)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %q is not a number", ErrInvalidValue, s)
+	}
+	if bits == 32 {
+		return float32(f), nil
+	}
+	return f, nil
+}
+
+// ---- DECIMAL ----
+
+// decimalText returns the plain decimal text of a DECIMAL input.
+func decimalText(v any) (string, error) {
+	switch x := v.(type) {
+	case string:
+		return x, nil
+	case []byte:
+		return string(x), nil
+	case fmt.Stringer: // shopspring decimal.Decimal (go-mysql UseDecimal)
+		return x.String(), nil
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64), nil
+	case int64, int32, int, uint64:
+		return fmt.Sprint(x), nil
+	}
+	return "", badType(v, "DECIMAL")
+}
+
+// parsedDecimal is a decimal rescaled to a column scale: the unscaled digits
+// (no sign, no leading zeros) and the sign.
+type parsedDecimal struct {
+	neg    bool
+	digits string // unscaled digits, "0" for zero
+	scale  int
+}
+
+// parseDecimal rescales text to scale digits; it rejects text with more
+// non-zero fraction digits than the scale (MySQL never produces those).
+func parseDecimal(s string, scale int) (parsedDecimal, error) {
+	orig := s
+	s = strings.TrimSpace(s)
+	d := parsedDecimal{scale: scale}
+	if s != "" && (s[0] == '-' || s[0] == '+') {
+		d.neg = s[0] == '-'
+		s = s[1:]
+	}
+	intPart, frac, _ := strings.Cut(s, ".")
+	if intPart == "" && frac == "" || !allDigits(intPart) || !allDigits(frac) {
+		return d, fmt.Errorf("%w: %q is not a decimal", ErrInvalidValue, orig)
+	}
+	if len(frac) > scale {
+		if strings.Trim(frac[scale:], "0") != "" {
+			return d, fmt.Errorf("%w: %q has more than %d fraction digits", ErrInvalidValue, orig, scale)
+		}
+		frac = frac[:scale]
+	}
+	var b strings.Builder
+	b.Grow(len(intPart) + scale)
+	b.WriteString(intPart)
+	b.WriteString(frac)
+	for i := len(frac); i < scale; i++ {
+		b.WriteByte('0')
+	}
+	d.digits = strings.TrimLeft(b.String(), "0")
+	if d.digits == "" {
+		d.digits = "0"
+		d.neg = false
+	}
+	return d, nil
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func (d parsedDecimal) bytes() []byte {
+	if len(d.digits) <= 18 {
+		u, _ := strconv.ParseInt(d.digits, 10, 64)
+		if d.neg {
+			u = -u
+		}
+		return int64Bytes(u)
+	}
+	n, _ := new(big.Int).SetString(d.digits, 10)
+	if d.neg {
+		n.Neg(n)
+	}
+	return debezium.DecimalBytes(n)
+}
+
+// String is BigDecimal.toPlainString at the column scale.
+func (d parsedDecimal) String() string {
+	digits := d.digits
+	for len(digits) <= d.scale {
+		digits = "0" + digits
+	}
+	var b strings.Builder
+	if d.neg {
+		b.WriteByte('-')
+	}
+	b.WriteString(digits[:len(digits)-d.scale])
+	if d.scale > 0 {
+		b.WriteByte('.')
+		b.WriteString(digits[len(digits)-d.scale:])
+	}
+	return b.String()
+}
+
+func decimalBytesConv(scale int) func(any) (any, error) {
+	return func(v any) (any, error) {
+		s, err := decimalText(v)
+		if err != nil {
+			return nil, err
+		}
+		d, err := parseDecimal(s, scale)
+		if err != nil {
+			return nil, err
+		}
+		return d.bytes(), nil
+	}
+}
+
+func decimalStringConv(scale int) func(any) (any, error) {
+	return func(v any) (any, error) {
+		s, err := decimalText(v)
+		if err != nil {
+			return nil, err
+		}
+		d, err := parseDecimal(s, scale)
+		if err != nil {
+			return nil, err
+		}
+		return d.String(), nil
+	}
+}
+
+// ---- strings ----
+
+func convString(v any) (any, error) {
+	switch x := v.(type) {
+	case string:
+		return x, nil
+	case []byte:
+		return string(x), nil
+	}
+	return nil, badType(v, "string column")
+}
+
+func jsonConv(nullable bool) func(any) (any, error) {
+	return func(v any) (any, error) {
+		var s string
+		switch x := v.(type) {
+		case string:
+			s = x
+		case []byte:
+			s = string(x)
+		default:
+			return nil, badType(v, "JSON") // e.g. go-mysql *JsonDiff (partial JSON)
+		}
+		if s == "" { // an invalid empty document, as Debezium treats it
+			if nullable {
+				return nil, nil
+			}
+			return "{}", nil
+		}
+		return s, nil
+	}
+}
+
+func enumConv(labels []string) func(any) (any, error) {
+	return func(v any) (any, error) {
+		switch x := v.(type) {
+		case string:
+			return x, nil
+		case []byte:
+			return string(x), nil
+		}
+		i, err := signedInput(v, 64, false)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case i == 0:
+			return "", nil // MySQL's error value for invalid members
+		case i > 0 && i <= int64(len(labels)):
+			return labels[i-1], nil
+		}
+		return nil, badValue(v, "ENUM index")
+	}
+}
+
+func setConv(labels []string) func(any) (any, error) {
+	return func(v any) (any, error) {
+		switch x := v.(type) {
+		case string:
+			return x, nil
+		case []byte:
+			return string(x), nil
+		}
+		u, err := unsignedInput(v)
+		if err != nil {
+			return nil, err
+		}
+		if len(labels) < 64 && u>>len(labels) != 0 {
+			return nil, badValue(v, "SET bitmask")
+		}
+		var b strings.Builder
+		for i, l := range labels {
+			if u&(1<<i) != 0 {
+				if b.Len() > 0 {
+					b.WriteByte(',')
+				}
+				b.WriteString(l)
+			}
+		}
+		return b.String(), nil
+	}
+}
+
+// ---- spatial and vector ----
+
+func spatialBytes(v any) ([]byte, error) {
+	switch x := v.(type) {
+	case []byte:
+		return x, nil
+	case string:
+		return []byte(x), nil
+	}
+	return nil, badType(v, "geometry")
+}
+
+// splitGeometry splits MySQL's internal geometry value: a 4-byte
+// little-endian SRID, then WKB. SRID 0 is reported as null, as Debezium does.
+func splitGeometry(v any) (wkb []byte, srid any, err error) {
+	b, err := spatialBytes(v)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(b) < 5 {
+		return nil, nil, badValue(b, "geometry (need SRID and WKB)")
+	}
+	if s := int32(binary.LittleEndian.Uint32(b)); s != 0 {
+		srid = s
+	}
+	return b[4:], srid, nil
+}
+
+func convGeometry(v any) (any, error) {
+	wkb, srid, err := splitGeometry(v)
+	if err != nil {
+		return nil, err
+	}
+	return debezium.Struct{wkb, srid}, nil
+}
+
+func convPoint(v any) (any, error) {
+	wkb, srid, err := splitGeometry(v)
+	if err != nil {
+		return nil, err
+	}
+	if len(wkb) < 21 {
+		return nil, badValue(wkb, "POINT WKB")
+	}
+	var order binary.ByteOrder = binary.LittleEndian
+	if wkb[0] == 0 {
+		order = binary.BigEndian
+	}
+	if order.Uint32(wkb[1:]) != 1 {
+		return nil, badValue(wkb, "POINT WKB (not a point)")
+	}
+	x := math.Float64frombits(order.Uint64(wkb[5:]))
+	y := math.Float64frombits(order.Uint64(wkb[13:]))
+	return debezium.Struct{x, y, wkb, srid}, nil
+}
+
+func convVector(v any) (any, error) {
+	b, err := spatialBytes(v)
+	if err != nil {
+		return nil, err
+	}
+	if len(b)%4 != 0 {
+		return nil, badValue(len(b), "VECTOR byte length")
+	}
+	out := make([]any, len(b)/4)
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return out, nil
+}
+
+// ---- temporal ----
+
+// daysFromCivil returns days since 1970-01-01 of a proleptic Gregorian date.
+func daysFromCivil(y, m, d int) int64 {
+	if m <= 2 {
+		y--
+	}
+	era := y
+	if era < 0 {
+		era -= 399
+	}
+	era /= 400
+	yoe := y - era*400
+	mp := (m + 9) % 12
+	doy := (153*mp+2)/5 + d - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return int64(era)*146097 + int64(doe) - 719468
+}
+
+// civil is a wall-clock date and time.
+type civil struct {
+	y, mo, d, h, mi, s int
+	micros             int // fraction of second in µs
+}
+
+func (c civil) zeroDate() bool { return c.mo == 0 || c.d == 0 }
+
+func (c civil) epochMicros() int64 {
+	secs := daysFromCivil(c.y, c.mo, c.d)*86400 + int64(c.h*3600+c.mi*60+c.s)
+	return secs*1_000_000 + int64(c.micros)
+}
+
+func civilFromTime(t time.Time) civil {
+	y, mo, d := t.Date()
+	h, mi, s := t.Clock()
+	return civil{y, int(mo), d, h, mi, s, t.Nanosecond() / 1000}
+}
+
+// parseCivil parses "YYYY-MM-DD[( |T)hh:mm:ss[.ffffff]]".
+func parseCivil(s string) (civil, bool) {
+	var c civil
+	num := func(p string) (int, bool) {
+		if p == "" || !allDigits(p) {
+			return 0, false
+		}
+		n, err := strconv.Atoi(p)
+		return n, err == nil
+	}
+	date, clock, hasClock := strings.Cut(strings.TrimSpace(s), " ")
+	if !hasClock {
+		date, clock, hasClock = strings.Cut(date, "T")
+	}
+	parts := strings.Split(date, "-")
+	if len(parts) != 3 {
+		return c, false
+	}
+	var ok1, ok2, ok3 bool
+	c.y, ok1 = num(parts[0])
+	c.mo, ok2 = num(parts[1])
+	c.d, ok3 = num(parts[2])
+	if !ok1 || !ok2 || !ok3 || c.mo > 12 || c.d > 31 {
+		return c, false
+	}
+	if !hasClock {
+		return c, true
+	}
+	hms, frac, _ := strings.Cut(clock, ".")
+	tp := strings.Split(hms, ":")
+	if len(tp) != 3 {
+		return c, false
+	}
+	c.h, ok1 = num(tp[0])
+	c.mi, ok2 = num(tp[1])
+	c.s, ok3 = num(tp[2])
+	if !ok1 || !ok2 || !ok3 || c.h > 23 || c.mi > 59 || c.s > 59 {
+		return c, false
+	}
+	if frac != "" {
+		if len(frac) > 6 || !allDigits(frac) {
+			return c, false
+		}
+		f, _ := strconv.Atoi(frac)
+		for i := len(frac); i < 6; i++ {
+			f *= 10
+		}
+		c.micros = f
+	}
+	return c, true
+}
+
+// civilInput extracts a wall-clock value from a DATE/DATETIME input.
+func civilInput(v any, what string) (civil, error) {
+	switch x := v.(type) {
+	case time.Time:
+		return civilFromTime(x), nil
+	case string:
+		if c, ok := parseCivil(x); ok {
+			return c, nil
+		}
+	case []byte:
+		if c, ok := parseCivil(string(x)); ok {
+			return c, nil
+		}
+	default:
+		return civil{}, badType(v, what)
+	}
+	return civil{}, badValue(v, what)
+}
+
+// dateConv: days since epoch. Zero dates are null when nullable, else the
+// epoch.
+func dateConv(nullable bool) func(any) (any, error) {
+	return func(v any) (any, error) {
+		c, err := civilInput(v, "DATE")
+		if err != nil {
+			return nil, err
+		}
+		if c.zeroDate() {
+			if nullable {
+				return nil, nil
+			}
+			return int32(0), nil
+		}
+		return int32(daysFromCivil(c.y, c.mo, c.d)), nil
+	}
+}
+
+// datetimeConv: DATETIME as UTC wall clock, in µs or (floored) ms.
+func datetimeConv(nullable, micros bool) func(any) (any, error) {
+	return func(v any) (any, error) {
+		c, err := civilInput(v, "DATETIME")
+		if err != nil {
+			return nil, err
+		}
+		if c.zeroDate() {
+			if nullable {
+				return nil, nil
+			}
+			return int64(0), nil
+		}
+		us := c.epochMicros()
+		if micros {
+			return us, nil
+		}
+		ms := us / 1000
+		if us%1000 < 0 {
+			ms--
+		}
+		return ms, nil
+	}
+}
+
+// EpochZonedTimestamp is Debezium's fallback ZonedTimestamp for zero
+// TIMESTAMP values in NOT NULL columns and for DEFAULT CURRENT_TIMESTAMP.
+const EpochZonedTimestamp = "1970-01-01T00:00:00Z"
+
+// timestampConv: ISO-8601 UTC text with exactly fsp fraction digits.
+func timestampConv(nullable bool, fsp int, loc *time.Location) func(any) (any, error) {
+	zero := func() (any, error) {
+		if nullable {
+			return nil, nil
+		}
+		return EpochZonedTimestamp, nil
+	}
+	return func(v any) (any, error) {
+		var t time.Time
+		switch x := v.(type) {
+		case time.Time:
+			if x.IsZero() {
+				return zero()
+			}
+			t = x
+		case string, []byte:
+			c, err := civilInput(x, "TIMESTAMP")
+			if err != nil {
+				return nil, err
+			}
+			if c.zeroDate() {
+				return zero()
+			}
+			t = time.Date(c.y, time.Month(c.mo), c.d, c.h, c.mi, c.s, c.micros*1000, loc)
+		default:
+			return nil, badType(v, "TIMESTAMP")
+		}
+		return formatZoned(t.UTC(), fsp), nil
+	}
+}
+
+func appendPadded(dst []byte, n, width int) []byte {
+	var b [12]byte
+	s := strconv.AppendInt(b[:0], int64(n), 10)
+	for i := len(s); i < width; i++ {
+		dst = append(dst, '0')
+	}
+	return append(dst, s...)
+}
+
+// formatZoned is ZonedTimestamp.toIsoString for a UTC instant: fsp > 0
+// gives exactly fsp fraction digits; fsp 0 gives ISO_OFFSET_DATE_TIME's
+// shortest fraction (none for whole seconds).
+func formatZoned(t time.Time, fsp int) string {
+	c := civilFromTime(t)
+	b := make([]byte, 0, 32)
+	b = appendPadded(b, c.y, 4)
+	b = append(b, '-')
+	b = appendPadded(b, c.mo, 2)
+	b = append(b, '-')
+	b = appendPadded(b, c.d, 2)
+	b = append(b, 'T')
+	b = appendPadded(b, c.h, 2)
+	b = append(b, ':')
+	b = appendPadded(b, c.mi, 2)
+	b = append(b, ':')
+	b = appendPadded(b, c.s, 2)
+	ns := t.Nanosecond()
+	switch {
+	case fsp > 0:
+		frac := appendPadded(nil, ns, 9)
+		b = append(b, '.')
+		b = append(b, frac[:min(fsp, 9)]...)
+	case ns != 0:
+		frac := strings.TrimRight(string(appendPadded(nil, ns, 9)), "0")
+		b = append(b, '.')
+		b = append(b, frac...)
+	}
+	b = append(b, 'Z')
+	return string(b)
+}
+
+// timeMicros parses a TIME input into signed µs. go-mysql gives
+// "[-]hhh:mm:ss[.ffffff]"; snapshot drivers give the same text or a
+// time.Duration.
+func timeMicros(v any) (int64, error) {
+	var s string
+	switch x := v.(type) {
+	case time.Duration:
+		return int64(x / time.Microsecond), nil
+	case string:
+		s = x
+	case []byte:
+		s = string(x)
+	default:
+		return 0, badType(v, "TIME")
+	}
+	orig := s
+	s = strings.TrimSpace(s)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	hms, frac, _ := strings.Cut(s, ".")
+	parts := strings.Split(hms, ":")
+	if len(parts) != 3 || len(frac) > 6 || !allDigits(frac) {
+		return 0, badValue(orig, "TIME")
+	}
+	var n [3]int64
+	for i, p := range parts {
+		if p == "" || !allDigits(p) {
+			return 0, badValue(orig, "TIME")
+		}
+		n[i], _ = strconv.ParseInt(p, 10, 64)
+	}
+	if n[1] > 59 || n[2] > 59 {
+		return 0, badValue(orig, "TIME")
+	}
+	var f int64
+	if frac != "" {
+		f, _ = strconv.ParseInt(frac, 10, 64)
+		for i := len(frac); i < 6; i++ {
+			f *= 10
+		}
+	}
+	us := (n[0]*3600+n[1]*60+n[2])*1_000_000 + f
+	if neg {
+		us = -us
+	}
+	return us, nil
+}
+
+// convTimeMicros: io.debezium.time.MicroTime. Negative and ≥ 24h values
+// (MySQL TIME spans -838:59:59 to 838:59:59) pass through as signed µs, as
+// Debezium's binlog path does (Duration.toNanos()/1000).
+func convTimeMicros(v any) (any, error) {
+	us, err := timeMicros(v)
+	if err != nil {
+		return nil, err
+	}
+	return us, nil
+}
+
+// convTimeMillis: Connect Time as INT32 ms, truncated toward zero; values
+// outside a day pass through like convTimeMicros.
+func convTimeMillis(v any) (any, error) {
+	us, err := timeMicros(v)
+	if err != nil {
+		return nil, err
+	}
+	return int32(us / 1000), nil
+}
+
+func convYear(v any) (any, error) {
+	i, err := signedInput(v, 64, false)
+	if err != nil {
+		return nil, err
+	}
+	if i < 0 || i > 9999 {
+		return nil, badValue(v, "YEAR")
+	}
+	return int32(i), nil
+}
