@@ -60,6 +60,14 @@ running() { # running <component>: its recorded process is alive
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
+port_free() { # port_free <component> <port>...: fail if a process this stack did not start holds a port
+  local name=$1 p; shift
+  for p in "$@"; do
+    port_open "$p" && die "cannot start $name: port $p is taken by another process (another stack under a different BINLAKE_STACK_DIR? stop it first)"
+  done
+  return 0
+}
+
 start_bg() { # start_bg <component> <cmd...>: run detached, record pid, log to file
   local name=$1; shift
   mkdir -p "$STACK/run" "$STACK/logs"
@@ -154,6 +162,7 @@ mariadb_up() {
   fi
   # The settings a CDC reader needs (README, "Local stack"): ROW images with full
   # metadata, GTID strict mode, no annotate events.
+  port_free mariadb $MARIADB_PORT
   start_bg mariadb mariadbd --no-defaults --user=mysql --datadir="$MARIADB_DIR/db" \
     --socket="$(mariadb_sock)" --pid-file="$MARIADB_DIR/mariadbd.pid" \
     --port=$MARIADB_PORT --bind-address=127.0.0.1 --skip-name-resolve \
@@ -196,6 +205,7 @@ minio_up() {
         die "go install $MINIO_MODULE failed (log: $(logfile minio-install))"
     fi
     mkdir -p "$STACK/minio/data"
+    port_free minio $MINIO_PORT $MINIO_CONSOLE_PORT
     MINIO_ROOT_USER=$MINIO_USER MINIO_ROOT_PASSWORD=$MINIO_PASSWORD MINIO_BROWSER=off \
       MINIO_UPDATE=off start_bg minio "$MINIO_BIN" server "$STACK/minio/data" \
       --address "127.0.0.1:$MINIO_PORT" --console-address "127.0.0.1:$MINIO_CONSOLE_PORT" --quiet
@@ -263,13 +273,17 @@ logger.apache.level = WARN
 EOF
   if [[ ! -f $KAFKA_DIR/data/meta.properties ]]; then
     local id
-    [[ -f $KAFKA_DIR/cluster.id ]] || head -c16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n' >"$KAFKA_DIR/cluster.id"
+    # A base64url UUID; one starting with '-' would be read as an option.
+    while [[ ! -s $KAFKA_DIR/cluster.id || $(head -c1 "$KAFKA_DIR/cluster.id") == - ]]; do
+      head -c16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n' >"$KAFKA_DIR/cluster.id"
+    done
     id=$(cat "$KAFKA_DIR/cluster.id")
     log "formatting Kafka storage (cluster $id)"
-    "$java" -cp "$KAFKA_DIR/lib/*" kafka.tools.StorageTool format -t "$id" \
+    "$java" -cp "$KAFKA_DIR/lib/*" kafka.tools.StorageTool format "--cluster-id=$id" \
       -c "$KAFKA_DIR/server.properties" -g >"$(logfile kafka-format)" 2>&1 ||
       die "formatting Kafka storage failed (log: $(logfile kafka-format))"
   fi
+  port_free kafka $KAFKA_PORT $KAFKA_CONTROLLER_PORT
   start_bg kafka "$java" -Xms512m -Xmx1g -XX:+UseG1GC \
     "-Dlog4j2.configurationFile=file:$KAFKA_DIR/log4j2.properties" "-Dkafka.logs.dir=$STACK/logs" \
     -cp "$KAFKA_DIR/lib/*" kafka.Kafka "$KAFKA_DIR/server.properties"
@@ -301,6 +315,7 @@ registry_up() {
   jar=$(find "$dir" -maxdepth 3 \( -name quarkus-run.jar -o -name '*-runner.jar' \) | head -1)
   [[ -n $jar ]] || die "no runnable jar in the Apicurio archive ($dir)"
   # In-memory (H2) SQL storage, the registry's default: schemas live as long as the process.
+  port_free registry $REGISTRY_PORT $REGISTRY_MGMT_PORT
   start_bg registry "$java" -Xmx512m \
     -Dquarkus.http.host=127.0.0.1 "-Dquarkus.http.port=$REGISTRY_PORT" \
     -Dquarkus.management.host=127.0.0.1 "-Dquarkus.management.port=$REGISTRY_MGMT_PORT" \
@@ -323,6 +338,7 @@ iceberg_up() {
     log "downloading the Iceberg REST catalog $ICEBERG_REST_VERSION (Maven Central, about 200 MB)"
     mvn_copy "org.apache.iceberg:iceberg-open-api:$ICEBERG_REST_VERSION" "$ICEBERG_DIR"
   fi
+  port_free iceberg $ICEBERG_PORT
   # RESTCatalogServer reads only CATALOG_* variables: __ becomes -, _ becomes '.'.
   CATALOG_REST_PORT=$ICEBERG_PORT \
     CATALOG_CATALOG__IMPL=org.apache.iceberg.jdbc.JdbcCatalog \
