@@ -3,39 +3,207 @@ package main
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"log/slog"
 	"strings"
+	"time"
+
+	"github.com/binlake/binlake/capture/internal/filter"
+	"github.com/binlake/binlake/capture/internal/mysqltype"
 )
 
-// Config is capture's whole configuration.
+// Config is capture's whole configuration. Each field's flag, environment
+// variable and default are in bind; README's configuration table lists them.
 type Config struct {
-	MySQLAddr     string // host:port of the source server
+	// Source.
+	MySQLAddr     string
 	MySQLUser     string
 	MySQLPassword string // secret: CAPTURE_MYSQL_PASSWORD or CAPTURE_MYSQL_PASSWORD_FILE
-	KafkaBrokers  string // comma-separated seed brokers
-	RegistryURL   string // Confluent-compatible schema registry API
-	TopicPrefix   string // Debezium topic.prefix
+	ServerID      int    // database.server.id; 0 derives one from ID
+	Flavor        string // auto | mysql | mariadb (the source block's connector)
+	StartPosition string // where to start when no position is stored
+
+	// Naming.
+	TopicPrefix string // topic.prefix
+	ID          string // capture id: transactional id and position key; default TopicPrefix
+
+	// Kafka and the registry.
+	KafkaBrokers        string
+	RegistryURL         string
+	OffsetsTopic        string
+	HistoryTopic        string
+	TopicPartitions     int
+	TopicReplication    int
+	TopicCleanupPolicy  string
+	MaxRecordBytes      int
+	MaxBufferedBytes    int
+	TransactionTimeout  time.Duration
+	CommitInterval      time.Duration
+	MaxTxnRecords       int
+	TombstonesOnDelete  bool
+	SkippedOperations   string
+	HeartbeatInterval   time.Duration
+	Filters             filter.Lists
+	Types               mysqltype.Options
+	TimePrecisionMode   string
+	DecimalHandling     string
+	BigintUnsignedMode  string
+	BinaryHandlingMode  string
+	MetricsAddr         string
+	LogFormat, LogLevel string
+	ShutdownTimeout     time.Duration
 }
 
 func (c *Config) bind(f *envFlags) {
 	f.String(&c.MySQLAddr, "mysql-addr", "127.0.0.1:3306", "source MySQL/MariaDB server, host:port")
-	f.String(&c.MySQLUser, "mysql-user", "binlake_capture", "replication user")
+	f.String(&c.MySQLUser, "mysql-user", "binlake_capture", "replication user (grants: REPLICATION SLAVE, REPLICATION CLIENT, SELECT)")
 	f.Secret(&c.MySQLPassword, "mysql-password")
+	f.Int(&c.ServerID, "server-id", 0, "replica server id, unique among the source's replicas (Debezium database.server.id); 0 derives one from the capture id")
+	f.String(&c.Flavor, "flavor", "auto", "source flavor for the binlog protocol and the source block: auto, mysql or mariadb")
+	f.String(&c.StartPosition, "start-position", "current", "where to start when no position is stored: current (the end of the binlog), earliest, gtid:<set> or file:<name>:<pos>")
+	f.String(&c.TopicPrefix, "topic-prefix", "", "Debezium topic.prefix: change topics are <prefix>.<db>.<table> (required)")
+	f.String(&c.ID, "id", "", "capture id: its Kafka transactional id is binlake-capture-<id> and its position is stored under it (default: the topic prefix)")
 	f.String(&c.KafkaBrokers, "kafka-brokers", "127.0.0.1:9092", "comma-separated Kafka seed brokers")
-	f.String(&c.RegistryURL, "schema-registry-url", "http://127.0.0.1:8081", "Confluent-compatible schema registry URL")
-	f.String(&c.TopicPrefix, "topic-prefix", "", "Debezium topic.prefix: topics are <prefix>.<db>.<table> (required)")
+	f.String(&c.RegistryURL, "schema-registry-url", "http://127.0.0.1:8081", "Confluent-compatible schema registry URL (Apicurio: .../apis/ccompat/v7)")
+	f.String(&c.OffsetsTopic, "offsets-topic", "__binlake-capture-offsets", "compacted topic holding capture positions")
+	f.String(&c.HistoryTopic, "schema-history-topic", "", "topic holding table definitions as they change (default __binlake-schema-history.<prefix>)")
+	f.Int(&c.TopicPartitions, "topic-creation-default-partitions", 1, "partitions of change topics capture creates")
+	f.Int(&c.TopicReplication, "topic-creation-default-replication-factor", -1, "replication factor of topics capture creates (-1: the broker's default)")
+	f.String(&c.TopicCleanupPolicy, "topic-creation-default-cleanup-policy", "delete", "cleanup.policy of change topics capture creates (delete or compact)")
+	f.Int(&c.MaxRecordBytes, "max-record-bytes", 16<<20, "largest change event capture produces; larger rows stop capture with an error naming the table and key")
+	f.Int(&c.MaxBufferedBytes, "max-buffered-bytes", 256<<20, "memory for records not yet acknowledged by Kafka; reading the binlog waits when it is full")
+	f.Duration(&c.TransactionTimeout, "transaction-timeout", 10*time.Minute, "Kafka transaction timeout; must cover the largest source transaction (broker cap: transaction.max.timeout.ms)")
+	f.Duration(&c.CommitInterval, "commit-interval", 200*time.Millisecond, "longest a Kafka transaction stays open while the binlog is busy; it also commits whenever the binlog goes idle")
+	f.Int(&c.MaxTxnRecords, "max-transaction-records", 200000, "records after which the Kafka transaction commits at the next source transaction boundary")
+	f.Bool(&c.TombstonesOnDelete, "tombstones-on-delete", true, "follow each delete with a tombstone (Debezium tombstones.on.delete)")
+	f.String(&c.SkippedOperations, "skipped-operations", "none", "comma-separated ops not emitted: t (truncate), or none. Debezium's default is t; binlake emits truncates unless told")
+	f.Duration(&c.HeartbeatInterval, "heartbeat-interval", 30*time.Second, "binlog heartbeat period the server is asked for when idle")
+	f.String(&c.Filters.DatabaseInclude, "database-include-list", "", "regexes of databases to capture (Debezium database.include.list)")
+	f.String(&c.Filters.DatabaseExclude, "database-exclude-list", "", "regexes of databases not to capture")
+	f.String(&c.Filters.TableInclude, "table-include-list", "", "regexes of db.table to capture")
+	f.String(&c.Filters.TableExclude, "table-exclude-list", "", "regexes of db.table not to capture")
+	f.String(&c.Filters.ColumnInclude, "column-include-list", "", "regexes of db.table.column to capture (primary key columns always are)")
+	f.String(&c.Filters.ColumnExclude, "column-exclude-list", "", "regexes of db.table.column not to capture")
+	f.String(&c.TimePrecisionMode, "time-precision-mode", "adaptive_time_microseconds", "Debezium time.precision.mode: adaptive_time_microseconds or connect")
+	f.String(&c.DecimalHandling, "decimal-handling-mode", "precise", "Debezium decimal.handling.mode: precise, string or double")
+	f.String(&c.BigintUnsignedMode, "bigint-unsigned-handling-mode", "long", "Debezium bigint.unsigned.handling.mode: long or precise")
+	f.String(&c.BinaryHandlingMode, "binary-handling-mode", "bytes", "Debezium binary.handling.mode: bytes, base64, base64-url-safe or hex")
+	f.String(&c.MetricsAddr, "metrics-addr", "127.0.0.1:9464", "address of /metrics, /healthz and /readyz (empty: off)")
+	f.String(&c.LogFormat, "log-format", "text", "log format: text or json")
+	f.String(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
+	f.Duration(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a stop may take to commit or abort the open transaction")
 }
 
-// Validate checks the settings against each other.
+// Validate checks the settings against each other and fills derived defaults.
 func (c *Config) Validate() error {
 	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if c.TopicPrefix == "" {
-		errs = append(errs, errors.New("topic-prefix is required (CAPTURE_TOPIC_PREFIX)"))
+		bad("topic-prefix is required (CAPTURE_TOPIC_PREFIX)")
+	}
+	if c.ID == "" {
+		c.ID = c.TopicPrefix
+	}
+	if c.HistoryTopic == "" && c.TopicPrefix != "" {
+		c.HistoryTopic = "__binlake-schema-history." + c.TopicPrefix
 	}
 	if strings.TrimSpace(c.KafkaBrokers) == "" {
-		errs = append(errs, errors.New("kafka-brokers is empty"))
+		bad("kafka-brokers is empty")
 	}
 	if !strings.Contains(c.MySQLAddr, ":") {
-		errs = append(errs, fmt.Errorf("mysql-addr %q is not host:port", c.MySQLAddr))
+		bad("mysql-addr %q is not host:port", c.MySQLAddr)
+	}
+	switch c.Flavor {
+	case "auto", "mysql", "mariadb":
+	default:
+		bad("flavor %q: want auto, mysql or mariadb", c.Flavor)
+	}
+	if c.ServerID < 0 || c.ServerID > 1<<32-1 {
+		bad("server-id %d out of range", c.ServerID)
+	}
+	if c.ServerID == 0 {
+		h := fnv.New32a()
+		h.Write([]byte(c.ID))
+		c.ServerID = int(h.Sum32()%900_000_000) + 100_000
+	}
+	if c.TopicPartitions < 1 {
+		bad("topic-creation-default-partitions must be at least 1")
+	}
+	if c.TopicReplication == 0 || c.TopicReplication < -1 {
+		bad("topic-creation-default-replication-factor must be -1 or at least 1")
+	}
+	if c.TopicCleanupPolicy != "delete" && c.TopicCleanupPolicy != "compact" && c.TopicCleanupPolicy != "compact,delete" {
+		bad("topic-creation-default-cleanup-policy %q: want delete, compact or compact,delete", c.TopicCleanupPolicy)
+	}
+	if c.MaxRecordBytes < 1024 {
+		bad("max-record-bytes must be at least 1024")
+	}
+	if c.MaxBufferedBytes < 2*c.MaxRecordBytes {
+		bad("max-buffered-bytes must be at least twice max-record-bytes")
+	}
+	if c.CommitInterval <= 0 || c.TransactionTimeout < time.Second {
+		bad("commit-interval must be positive and transaction-timeout at least 1s")
+	}
+	if c.MaxTxnRecords < 1 {
+		bad("max-transaction-records must be at least 1")
+	}
+	for _, op := range strings.Split(c.SkippedOperations, ",") {
+		switch strings.TrimSpace(op) {
+		case "none", "", "t":
+		case "c", "u", "d":
+			bad("skipped-operations %q: skipping c, u or d would lose changes; only t is supported", op)
+		default:
+			bad("skipped-operations %q: want t or none", op)
+		}
+	}
+	if _, err := filter.New(c.Filters); err != nil {
+		errs = append(errs, err)
+	}
+	c.Types = mysqltype.Options{
+		TimePrecision:  mysqltype.TimePrecisionMode(c.TimePrecisionMode),
+		Decimal:        mysqltype.DecimalMode(c.DecimalHandling),
+		BigintUnsigned: mysqltype.BigintUnsignedMode(c.BigintUnsignedMode),
+		Binary:         mysqltype.BinaryMode(c.BinaryHandlingMode),
+	}
+	if err := c.Types.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		bad("log-format %q: want text or json", c.LogFormat)
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		bad("log-level %q: want debug, info, warn or error", c.LogLevel)
 	}
 	return errors.Join(errs...)
+}
+
+// skipTruncate reports whether truncates are not emitted.
+func (c *Config) skipTruncate() bool {
+	for _, op := range strings.Split(c.SkippedOperations, ",") {
+		if strings.TrimSpace(op) == "t" {
+			return true
+		}
+	}
+	return false
+}
+
+// redacted is the configuration as logged: no secrets.
+func (c *Config) redacted() []any {
+	return []any{
+		"mysql_addr", c.MySQLAddr, "mysql_user", c.MySQLUser, "mysql_password_set", c.MySQLPassword != "",
+		"topic_prefix", c.TopicPrefix, "id", c.ID, "kafka_brokers", c.KafkaBrokers,
+		"schema_registry_url", redactURL(c.RegistryURL), "offsets_topic", c.OffsetsTopic, "schema_history_topic", c.HistoryTopic,
+		"server_id", c.ServerID, "flavor", c.Flavor, "commit_interval", c.CommitInterval,
+	}
+}
+
+// redactURL hides user info in a URL.
+func redactURL(u string) string {
+	if at := strings.LastIndex(u, "@"); at >= 0 {
+		if scheme := strings.Index(u, "://"); scheme >= 0 && scheme < at {
+			return u[:scheme+3] + "REDACTED@" + u[at+1:]
+		}
+	}
+	return u
 }

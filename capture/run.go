@@ -2,11 +2,34 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/binlake/binlake/capture/internal/binlog"
+	"github.com/binlake/binlake/capture/internal/filter"
+	"github.com/binlake/binlake/capture/internal/publish"
+	"github.com/binlake/binlake/capture/internal/schemahist"
+	"github.com/binlake/binlake/capture/internal/stream"
+	"github.com/binlake/binlake/schemas/debezium"
 )
+
+// version is reported in the source block's version field.
+const version = "binlake-0.1.0"
 
 // errHelp reports that --help was answered; main exits 0 on it.
 var errHelp = flag.ErrHelp
@@ -39,7 +62,238 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintln(stdout, "configuration ok")
 		return nil
 	}
-	_ = ctx
-	_ = stderr
-	return errors.New("streaming is not implemented yet")
+	logger := newLogger(stderr, cfg.LogFormat, cfg.LogLevel)
+	logger.Info("starting capture", cfg.redacted()...)
+	err := capture(ctx, cfg, logger)
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		logger.Info("stopped")
+		return nil
+	}
+	return err
+}
+
+func newLogger(w io.Writer, format, level string) *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(level))
+	opts := &slog.HandlerOptions{Level: lvl}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+func capture(ctx context.Context, cfg Config, logger *slog.Logger) error {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := stream.NewMetrics(reg)
+	var ready atomic.Bool
+
+	g, gctx := errgroup.WithContext(ctx)
+	if cfg.MetricsAddr != "" {
+		srv, err := serveOps(cfg.MetricsAddr, reg, &ready)
+		if err != nil {
+			return err
+		}
+		g.Go(func() error {
+			<-gctx.Done()
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			return srv.Shutdown(sctx)
+		})
+	}
+	g.Go(func() error {
+		defer ready.Store(false)
+		return stream1(gctx, cfg, logger, metrics, &ready)
+	})
+	return g.Wait()
+}
+
+func serveOps(addr string, reg *prometheus.Registry, ready *atomic.Bool) (*http.Server, error) {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !ready.Load() {
+			http.Error(w, "not streaming", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listening on metrics-addr %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }() // ends with Shutdown, owned by capture's errgroup
+	return srv, nil
+}
+
+// sqlDefinitions loads table definitions from information_schema.
+type sqlDefinitions struct{ db *sql.DB }
+
+func (d sqlDefinitions) Load(ctx context.Context, db, table string) (schemahist.Definition, error) {
+	return schemahist.Load(ctx, d.db, db, table)
+}
+
+func stream1(ctx context.Context, cfg Config, logger *slog.Logger, metrics *stream.Metrics, ready *atomic.Bool) error {
+	mcfg := mysql.NewConfig()
+	mcfg.Net, mcfg.Addr, mcfg.User, mcfg.Passwd = "tcp", cfg.MySQLAddr, cfg.MySQLUser, cfg.MySQLPassword
+	mcfg.Params = map[string]string{"time_zone": "'+00:00'"}
+	conn, err := mysql.NewConnector(mcfg)
+	if err != nil {
+		return err
+	}
+	db := sql.OpenDB(conn)
+	defer db.Close()
+	db.SetMaxOpenConns(4)
+
+	// Start-up checks: one line per problem, naming the fix.
+	server, err := binlog.Inspect(ctx, db)
+	if err != nil {
+		return fmt.Errorf("source %s: %w (check mysql-addr, mysql-user and CAPTURE_MYSQL_PASSWORD)", cfg.MySQLAddr, err)
+	}
+	if err := server.Check(); err != nil {
+		return err
+	}
+	if err := checkGrants(ctx, db); err != nil {
+		return err
+	}
+	flavor := server.Flavor
+	srcFlavor := debezium.Flavor(flavor)
+	if cfg.Flavor != "auto" {
+		srcFlavor = debezium.Flavor(cfg.Flavor)
+	}
+	filt, err := filter.New(cfg.Filters)
+	if err != nil {
+		return err
+	}
+
+	registry, err := publish.NewRegistry(cfg.RegistryURL)
+	if err != nil {
+		return err
+	}
+	if err := registry.Ping(ctx); err != nil {
+		return fmt.Errorf("%w (check schema-registry-url %s)", err, redactURL(cfg.RegistryURL))
+	}
+
+	pub, err := publish.New(ctx, publish.Config{
+		Brokers:            strings.Split(cfg.KafkaBrokers, ","),
+		ID:                 cfg.ID,
+		OffsetsTopic:       cfg.OffsetsTopic,
+		TopicPartitions:    int32(cfg.TopicPartitions),
+		TopicReplication:   int16(cfg.TopicReplication),
+		TopicCleanupPolicy: cfg.TopicCleanupPolicy,
+		MaxRecordBytes:     int32(cfg.MaxRecordBytes),
+		TransactionTimeout: cfg.TransactionTimeout,
+		MaxBufferedBytes:   cfg.MaxBufferedBytes,
+		Logger:             logger,
+	})
+	if err != nil {
+		return fmt.Errorf("kafka %s: %w", cfg.KafkaBrokers, err)
+	}
+	defer pub.Close()
+	if err := pub.EnsureTopic(ctx, cfg.HistoryTopic, map[string]*string{"retention.ms": ptr("-1"), "retention.bytes": ptr("-1")}, 1); err != nil {
+		return err
+	}
+
+	start, err := startPosition(ctx, cfg, pub, server)
+	if err != nil {
+		return err
+	}
+	history, err := stream.LoadHistory(ctx, pub, cfg.HistoryTopic)
+	if err != nil {
+		return err
+	}
+	logger.Info("resuming", "gtid", start.GTIDSet, "binlog_file", start.File, "binlog_pos", start.Pos,
+		"flavor", flavor, "server_version", server.Version, "known_tables", len(history))
+
+	st, err := stream.New(stream.Config{
+		Prefix:         cfg.TopicPrefix,
+		Flavor:         srcFlavor,
+		Version:        version,
+		Types:          cfg.Types,
+		Filter:         filt,
+		Tombstones:     cfg.TombstonesOnDelete,
+		SkipTruncate:   cfg.skipTruncate(),
+		PositionKey:    cfg.ID,
+		HistoryTopic:   cfg.HistoryTopic,
+		CommitInterval: cfg.CommitInterval,
+		MaxTxnRecords:  cfg.MaxTxnRecords,
+		Logger:         logger,
+		Metrics:        metrics,
+	}, pub, registry, sqlDefinitions{db}, history)
+	if err != nil {
+		return err
+	}
+	reader, err := binlog.Open(ctx, binlog.Config{
+		Addr: cfg.MySQLAddr, User: cfg.MySQLUser, Password: cfg.MySQLPassword,
+		Flavor: flavor, ServerID: uint32(cfg.ServerID), HeartbeatPeriod: cfg.HeartbeatInterval, Logger: logger,
+	}, start)
+	if err != nil {
+		return err
+	}
+	defer reader.Close()
+	ready.Store(true)
+	return st.Run(ctx, reader)
+}
+
+func ptr(s string) *string { return &s }
+
+func startPosition(ctx context.Context, cfg Config, pub *publish.Publisher, server binlog.Server) (binlog.Position, error) {
+	stored, found, err := pub.LoadPosition(ctx, cfg.ID)
+	if err != nil {
+		return binlog.Position{}, fmt.Errorf("reading the stored position: %w", err)
+	}
+	if found {
+		p, err := binlog.UnmarshalPosition(stored)
+		if err != nil {
+			return p, fmt.Errorf("stored position of %s in %s: %w", cfg.ID, cfg.OffsetsTopic, err)
+		}
+		if p.Flavor != server.Flavor {
+			return p, fmt.Errorf("the stored position of capture %s is for a %s server, the source is %s; use another id", cfg.ID, p.Flavor, server.Flavor)
+		}
+		return p, nil
+	}
+	switch cfg.StartPosition {
+	case "current", "":
+		if server.Current.GTIDSet == "" {
+			return binlog.Position{Flavor: server.Flavor, File: server.Current.File, Pos: server.Current.Pos}, nil
+		}
+		return server.Current, nil
+	case "earliest":
+		return binlog.Position{Flavor: server.Flavor}, nil
+	default:
+		return binlog.ParsePosition(server.Flavor, cfg.StartPosition)
+	}
+}
+
+// checkGrants verifies the replication grants capture needs.
+func checkGrants(ctx context.Context, db *sql.DB) error {
+	rows, err := db.QueryContext(ctx, "SHOW GRANTS")
+	if err != nil {
+		return fmt.Errorf("reading grants: %w", err)
+	}
+	defer rows.Close()
+	var all strings.Builder
+	for rows.Next() {
+		var g string
+		if err := rows.Scan(&g); err != nil {
+			return err
+		}
+		all.WriteString(strings.ToUpper(g))
+		all.WriteByte('\n')
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	s := all.String()
+	has := func(p string) bool { return strings.Contains(s, "ALL PRIVILEGES ON *.*") || strings.Contains(s, p) }
+	var errs []error
+	if !has("REPLICATION SLAVE") && !has("REPLICATION REPLICA") {
+		errs = append(errs, fmt.Errorf("%w: the capture user lacks REPLICATION SLAVE; run: GRANT REPLICATION SLAVE ON *.* TO <user>", binlog.ErrNotReady))
+	}
+	if !has("REPLICATION CLIENT") && !has("BINLOG MONITOR") && !has("SUPER") {
+		errs = append(errs, fmt.Errorf("%w: the capture user lacks REPLICATION CLIENT (MariaDB: BINLOG MONITOR); run: GRANT REPLICATION CLIENT ON *.* TO <user>", binlog.ErrNotReady))
+	}
+	return errors.Join(errs...)
 }

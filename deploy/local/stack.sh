@@ -79,7 +79,7 @@ start_bg() { # start_bg <component> <cmd...>: run detached, record pid, log to f
 wait_for() { # wait_for <component> <seconds> <check-fn>
   local name=$1 secs=$2 fn=$3 i
   for ((i = 0; i < secs * 4; i++)); do
-    if "$fn"; then log "$name is up"; return 0; fi
+    if "$fn"; then [[ ${4:-} == quiet ]] || log "$name is up"; return 0; fi
     if ! running "$name"; then
       tail -n 40 "$(logfile "$name")" >&2 || true
       die "$name exited during start-up (log: $(logfile "$name"))"
@@ -287,7 +287,7 @@ EOF
   start_bg kafka "$java" -Xms512m -Xmx1g -XX:+UseG1GC \
     "-Dlog4j2.configurationFile=file:$KAFKA_DIR/log4j2.properties" "-Dkafka.logs.dir=$STACK/logs" \
     -cp "$KAFKA_DIR/lib/*" kafka.Kafka "$KAFKA_DIR/server.properties"
-  wait_for kafka 120 kafka_port_ok
+  wait_for kafka 120 kafka_port_ok quiet
   wait_for kafka 60 kafka_ok
 }
 

@@ -1,0 +1,310 @@
+package binlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/replication"
+)
+
+// Kind is the kind of an Event.
+type Kind uint8
+
+// Event kinds.
+const (
+	// KindBegin starts a transaction; GTID is set when the server has one.
+	KindBegin Kind = iota + 1
+	// KindRows carries the rows of one rows event of the open transaction.
+	KindRows
+	// KindCommit ends a transaction; Position is where to resume after it.
+	KindCommit
+	// KindQuery is a statement outside a row transaction (DDL, TRUNCATE),
+	// a transaction of its own; Position is where to resume after it.
+	KindQuery
+	// KindHeartbeat is an idle tick from the server: nothing happened.
+	KindHeartbeat
+)
+
+// RowsType says what a rows event did.
+type RowsType uint8
+
+// Rows types.
+const (
+	Insert RowsType = iota + 1
+	Update          // Rows holds before, after pairs
+	Delete
+)
+
+// Event is one step of the binlog, in order.
+type Event struct {
+	Kind Kind
+	// Timestamp is the event's header time (seconds since the epoch).
+	Timestamp uint32
+	// ServerID is the server that wrote the event.
+	ServerID uint32
+	// File and Pos are the binlog file and the offset where the event starts.
+	File string
+	Pos  uint32
+	// GTID is the current transaction's GTID ("" without GTIDs).
+	GTID string
+	// Thread is the session thread id of the transaction (0 if unknown).
+	Thread int64
+
+	// KindRows.
+	Table    *replication.TableMapEvent
+	RowsType RowsType
+	Rows     [][]any
+
+	// KindQuery.
+	Schema string // the session's default database
+	Query  string
+
+	// KindCommit and KindQuery: the position after this transaction.
+	Position Position
+}
+
+// Config configures a Reader.
+type Config struct {
+	// Addr is the server, host:port.
+	Addr     string
+	User     string
+	Password string
+	// Flavor of the server.
+	Flavor Flavor
+	// ServerID identifies this replica to the server; it must be unique
+	// among the server's replicas.
+	ServerID uint32
+	// HeartbeatPeriod asks the server for heartbeats when idle (0: 30s).
+	HeartbeatPeriod time.Duration
+	// Logger; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Reader yields the binlog's events from a start position.
+type Reader struct {
+	syncer   *replication.BinlogSyncer
+	streamer *replication.BinlogStreamer
+	flavor   Flavor
+
+	gset mysql.GTIDSet // executed up to the last commit
+	file string
+	pos  uint32 // end of the last commit
+
+	gtid    string // of the open transaction
+	thread  int64
+	inTxn   bool
+	pending []Event // events decoded but not yet returned
+}
+
+// Open connects and starts streaming at start. A start with a GTID set
+// streams the transactions not in the set; one with only a file and offset
+// streams from there.
+func Open(ctx context.Context, cfg Config, start Position) (*Reader, error) {
+	host, portStr, err := net.SplitHostPort(cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("parsing address %q: %w", cfg.Addr, err)
+	}
+	port, err := strconv.ParseUint(portStr, 10, 16)
+	if err != nil {
+		return nil, fmt.Errorf("parsing port of %q: %w", cfg.Addr, err)
+	}
+	hb := cfg.HeartbeatPeriod
+	if hb == 0 {
+		hb = 30 * time.Second
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	syncer := replication.NewBinlogSyncer(replication.BinlogSyncerConfig{
+		ServerID:                cfg.ServerID,
+		Flavor:                  string(cfg.Flavor),
+		Host:                    host,
+		Port:                    uint16(port),
+		User:                    cfg.User,
+		Password:                cfg.Password,
+		HeartbeatPeriod:         hb,
+		ReadTimeout:             3 * hb,
+		TimestampStringLocation: time.UTC,
+		MaxReconnectAttempts:    10,
+		Logger:                  logger.With("component", "binlog"),
+		// Let capture, not the syncer, own back-pressure.
+		EventCacheCount: 4096,
+	})
+	r := &Reader{syncer: syncer, flavor: cfg.Flavor, file: start.File, pos: start.Pos}
+	switch {
+	case start.GTIDSet != "" || (start.File == "" && cfg.Flavor == FlavorMariaDB):
+		r.gset, err = ParseGTIDSet(cfg.Flavor, start.GTIDSet)
+		if err == nil {
+			r.streamer, err = syncer.StartSyncGTID(r.gset.Clone())
+		}
+	default:
+		r.streamer, err = syncer.StartSync(mysql.Position{Name: start.File, Pos: start.Pos})
+	}
+	if err != nil {
+		syncer.Close()
+		return nil, fmt.Errorf("starting binlog stream at %s: %w", start, err)
+	}
+	return r, nil
+}
+
+// Close stops streaming. It is safe to call more than once.
+func (r *Reader) Close() { r.syncer.Close() }
+
+// Position is the position after the last transaction returned in full.
+func (r *Reader) Position() Position {
+	p := Position{Flavor: r.flavor, File: r.file, Pos: r.pos}
+	if r.gset != nil {
+		p.GTIDSet = r.gset.String()
+	}
+	return p
+}
+
+// Next returns the next event. It blocks until one arrives or ctx ends.
+// An error other than ctx's is final: the reader must be closed.
+func (r *Reader) Next(ctx context.Context) (Event, error) {
+	for {
+		if len(r.pending) > 0 {
+			ev := r.pending[0]
+			r.pending = r.pending[1:]
+			return ev, nil
+		}
+		raw, err := r.streamer.GetEvent(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return Event{}, ctx.Err()
+			}
+			return Event{}, fmt.Errorf("reading binlog after %s: %w", r.Position(), err)
+		}
+		if err := r.decode(raw); err != nil {
+			return Event{}, err
+		}
+	}
+}
+
+func (r *Reader) base(h *replication.EventHeader) Event {
+	start := h.LogPos - h.EventSize
+	if h.LogPos < h.EventSize {
+		start = 0
+	}
+	return Event{Timestamp: h.Timestamp, ServerID: h.ServerID, File: r.file, Pos: start, GTID: r.gtid, Thread: r.thread}
+}
+
+func (r *Reader) decode(raw *replication.BinlogEvent) error {
+	h := raw.Header
+	switch e := raw.Event.(type) {
+	case *replication.RotateEvent:
+		r.file = string(e.NextLogName)
+		r.pos = uint32(e.Position)
+	case *replication.MariadbGTIDEvent:
+		r.gtid = e.GTID.String()
+		r.thread = 0
+		r.inTxn = !e.IsStandalone()
+		if r.inTxn {
+			r.pending = append(r.pending, withKind(r.base(h), KindBegin))
+		}
+	case *replication.GTIDEvent:
+		next, err := e.GTIDNext()
+		if err != nil {
+			return fmt.Errorf("decoding GTID event at %s:%d: %w", r.file, h.LogPos, err)
+		}
+		r.gtid = next.String()
+		r.thread = 0
+	case *replication.QueryEvent:
+		q := strings.TrimSpace(string(e.Query))
+		switch strings.ToUpper(q) {
+		case "BEGIN":
+			r.thread = int64(e.SlaveProxyID)
+			if !r.inTxn { // MySQL: BEGIN follows the GTID event
+				r.inTxn = true
+				r.pending = append(r.pending, withKind(r.base(h), KindBegin))
+			}
+			return nil
+		case "COMMIT":
+			return r.commit(h)
+		}
+		if r.inTxn {
+			// A statement inside a row transaction (e.g. SAVEPOINT): not a change.
+			return nil
+		}
+		r.thread = int64(e.SlaveProxyID)
+		ev := r.base(h)
+		ev.Kind, ev.Schema, ev.Query = KindQuery, string(e.Schema), q
+		if err := r.advance(h); err != nil {
+			return err
+		}
+		ev.Position = r.Position()
+		r.pending = append(r.pending, ev)
+	case *replication.XIDEvent:
+		return r.commit(h)
+	case *replication.RowsEvent:
+		ev := r.base(h)
+		ev.Kind, ev.Table, ev.Rows = KindRows, e.Table, e.Rows
+		switch h.EventType {
+		case replication.WRITE_ROWS_EVENTv0, replication.WRITE_ROWS_EVENTv1, replication.WRITE_ROWS_EVENTv2,
+			replication.MARIADB_WRITE_ROWS_COMPRESSED_EVENT_V1:
+			ev.RowsType = Insert
+		case replication.UPDATE_ROWS_EVENTv0, replication.UPDATE_ROWS_EVENTv1, replication.UPDATE_ROWS_EVENTv2,
+			replication.MARIADB_UPDATE_ROWS_COMPRESSED_EVENT_V1, replication.PARTIAL_UPDATE_ROWS_EVENT:
+			ev.RowsType = Update
+		case replication.DELETE_ROWS_EVENTv0, replication.DELETE_ROWS_EVENTv1, replication.DELETE_ROWS_EVENTv2,
+			replication.MARIADB_DELETE_ROWS_COMPRESSED_EVENT_V1:
+			ev.RowsType = Delete
+		default:
+			return fmt.Errorf("unexpected rows event type %s at %s:%d", h.EventType, r.file, h.LogPos)
+		}
+		r.pending = append(r.pending, ev)
+	case *replication.TransactionPayloadEvent:
+		// MySQL 8 binlog_transaction_compression: the payload holds the
+		// transaction's events, already decoded by go-mysql.
+		for _, inner := range e.Events {
+			// Inner events carry no log position of their own: keep the
+			// payload's, so positions stay monotonic.
+			inner.Header.LogPos, inner.Header.EventSize = h.LogPos, h.EventSize
+			if err := r.decode(inner); err != nil {
+				return err
+			}
+		}
+	case *replication.GenericEvent:
+		if h.EventType == replication.HEARTBEAT_EVENT || h.EventType == replication.HEARTBEAT_LOG_EVENT_V2 {
+			r.pending = append(r.pending, withKind(r.base(h), KindHeartbeat))
+		}
+	}
+	return nil
+}
+
+func withKind(e Event, k Kind) Event { e.Kind = k; return e }
+
+func (r *Reader) advance(h *replication.EventHeader) error {
+	if r.gtid != "" && r.gset != nil {
+		if err := r.gset.Update(r.gtid); err != nil {
+			return fmt.Errorf("adding GTID %s to %s: %w", r.gtid, r.gset, err)
+		}
+	}
+	if h.LogPos > 0 {
+		r.pos = h.LogPos
+	}
+	return nil
+}
+
+func (r *Reader) commit(h *replication.EventHeader) error {
+	if err := r.advance(h); err != nil {
+		return err
+	}
+	ev := r.base(h)
+	ev.Kind = KindCommit
+	ev.Position = r.Position()
+	r.pending = append(r.pending, ev)
+	r.inTxn, r.gtid, r.thread = false, "", 0
+	return nil
+}
+
+// ErrNotReady reports a server whose binlog cannot feed capture.
+var ErrNotReady = errors.New("binlog: server not ready for change capture")

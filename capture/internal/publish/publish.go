@@ -1,0 +1,346 @@
+// Package publish writes capture's change events and its source position
+// to Kafka in one transaction, so that a read_committed consumer sees a
+// change if and only if the position after it is stored.
+//
+// The position lives in a compacted topic, keyed by capture id: nothing is
+// kept on local disk, which suits MSK-only deployments. New fences older
+// producers with the same transactional id, so two captures started with
+// the same id never interleave: the older one fails with ErrFenced.
+package publish
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// ErrFenced reports that another capture with the same id took over.
+var ErrFenced = errors.New("publish: fenced by a newer capture with the same id")
+
+// ErrTooLarge reports a record over the broker's or producer's size limit.
+var ErrTooLarge = errors.New("publish: record too large")
+
+// Config configures a Publisher.
+type Config struct {
+	// Brokers are the seed brokers.
+	Brokers []string
+	// ID identifies this capture; the transactional id is "binlake-capture-<ID>".
+	ID string
+	// OffsetsTopic holds positions (compacted, created if missing).
+	OffsetsTopic string
+	// TopicPartitions, TopicReplication and TopicCleanupPolicy apply to
+	// change topics capture creates (Debezium's topic.creation.default.*).
+	// Defaults: 1 partition, replication 1... see capture's config.
+	TopicPartitions    int32
+	TopicReplication   int16
+	TopicCleanupPolicy string
+	// MaxRecordBytes is the largest record capture produces (producer
+	// batch max bytes); the topic's max.message.bytes must allow it.
+	MaxRecordBytes int32
+	// TransactionTimeout bounds one Kafka transaction (broker maximum: its
+	// transaction.max.timeout.ms, 15 min by default).
+	TransactionTimeout time.Duration
+	// MaxBufferedBytes bounds the memory of records not yet acknowledged.
+	MaxBufferedBytes int
+	// Opts are extra client options (TLS, SASL for MSK).
+	Opts []kgo.Opt
+	// Logger; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Publisher is a transactional producer with a position topic.
+type Publisher struct {
+	cfg Config
+	cl  *kgo.Client
+	adm *kadm.Client
+	log *slog.Logger
+
+	topicsMu sync.Mutex
+	topics   map[string]bool
+
+	errMu sync.Mutex
+	err   error // first produce error of the open transaction
+
+	inTxn     bool
+	closeOnce sync.Once
+}
+
+// RecordInfo travels in a record's Context so that a failure can name what
+// failed without logging row values.
+type RecordInfo struct {
+	Table string // db.table
+	Key   string // the primary key, rendered for error messages
+}
+
+// New connects, creates the offsets topic if needed and fences any older
+// producer with the same id (aborting its open transaction).
+func New(ctx context.Context, cfg Config) (*Publisher, error) {
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	opts := append([]kgo.Opt{
+		kgo.SeedBrokers(cfg.Brokers...),
+		kgo.TransactionalID("binlake-capture-" + cfg.ID),
+		kgo.TransactionTimeout(cfg.TransactionTimeout),
+		kgo.ProducerBatchMaxBytes(cfg.MaxRecordBytes),
+		kgo.MaxBufferedBytes(cfg.MaxBufferedBytes),
+		kgo.ProducerLinger(5 * time.Millisecond),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerBatchCompression(kgo.Lz4Compression(), kgo.NoCompression()),
+		// Records with a key go to murmur2(key) % partitions, as the
+		// Java client's default partitioner does.
+		kgo.RecordPartitioner(kgo.UniformBytesPartitioner(64<<10, true, true, nil)),
+	}, cfg.Opts...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("creating kafka client: %w", err)
+	}
+	p := &Publisher{cfg: cfg, cl: cl, adm: kadm.NewClient(cl), log: logger, topics: map[string]bool{}}
+	if err := p.EnsureTopic(ctx, cfg.OffsetsTopic, map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}, 1); err != nil {
+		p.Close()
+		return nil, err
+	}
+	if _, _, err := cl.ProducerID(ctx); err != nil {
+		p.Close()
+		return nil, classify(fmt.Errorf("initialising the transactional producer: %w", err))
+	}
+	return p, nil
+}
+
+// Client is the underlying Kafka client (for metrics hooks and reads).
+func (p *Publisher) Client() *kgo.Client { return p.cl }
+
+// Close releases the client. It does not commit: an open transaction is
+// aborted by the broker or by the next capture with the same id.
+func (p *Publisher) Close() { p.closeOnce.Do(p.cl.Close) }
+
+// EnsureTopic creates a topic if it does not exist. partitions 0 means the
+// configured default.
+func (p *Publisher) EnsureTopic(ctx context.Context, topic string, configs map[string]*string, partitions int32) error {
+	p.topicsMu.Lock()
+	known := p.topics[topic]
+	p.topicsMu.Unlock()
+	if known {
+		return nil
+	}
+	if partitions == 0 {
+		partitions = p.cfg.TopicPartitions
+	}
+	if configs == nil {
+		configs = map[string]*string{}
+		if p.cfg.TopicCleanupPolicy != "" {
+			configs["cleanup.policy"] = kadm.StringPtr(p.cfg.TopicCleanupPolicy)
+		}
+	}
+	if _, ok := configs["max.message.bytes"]; !ok && p.cfg.MaxRecordBytes > 0 {
+		configs["max.message.bytes"] = kadm.StringPtr(strconv.Itoa(int(p.cfg.MaxRecordBytes) + 1024))
+	}
+	resp, err := p.adm.CreateTopic(ctx, partitions, p.cfg.TopicReplication, configs, topic)
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		return fmt.Errorf("creating topic %s: %w", topic, err)
+	}
+	if resp.Err != nil && !errors.Is(resp.Err, kerr.TopicAlreadyExists) {
+		return fmt.Errorf("creating topic %s: %w", topic, resp.Err)
+	}
+	if resp.Err == nil && err == nil {
+		p.log.Info("created topic", "topic", topic, "partitions", partitions)
+	}
+	p.topicsMu.Lock()
+	p.topics[topic] = true
+	p.topicsMu.Unlock()
+	return nil
+}
+
+// LoadPosition returns the last committed position stored under key, or
+// found=false if there is none.
+func (p *Publisher) LoadPosition(ctx context.Context, key string) (value []byte, found bool, err error) {
+	err = p.ReadCommitted(ctx, p.cfg.OffsetsTopic, func(r *kgo.Record) {
+		if string(r.Key) == key {
+			value, found = r.Value, r.Value != nil
+		}
+	})
+	return value, found, err
+}
+
+// ReadCommitted calls fn, in offset order per partition, for every
+// committed record of topic that exists when it starts.
+func (p *Publisher) ReadCommitted(ctx context.Context, topic string, fn func(*kgo.Record)) error {
+	ends, err := p.adm.ListCommittedOffsets(ctx, topic)
+	if err != nil {
+		return fmt.Errorf("listing offsets of %s: %w", topic, err)
+	}
+	starts, err := p.adm.ListStartOffsets(ctx, topic)
+	if err != nil {
+		return fmt.Errorf("listing offsets of %s: %w", topic, err)
+	}
+	if err := ends.Error(); err != nil {
+		return fmt.Errorf("listing offsets of %s: %w", topic, err)
+	}
+	want := map[int32]int64{}
+	offsets := map[int32]kgo.Offset{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if s, ok := starts.Lookup(o.Topic, o.Partition); ok && o.Offset > s.Offset {
+			want[o.Partition] = o.Offset
+			offsets[o.Partition] = kgo.NewOffset().At(s.Offset)
+		}
+	})
+	if len(want) == 0 {
+		return nil
+	}
+	rd, err := kgo.NewClient(append([]kgo.Opt{
+		kgo.SeedBrokers(p.cfg.Brokers...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.FetchMaxWait(200 * time.Millisecond),
+	}, p.cfg.Opts...)...)
+	if err != nil {
+		return err
+	}
+	defer rd.Close()
+	// Read until every partition is consumed up to its last stable offset.
+	// Transaction markers occupy offsets but are never returned, so a
+	// partition whose remaining offsets are only markers shows up as a
+	// poll with nothing new: one idle second ends the read.
+	for len(want) > 0 {
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		fs := rd.PollFetches(pctx)
+		cancel()
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var ferr error
+		fs.EachError(func(t string, part int32, e error) {
+			if !errors.Is(e, context.DeadlineExceeded) {
+				ferr = fmt.Errorf("reading %s[%d]: %w", t, part, e)
+			}
+		})
+		if ferr != nil {
+			return ferr
+		}
+		if fs.NumRecords() == 0 {
+			break
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			end, ok := want[r.Partition]
+			if !ok || r.Offset >= end {
+				return
+			}
+			fn(r)
+			if r.Offset+1 >= end {
+				delete(want, r.Partition)
+			}
+		})
+	}
+	return nil
+}
+
+// Begin starts a transaction.
+func (p *Publisher) Begin() error {
+	if p.inTxn {
+		return nil
+	}
+	if err := p.cl.BeginTransaction(); err != nil {
+		return classify(fmt.Errorf("beginning a transaction: %w", err))
+	}
+	p.inTxn = true
+	return nil
+}
+
+// InTxn reports whether a transaction is open.
+func (p *Publisher) InTxn() bool { return p.inTxn }
+
+// Produce buffers a record in the open transaction. It blocks when the
+// buffer is full (back-pressure). A failure is reported by Commit.
+func (p *Publisher) Produce(ctx context.Context, r *kgo.Record) {
+	p.cl.Produce(ctx, r, p.promise)
+}
+
+func (p *Publisher) promise(r *kgo.Record, err error) {
+	if err == nil {
+		return
+	}
+	if errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge) {
+		info, _ := r.Context.Value(recordInfoKey{}).(RecordInfo)
+		err = fmt.Errorf("%w: a change of table %s with key %s is %d bytes in topic %s; raise the capture setting max-record-bytes (CAPTURE_MAX_RECORD_BYTES) and the topic's max.message.bytes: %w",
+			ErrTooLarge, info.Table, info.Key, len(r.Key)+len(r.Value), r.Topic, err)
+	}
+	p.errMu.Lock()
+	if p.err == nil {
+		p.err = err
+	}
+	p.errMu.Unlock()
+}
+
+type recordInfoKey struct{}
+
+// WithInfo returns a context carrying what a record is, for error messages.
+func WithInfo(ctx context.Context, info RecordInfo) context.Context {
+	return context.WithValue(ctx, recordInfoKey{}, info)
+}
+
+// Err returns the first produce error of the open transaction, if any.
+func (p *Publisher) Err() error {
+	p.errMu.Lock()
+	defer p.errMu.Unlock()
+	return p.err
+}
+
+// Commit writes the position under key and commits the transaction: the
+// records produced since Begin and the position become visible together,
+// or not at all.
+func (p *Publisher) Commit(ctx context.Context, key string, position []byte) error {
+	if !p.inTxn {
+		return errors.New("publish: commit without a transaction")
+	}
+	p.Produce(ctx, &kgo.Record{Topic: p.cfg.OffsetsTopic, Key: []byte(key), Value: position, Partition: 0})
+	if err := p.cl.Flush(ctx); err != nil {
+		return p.abortAfter(ctx, fmt.Errorf("flushing: %w", err))
+	}
+	if err := p.Err(); err != nil {
+		return p.abortAfter(ctx, err)
+	}
+	p.inTxn = false
+	if err := p.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		return classify(fmt.Errorf("committing the transaction: %w", err))
+	}
+	return nil
+}
+
+func (p *Publisher) abortAfter(ctx context.Context, cause error) error {
+	if aerr := p.Abort(ctx); aerr != nil {
+		return classify(errors.Join(cause, aerr))
+	}
+	return classify(cause)
+}
+
+// Abort drops the open transaction's records.
+func (p *Publisher) Abort(ctx context.Context) error {
+	if !p.inTxn {
+		return nil
+	}
+	p.inTxn = false
+	defer func() { p.errMu.Lock(); p.err = nil; p.errMu.Unlock() }()
+	if err := p.cl.AbortBufferedRecords(ctx); err != nil {
+		return fmt.Errorf("aborting buffered records: %w", err)
+	}
+	if err := p.cl.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		return classify(fmt.Errorf("aborting the transaction: %w", err))
+	}
+	return nil
+}
+
+func classify(err error) error {
+	if errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) {
+		return fmt.Errorf("%w: %w", ErrFenced, err)
+	}
+	return err
+}

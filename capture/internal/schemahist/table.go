@@ -1,0 +1,207 @@
+// Package schemahist knows the definition of each captured table as of the
+// binlog position being read, and keeps the history of those definitions
+// in a Kafka topic so that a restarted capture decodes old binlog events
+// with the schema they were written under.
+//
+// A definition is read from information_schema when a table is first seen
+// and again after each DDL statement that touches it, and is checked
+// against every table map event: a row event whose columns do not match
+// the definition stops capture rather than being decoded with the wrong
+// schema.
+package schemahist
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/binlake/binlake/capture/internal/mysqltype"
+	"github.com/binlake/binlake/schemas/debezium"
+)
+
+// ErrSchemaMismatch reports a row event whose columns differ from the
+// table definition capture holds.
+var ErrSchemaMismatch = errors.New("schemahist: row event does not match the table definition")
+
+// ErrNoTable reports a table that does not exist (any more).
+var ErrNoTable = errors.New("schemahist: table not found")
+
+// Definition is a table's structure as information_schema reports it.
+type Definition struct {
+	DB         string             `json:"db"`
+	Table      string             `json:"table"`
+	Columns    []mysqltype.Column `json:"columns"`
+	PrimaryKey []string           `json:"primary_key,omitempty"`
+	Charset    string             `json:"charset,omitempty"`
+}
+
+// Table is a definition compiled for conversion: converters and the
+// Debezium key, value and envelope schemas.
+type Table struct {
+	Def      Definition
+	ID       debezium.TableID
+	Conv     *mysqltype.Table
+	KeyIdx   []int            // positions of the key columns in a row
+	Key      *debezium.Schema // nil when the table has no primary key
+	Value    *debezium.Schema
+	Envelope *debezium.Schema
+	// Columns and ColumnIdx restrict a row to the included columns
+	// (nil: all columns).
+	ColumnIdx []int
+}
+
+// Compile builds the converters and schemas of a definition.
+func Compile(def Definition, prefix string, flavor debezium.Flavor, opts mysqltype.Options, include func(col string) bool) (*Table, error) {
+	var cols []mysqltype.Column
+	var idx []int
+	for i, c := range def.Columns {
+		if include == nil || include(c.Name) || slices.Contains(def.PrimaryKey, c.Name) {
+			cols = append(cols, c)
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) == len(def.Columns) {
+		idx = nil
+	}
+	conv, err := mysqltype.NewTable(cols, opts)
+	if err != nil {
+		return nil, fmt.Errorf("compiling %s.%s: %w", def.DB, def.Table, err)
+	}
+	t := &Table{Def: def, ID: debezium.TableID{Prefix: prefix, DB: def.DB, Table: def.Table}, Conv: conv, ColumnIdx: idx}
+	fields := conv.Fields()
+	var keyFields []debezium.Field
+	for _, pk := range def.PrimaryKey {
+		i := slices.IndexFunc(cols, func(c mysqltype.Column) bool { return c.Name == pk })
+		if i < 0 {
+			return nil, fmt.Errorf("compiling %s.%s: primary key column %s not found", def.DB, def.Table, pk)
+		}
+		t.KeyIdx = append(t.KeyIdx, i)
+		keyFields = append(keyFields, fields[i])
+	}
+	if len(keyFields) > 0 {
+		t.Key = debezium.KeySchema(t.ID, keyFields)
+	}
+	t.Value = debezium.ValueSchema(t.ID, fields)
+	t.Envelope = debezium.EnvelopeSchema(t.ID, flavor, t.Value)
+	return t, nil
+}
+
+// Matches checks a table map event's column names against the definition.
+func (t *Table) Matches(names []string) error {
+	if len(names) == 0 {
+		return nil // no metadata: only the count can be checked, by the caller
+	}
+	if len(names) != len(t.Def.Columns) {
+		return fmt.Errorf("%w: %s.%s has %d columns in the binlog, %d in the definition",
+			ErrSchemaMismatch, t.Def.DB, t.Def.Table, len(names), len(t.Def.Columns))
+	}
+	for i, n := range names {
+		if !strings.EqualFold(n, t.Def.Columns[i].Name) {
+			return fmt.Errorf("%w: %s.%s column %d is %q in the binlog, %q in the definition",
+				ErrSchemaMismatch, t.Def.DB, t.Def.Table, i+1, n, t.Def.Columns[i].Name)
+		}
+	}
+	return nil
+}
+
+var jsonCheck = regexp.MustCompile("(?i)json_valid\\(`?([^`)]+)`?\\)")
+
+// Load reads a table's definition from information_schema.
+func Load(ctx context.Context, db *sql.DB, schema, table string) (Definition, error) {
+	def := Definition{DB: schema, Table: table}
+	rows, err := db.QueryContext(ctx, `SELECT COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE, COLUMN_DEFAULT, EXTRA,
+		COLUMN_COMMENT, COALESCE(CHARACTER_SET_NAME, '')
+		FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`, schema, table)
+	if err != nil {
+		return def, fmt.Errorf("reading columns of %s.%s: %w", schema, table, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var c mysqltype.Column
+		var nullable, extra string
+		var dflt sql.NullString
+		if err := rows.Scan(&c.Name, &c.Type, &nullable, &dflt, &extra, &c.Comment, &c.Charset); err != nil {
+			return def, fmt.Errorf("reading columns of %s.%s: %w", schema, table, err)
+		}
+		c.Nullable = nullable == "YES"
+		if dflt.Valid {
+			d := dflt.String
+			c.Default = &d
+		}
+		c.DefaultGenerated = strings.Contains(strings.ToUpper(extra), "DEFAULT_GENERATED")
+		def.Columns = append(def.Columns, c)
+	}
+	if err := rows.Err(); err != nil {
+		return def, fmt.Errorf("reading columns of %s.%s: %w", schema, table, err)
+	}
+	if len(def.Columns) == 0 {
+		return def, fmt.Errorf("%w: %s.%s", ErrNoTable, schema, table)
+	}
+
+	pk, err := db.QueryContext(ctx, `SELECT COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE
+		WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND CONSTRAINT_NAME = 'PRIMARY' ORDER BY ORDINAL_POSITION`, schema, table)
+	if err != nil {
+		return def, fmt.Errorf("reading the primary key of %s.%s: %w", schema, table, err)
+	}
+	defer pk.Close()
+	for pk.Next() {
+		var n string
+		if err := pk.Scan(&n); err != nil {
+			return def, err
+		}
+		def.PrimaryKey = append(def.PrimaryKey, n)
+	}
+	if err := pk.Err(); err != nil {
+		return def, err
+	}
+
+	// MariaDB stores JSON as LONGTEXT with a json_valid() check constraint.
+	checks, err := db.QueryContext(ctx, `SELECT CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS
+		WHERE CONSTRAINT_SCHEMA = ? AND TABLE_NAME = ?`, schema, table)
+	if err == nil {
+		defer checks.Close()
+		for checks.Next() {
+			var clause string
+			if err := checks.Scan(&clause); err != nil {
+				return def, err
+			}
+			for _, m := range jsonCheck.FindAllStringSubmatch(clause, -1) {
+				for i := range def.Columns {
+					if strings.EqualFold(def.Columns[i].Name, m[1]) && strings.Contains(strings.ToLower(def.Columns[i].Type), "text") {
+						def.Columns[i].Type = "json"
+					}
+				}
+			}
+		}
+		if err := checks.Err(); err != nil {
+			return def, err
+		}
+	}
+	return def, nil
+}
+
+// ListTables lists the base tables of the given databases.
+func ListTables(ctx context.Context, db *sql.DB, include func(db, table string) bool) ([][2]string, error) {
+	rows, err := db.QueryContext(ctx, `SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES
+		WHERE TABLE_TYPE = 'BASE TABLE' AND TABLE_SCHEMA NOT IN ('mysql','information_schema','performance_schema','sys')
+		ORDER BY TABLE_SCHEMA, TABLE_NAME`)
+	if err != nil {
+		return nil, fmt.Errorf("listing tables: %w", err)
+	}
+	defer rows.Close()
+	var out [][2]string
+	for rows.Next() {
+		var s, t string
+		if err := rows.Scan(&s, &t); err != nil {
+			return nil, err
+		}
+		if include(s, t) {
+			out = append(out, [2]string{s, t})
+		}
+	}
+	return out, rows.Err()
+}

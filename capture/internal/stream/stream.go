@@ -1,0 +1,602 @@
+// Package stream turns binlog events into Debezium change events and
+// publishes them, with capture's position, in Kafka transactions.
+//
+// Guarantees: a Kafka transaction always ends at a binlog transaction
+// boundary and carries the position after that transaction, so after any
+// crash capture resumes exactly after the last change a read_committed
+// consumer can see. Events of one key keep binlog order: they go to one
+// partition (murmur2 of the key) in the order they were read.
+package stream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/binlake/binlake/capture/internal/binlog"
+	"github.com/binlake/binlake/capture/internal/filter"
+	"github.com/binlake/binlake/capture/internal/mysqltype"
+	"github.com/binlake/binlake/capture/internal/publish"
+	"github.com/binlake/binlake/capture/internal/schemahist"
+	"github.com/binlake/binlake/schemas/debezium"
+)
+
+// Registry registers schemas and returns their ids (the Confluent API).
+type Registry interface {
+	Register(ctx context.Context, subject string, schema []byte) (int, error)
+}
+
+// Definitions loads table definitions from the source (information_schema).
+type Definitions interface {
+	Load(ctx context.Context, db, table string) (schemahist.Definition, error)
+}
+
+// Config configures a Stream.
+type Config struct {
+	Prefix  string          // topic.prefix
+	Flavor  debezium.Flavor // source block flavor
+	Version string          // source.version
+	Types   mysqltype.Options
+	Filter  *filter.Filter
+	// Tombstones: a null-value record follows each delete (tombstones.on.delete).
+	Tombstones bool
+	// SkipTruncate drops TRUNCATE events (skipped.operations=t).
+	SkipTruncate bool
+	// PositionKey is the key of this capture's position record.
+	PositionKey string
+	// HistoryTopic receives the table definitions as they change.
+	HistoryTopic string
+	// CommitInterval and MaxTxnRecords bound a Kafka transaction; it also
+	// ends whenever the binlog goes idle.
+	CommitInterval time.Duration
+	MaxTxnRecords  int
+	Logger         *slog.Logger
+	Metrics        *Metrics
+	// Now is the processing clock (envelope ts_*); nil means time.Now.
+	Now func() time.Time
+}
+
+// Stream is the capture loop.
+type Stream struct {
+	cfg  Config
+	pub  *publish.Publisher
+	reg  Registry
+	defs Definitions
+	log  *slog.Logger
+
+	tables map[string]*table // db.table → compiled definition
+	// open Kafka transaction
+	txnRecords   int
+	txnStart     time.Time
+	window       context.Context
+	windowCancel context.CancelFunc
+	pendingPos   *binlog.Position // position after the last complete binlog transaction
+	atBoundary   bool             // no binlog transaction is open
+}
+
+type table struct {
+	*schemahist.Table
+	keyID, valueID int
+	topic          string
+	ready          bool
+}
+
+// New returns a Stream. history holds the definitions recorded before the
+// start position (from LoadHistory).
+func New(cfg Config, pub *publish.Publisher, reg Registry, defs Definitions, history map[string]schemahist.Definition) (*Stream, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics(nil)
+	}
+	s := &Stream{cfg: cfg, pub: pub, reg: reg, defs: defs, log: cfg.Logger, tables: map[string]*table{}}
+	for key, def := range history {
+		if !cfg.Filter.Table(def.DB, def.Table) {
+			continue
+		}
+		t, err := s.compile(def)
+		if err != nil {
+			return nil, err
+		}
+		s.tables[key] = t
+	}
+	return s, nil
+}
+
+func tableKey(db, tbl string) string { return db + "." + tbl }
+
+func (s *Stream) compile(def schemahist.Definition) (*table, error) {
+	var include func(string) bool
+	if s.cfg.Filter.HasColumnLists() {
+		include = func(col string) bool { return s.cfg.Filter.Column(def.DB, def.Table, col) }
+	}
+	t, err := schemahist.Compile(def, s.cfg.Prefix, s.cfg.Flavor, s.cfg.Types, include)
+	if err != nil {
+		return nil, err
+	}
+	return &table{Table: t, topic: t.ID.Topic()}, nil
+}
+
+// Run reads r until ctx ends or an error occurs. On return the open
+// Kafka transaction has been committed (clean stop at a boundary) or
+// aborted.
+func (s *Stream) Run(ctx context.Context, r *binlog.Reader) (err error) {
+	defer func() {
+		if s.windowCancel != nil {
+			s.windowCancel()
+		}
+		if !s.pub.InTxn() {
+			return
+		}
+		// Finish cleanly on shutdown: commit what is complete, drop the rest.
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if err == nil || errors.Is(err, context.Canceled) {
+			if s.pendingPos != nil && s.atBoundary {
+				if cerr := s.commit(fctx); cerr != nil {
+					err = errors.Join(err, cerr)
+				}
+				return
+			}
+		}
+		if aerr := s.pub.Abort(fctx); aerr != nil {
+			err = errors.Join(err, aerr)
+		}
+	}()
+	s.atBoundary = true
+	for {
+		readCtx := ctx
+		if s.pendingPos != nil && s.atBoundary {
+			readCtx = s.window
+		}
+		ev, err := r.Next(readCtx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if errors.Is(err, context.DeadlineExceeded) && readCtx != ctx {
+				// Idle at a boundary, or the window passed: commit now.
+				if err := s.commit(ctx); err != nil {
+					return err
+				}
+				continue
+			}
+			return err
+		}
+		if err := s.handle(ctx, ev); err != nil {
+			return err
+		}
+	}
+}
+
+func (s *Stream) begin() error {
+	if s.pub.InTxn() {
+		return nil
+	}
+	if err := s.pub.Begin(); err != nil {
+		return err
+	}
+	s.txnRecords = 0
+	s.txnStart = time.Now()
+	if s.windowCancel != nil {
+		s.windowCancel()
+	}
+	s.window, s.windowCancel = context.WithDeadline(context.Background(), s.txnStart.Add(s.cfg.CommitInterval))
+	return nil
+}
+
+func (s *Stream) commit(ctx context.Context) error {
+	if !s.pub.InTxn() || s.pendingPos == nil {
+		return nil
+	}
+	pos := *s.pendingPos
+	b, err := binlog.MarshalPosition(pos)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := s.pub.Commit(ctx, s.cfg.PositionKey, b); err != nil {
+		s.cfg.Metrics.Commits.WithLabelValues("error").Inc()
+		return err
+	}
+	s.cfg.Metrics.Commits.WithLabelValues("ok").Inc()
+	s.cfg.Metrics.CommitSeconds.Observe(time.Since(start).Seconds())
+	s.cfg.Metrics.setPosition(pos)
+	s.pendingPos = nil
+	if s.windowCancel != nil {
+		s.windowCancel()
+		s.windowCancel = nil
+	}
+	s.log.Debug("committed", "gtid", pos.GTIDSet, "binlog_file", pos.File, "binlog_pos", pos.Pos, "records", s.txnRecords)
+	return nil
+}
+
+func (s *Stream) handle(ctx context.Context, ev binlog.Event) error {
+	switch ev.Kind {
+	case binlog.KindBegin:
+		s.atBoundary = false
+		return s.begin()
+	case binlog.KindRows:
+		s.atBoundary = false
+		if err := s.begin(); err != nil {
+			return err
+		}
+		return s.rows(ctx, ev)
+	case binlog.KindCommit:
+		return s.boundary(ctx, ev)
+	case binlog.KindQuery:
+		if err := s.begin(); err != nil {
+			return err
+		}
+		if err := s.query(ctx, ev); err != nil {
+			return err
+		}
+		return s.boundary(ctx, ev)
+	case binlog.KindHeartbeat:
+		s.cfg.Metrics.observeSource(ev.Timestamp, s.cfg.Now())
+		if s.pendingPos != nil && s.atBoundary {
+			return s.commit(ctx)
+		}
+	}
+	return nil
+}
+
+func (s *Stream) boundary(ctx context.Context, ev binlog.Event) error {
+	pos := ev.Position
+	s.pendingPos = &pos
+	s.atBoundary = true
+	s.cfg.Metrics.observeSource(ev.Timestamp, s.cfg.Now())
+	if s.txnRecords >= s.cfg.MaxTxnRecords || time.Since(s.txnStart) >= s.cfg.CommitInterval {
+		return s.commit(ctx)
+	}
+	if err := s.pub.Err(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// lookup returns the compiled table for a rows event, loading its
+// definition on first sight and checking it against the table map.
+func (s *Stream) lookup(ctx context.Context, db, tbl string, names []string, ncols int) (*table, error) {
+	key := tableKey(db, tbl)
+	t := s.tables[key]
+	// ncols < 0: no table map to check against (TRUNCATE).
+	check := ncols >= 0
+	if t == nil || (check && (t.Matches(names) != nil || (len(names) == 0 && ncols != len(t.Def.Columns)))) {
+		def, err := s.defs.Load(ctx, db, tbl)
+		if err != nil {
+			return nil, err
+		}
+		nt, err := s.compile(def)
+		if err != nil {
+			return nil, err
+		}
+		if err := nt.Matches(names); check && err != nil {
+			return nil, fmt.Errorf("%w (the table changed after this binlog event was written and its history is not known; restart capture with a snapshot of this table)", err)
+		}
+		if check && len(names) == 0 && ncols != len(nt.Def.Columns) {
+			return nil, fmt.Errorf("%w: %s has %d columns in the binlog and %d now", schemahist.ErrSchemaMismatch, key, ncols, len(nt.Def.Columns))
+		}
+		if err := s.recordHistory(ctx, def); err != nil {
+			return nil, err
+		}
+		s.tables[key] = nt
+		t = nt
+	}
+	if !t.ready {
+		if err := s.prepare(ctx, t); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// prepare registers a table's schemas and creates its topic.
+func (s *Stream) prepare(ctx context.Context, t *table) error {
+	if t.Key != nil {
+		ks, err := debezium.AvroSchema(t.Key)
+		if err != nil {
+			return err
+		}
+		if t.keyID, err = s.reg.Register(ctx, t.topic+"-key", ks); err != nil {
+			return fmt.Errorf("registering the key schema of %s: %w", t.topic, err)
+		}
+	}
+	vs, err := debezium.AvroSchema(t.Envelope)
+	if err != nil {
+		return err
+	}
+	if t.valueID, err = s.reg.Register(ctx, t.topic+"-value", vs); err != nil {
+		return fmt.Errorf("registering the value schema of %s: %w", t.topic, err)
+	}
+	if err := s.pub.EnsureTopic(ctx, t.topic, nil, 0); err != nil {
+		return err
+	}
+	t.ready = true
+	return nil
+}
+
+// historyRecord is one entry of the schema history topic.
+type historyRecord struct {
+	Definition schemahist.Definition `json:"definition"`
+	Dropped    bool                  `json:"dropped,omitempty"`
+}
+
+func (s *Stream) recordHistory(ctx context.Context, def schemahist.Definition) error {
+	return s.writeHistory(ctx, historyRecord{Definition: def})
+}
+
+func (s *Stream) writeHistory(ctx context.Context, rec historyRecord) error {
+	if s.cfg.HistoryTopic == "" {
+		return nil
+	}
+	if err := s.begin(); err != nil {
+		return err
+	}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	s.pub.Produce(ctx, &kgo.Record{Topic: s.cfg.HistoryTopic, Key: []byte(tableKey(rec.Definition.DB, rec.Definition.Table)), Value: b, Partition: 0})
+	return nil
+}
+
+// LoadHistory reads the schema history topic: the latest definition of
+// every table recorded before the committed position.
+func LoadHistory(ctx context.Context, pub *publish.Publisher, topic string) (map[string]schemahist.Definition, error) {
+	out := map[string]schemahist.Definition{}
+	var bad error
+	err := pub.ReadCommitted(ctx, topic, func(r *kgo.Record) {
+		var rec historyRecord
+		if err := json.Unmarshal(r.Value, &rec); err != nil {
+			bad = fmt.Errorf("decoding schema history record at %s[%d]@%d: %w", r.Topic, r.Partition, r.Offset, err)
+			return
+		}
+		key := tableKey(rec.Definition.DB, rec.Definition.Table)
+		if rec.Dropped {
+			delete(out, key)
+		} else {
+			out[key] = rec.Definition
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, bad
+}
+
+func (s *Stream) source(ev binlog.Event, db, tbl string, row int) debezium.Source {
+	sec := int64(ev.Timestamp)
+	return debezium.Source{
+		Version:   s.cfg.Version,
+		Connector: s.cfg.Flavor,
+		Name:      s.cfg.Prefix,
+		TsMs:      sec * 1000,
+		TsUs:      sec * 1000_000,
+		TsNs:      sec * 1000_000_000,
+		DB:        db,
+		Table:     tbl,
+		ServerID:  int64(ev.ServerID),
+		GTID:      ev.GTID,
+		File:      ev.File,
+		Pos:       int64(ev.Pos),
+		Row:       int32(row),
+		Thread:    ev.Thread,
+	}
+}
+
+func (s *Stream) rows(ctx context.Context, ev binlog.Event) error {
+	db, tbl := string(ev.Table.Schema), string(ev.Table.Table)
+	if !s.cfg.Filter.Table(db, tbl) {
+		return nil
+	}
+	t, err := s.lookup(ctx, db, tbl, ev.Table.ColumnNameString(), int(ev.Table.ColumnCount))
+	if err != nil {
+		return err
+	}
+	now := s.cfg.Now()
+	step := 1
+	if ev.RowsType == binlog.Update {
+		step = 2
+	}
+	for i := 0; i+step-1 < len(ev.Rows); i += step {
+		src := s.source(ev, db, tbl, i/step)
+		switch ev.RowsType {
+		case binlog.Insert:
+			after, err := s.convert(t, ev.Rows[i])
+			if err != nil {
+				return err
+			}
+			if err := s.emit(ctx, t, debezium.OpCreate, nil, after, src, now, nil); err != nil {
+				return err
+			}
+		case binlog.Delete:
+			before, err := s.convert(t, ev.Rows[i])
+			if err != nil {
+				return err
+			}
+			if err := s.emit(ctx, t, debezium.OpDelete, before, nil, src, now, nil); err != nil {
+				return err
+			}
+		case binlog.Update:
+			before, err := s.convert(t, ev.Rows[i])
+			if err != nil {
+				return err
+			}
+			after, err := s.convert(t, ev.Rows[i+1])
+			if err != nil {
+				return err
+			}
+			if t.Key != nil && !sameKey(t, before, after) {
+				// A primary-key change: delete (+ tombstone) of the old key,
+				// then a create of the new one, as Debezium does.
+				oldKey, newKey := keyString(t, before), keyString(t, after)
+				if err := s.emit(ctx, t, debezium.OpDelete, before, nil, src, now, []kgo.RecordHeader{{Key: "__debezium.newkey", Value: []byte(newKey)}}); err != nil {
+					return err
+				}
+				if err := s.emit(ctx, t, debezium.OpCreate, nil, after, src, now, []kgo.RecordHeader{{Key: "__debezium.oldkey", Value: []byte(oldKey)}}); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := s.emit(ctx, t, debezium.OpUpdate, before, after, src, now, nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (s *Stream) convert(t *table, row []any) (debezium.Struct, error) {
+	if t.ColumnIdx != nil {
+		proj := make([]any, len(t.ColumnIdx))
+		for i, j := range t.ColumnIdx {
+			proj[i] = row[j]
+		}
+		row = proj
+	}
+	out, err := t.Conv.ConvertRow(nil, row)
+	if err != nil {
+		return nil, fmt.Errorf("converting a row of %s.%s: %w", t.Def.DB, t.Def.Table, err)
+	}
+	return out, nil
+}
+
+func keyStruct(t *table, row debezium.Struct) debezium.Struct {
+	k := make(debezium.Struct, len(t.KeyIdx))
+	for i, j := range t.KeyIdx {
+		k[i] = row[j]
+	}
+	return k
+}
+
+func sameKey(t *table, a, b debezium.Struct) bool {
+	for _, j := range t.KeyIdx {
+		if fmt.Sprint(a[j]) != fmt.Sprint(b[j]) {
+			return false
+		}
+	}
+	return true
+}
+
+// keyString renders a key as Kafka Connect's Struct.toString does, the
+// form Debezium's primary-key-change headers carry.
+func keyString(t *table, row debezium.Struct) string {
+	var b strings.Builder
+	b.WriteString("Struct{")
+	for i, j := range t.KeyIdx {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(t.Key.Fields[i].Name)
+		b.WriteByte('=')
+		fmt.Fprint(&b, row[j])
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
+func (s *Stream) frame(id int) []byte {
+	b := make([]byte, 5, 256)
+	b[1], b[2], b[3], b[4] = byte(id>>24), byte(id>>16), byte(id>>8), byte(id)
+	return b
+}
+
+func (s *Stream) emit(ctx context.Context, t *table, op debezium.Op, before, after debezium.Struct, src debezium.Source, now time.Time, headers []kgo.RecordHeader) error {
+	row := after
+	if row == nil {
+		row = before
+	}
+	var key []byte
+	var keyDesc string
+	if t.Key != nil {
+		ks := keyStruct(t, row)
+		var err error
+		key, err = debezium.AppendAvro(s.frame(t.keyID), t.Key, ks)
+		if err != nil {
+			return fmt.Errorf("encoding a key of %s: %w", t.topic, err)
+		}
+		keyDesc = keyString(t, row)
+	}
+	env := debezium.Envelope{Before: before, After: after, Source: src, Op: op,
+		TsMs: now.UnixMilli(), TsUs: now.UnixMicro(), TsNs: now.UnixNano()}
+	val, err := env.AppendAvro(s.frame(t.valueID), t.Envelope)
+	if err != nil {
+		return fmt.Errorf("encoding a change of %s: %w", t.topic, err)
+	}
+	rctx := publish.WithInfo(ctx, publish.RecordInfo{Table: t.Def.DB + "." + t.Def.Table, Key: keyDesc})
+	s.pub.Produce(rctx, &kgo.Record{Topic: t.topic, Key: key, Value: val, Headers: headers})
+	s.txnRecords++
+	s.cfg.Metrics.event(t.topic, op, len(key)+len(val))
+	if op == debezium.OpDelete && s.cfg.Tombstones && key != nil {
+		s.pub.Produce(rctx, &kgo.Record{Topic: t.topic, Key: key})
+		s.txnRecords++
+	}
+	return nil
+}
+
+// query handles a statement outside row transactions: DDL and TRUNCATE.
+func (s *Stream) query(ctx context.Context, ev binlog.Event) error {
+	ddl := schemahist.ParseDDL(ev.Schema, ev.Query)
+	switch ddl.Kind {
+	case schemahist.DDLTruncate:
+		ref := ddl.Tables[0]
+		if !s.cfg.Filter.Table(ref.DB, ref.Table) || s.cfg.SkipTruncate {
+			return nil
+		}
+		t, err := s.lookup(ctx, ref.DB, ref.Table, nil, -1)
+		if err != nil {
+			return err
+		}
+		src := s.source(ev, ref.DB, ref.Table, 0)
+		now := s.cfg.Now()
+		env := debezium.Envelope{Source: src, Op: debezium.OpTruncate, TsMs: now.UnixMilli(), TsUs: now.UnixMicro(), TsNs: now.UnixNano()}
+		val, err := env.AppendAvro(s.frame(t.valueID), t.Envelope)
+		if err != nil {
+			return err
+		}
+		s.pub.Produce(ctx, &kgo.Record{Topic: t.topic, Value: val})
+		s.txnRecords++
+		s.cfg.Metrics.event(t.topic, debezium.OpTruncate, len(val))
+	case schemahist.DDLCreateTable, schemahist.DDLAlterTable, schemahist.DDLRenameTable, schemahist.DDLDropTable:
+		for _, ref := range ddl.Tables {
+			if !s.cfg.Filter.Table(ref.DB, ref.Table) {
+				continue
+			}
+			key := tableKey(ref.DB, ref.Table)
+			def, err := s.defs.Load(ctx, ref.DB, ref.Table)
+			if errors.Is(err, schemahist.ErrNoTable) {
+				if _, known := s.tables[key]; known {
+					delete(s.tables, key)
+					if err := s.writeHistory(ctx, historyRecord{Definition: schemahist.Definition{DB: ref.DB, Table: ref.Table}, Dropped: true}); err != nil {
+						return err
+					}
+				}
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			t, err := s.compile(def)
+			if err != nil {
+				return err
+			}
+			s.tables[key] = t
+			if err := s.recordHistory(ctx, def); err != nil {
+				return err
+			}
+			s.log.Info("table definition changed", "table", key, "columns", len(def.Columns))
+		}
+	}
+	return nil
+}

@@ -1,0 +1,239 @@
+// Package kafkatest reads change topics the way a downstream consumer
+// does, for integration and end-to-end tests: read_committed, with keys and
+// values decoded from the Confluent wire format through the real schema
+// registry.
+package kafkatest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/linkedin/goavro/v2"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
+
+	"github.com/binlake/binlake/schemas/debezium"
+)
+
+// Record is one consumed record, decoded.
+type Record struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	Key       map[string]any // nil for a null key
+	Value     map[string]any // nil for a tombstone
+	KeyID     int
+	ValueID   int
+	Headers   map[string]string
+	RawKey    []byte
+}
+
+// Op returns the envelope's op ("" for a tombstone).
+func (r Record) Op() string {
+	if r.Value == nil {
+		return ""
+	}
+	op, _ := r.Value["op"].(string)
+	return op
+}
+
+// Decoder decodes Confluent-framed Avro through a registry, caching codecs.
+type Decoder struct {
+	cl     *sr.Client
+	mu     sync.Mutex
+	codecs map[int]*goavro.Codec
+	texts  map[int]string
+}
+
+// NewDecoder returns a decoder for the registry at url.
+func NewDecoder(url string) (*Decoder, error) {
+	cl, err := sr.NewClient(sr.URLs(url))
+	if err != nil {
+		return nil, err
+	}
+	return &Decoder{cl: cl, codecs: map[int]*goavro.Codec{}, texts: map[int]string{}}, nil
+}
+
+// Schema returns the registered schema text of id.
+func (d *Decoder) Schema(ctx context.Context, id int) (string, error) {
+	if _, err := d.codec(ctx, id); err != nil {
+		return "", err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.texts[id], nil
+}
+
+func (d *Decoder) codec(ctx context.Context, id int) (*goavro.Codec, error) {
+	d.mu.Lock()
+	c := d.codecs[id]
+	d.mu.Unlock()
+	if c != nil {
+		return c, nil
+	}
+	s, err := d.cl.SchemaByID(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("fetching schema %d: %w", id, err)
+	}
+	c, err = goavro.NewCodec(s.Schema)
+	if err != nil {
+		return nil, fmt.Errorf("parsing schema %d: %w", id, err)
+	}
+	d.mu.Lock()
+	d.codecs[id], d.texts[id] = c, s.Schema
+	d.mu.Unlock()
+	return c, nil
+}
+
+// Decode decodes one framed datum into goavro's native form, with unions
+// unwrapped to their value.
+func (d *Decoder) Decode(ctx context.Context, b []byte) (map[string]any, int, error) {
+	id, payload, err := debezium.ParseFrame(b)
+	if err != nil {
+		return nil, 0, err
+	}
+	c, err := d.codec(ctx, int(id))
+	if err != nil {
+		return nil, 0, err
+	}
+	native, rest, err := c.NativeFromBinary(payload)
+	if err != nil {
+		return nil, 0, fmt.Errorf("decoding with schema %d: %w", id, err)
+	}
+	if len(rest) != 0 {
+		return nil, 0, fmt.Errorf("decoding with schema %d: %d trailing bytes", id, len(rest))
+	}
+	m, ok := Unwrap(native).(map[string]any)
+	if !ok {
+		return nil, 0, errors.New("datum is not a record")
+	}
+	return m, int(id), nil
+}
+
+// Unwrap replaces goavro's union maps ({"type": value}) by their value.
+func Unwrap(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		if len(x) == 1 {
+			for k, inner := range x {
+				if isUnionBranch(k) {
+					return Unwrap(inner)
+				}
+			}
+		}
+		out := make(map[string]any, len(x))
+		for k, inner := range x {
+			out[k] = Unwrap(inner)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, inner := range x {
+			out[i] = Unwrap(inner)
+		}
+		return out
+	}
+	return v
+}
+
+func isUnionBranch(k string) bool {
+	switch k {
+	case "string", "long", "int", "boolean", "bytes", "double", "float", "array", "map":
+		return true
+	}
+	// named types: a dotted name
+	for _, c := range k {
+		if c == '.' {
+			return true
+		}
+	}
+	return false
+}
+
+// ReadAll reads topic from the start with read_committed until it has read
+// at least want records and then nothing new arrives for quiet, or until
+// timeout. It fails the test on any decoding error.
+func ReadAll(t testing.TB, brokers []string, dec *Decoder, topic string, want int, quiet, timeout time.Duration) []Record {
+	t.Helper()
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(brokers...),
+		kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.FetchMaxWait(200*time.Millisecond),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx := t.Context()
+	var out []Record
+	deadline := time.Now().Add(timeout)
+	lastNew := time.Now()
+	for time.Now().Before(deadline) {
+		if len(out) >= want && time.Since(lastNew) >= quiet {
+			break
+		}
+		pctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		fs := cl.PollFetches(pctx)
+		cancel()
+		fs.EachError(func(tp string, p int32, err error) {
+			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+				t.Fatalf("fetching %s[%d]: %v", tp, p, err)
+			}
+		})
+		fs.EachRecord(func(r *kgo.Record) {
+			lastNew = time.Now()
+			rec := Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, RawKey: r.Key, Headers: map[string]string{}}
+			for _, h := range r.Headers {
+				rec.Headers[h.Key] = string(h.Value)
+			}
+			if r.Key != nil {
+				k, id, err := dec.Decode(ctx, r.Key)
+				if err != nil {
+					t.Fatalf("decoding key at %s[%d]@%d: %v", r.Topic, r.Partition, r.Offset, err)
+				}
+				rec.Key, rec.KeyID = k, id
+			}
+			if r.Value != nil {
+				v, id, err := dec.Decode(ctx, r.Value)
+				if err != nil {
+					t.Fatalf("decoding value at %s[%d]@%d: %v", r.Topic, r.Partition, r.Offset, err)
+				}
+				rec.Value, rec.ValueID = v, id
+			}
+			out = append(out, rec)
+		})
+	}
+	if len(out) < want {
+		t.Fatalf("read %d records from %s, want at least %d", len(out), topic, want)
+	}
+	return out
+}
+
+// ListTopics returns the topics with the given prefix.
+func ListTopics(t testing.TB, brokers []string) []string {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	td, err := kadm.NewClient(cl).ListTopics(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return td.Names()
+}
+
+// JSON renders v for test failure messages.
+func JSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
