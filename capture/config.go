@@ -88,7 +88,7 @@ func (c *Config) bind(f *envFlags) {
 	f.String(&c.DecimalHandling, "decimal-handling-mode", "precise", "Debezium decimal.handling.mode: precise, string or double")
 	f.String(&c.BigintUnsignedMode, "bigint-unsigned-handling-mode", "long", "Debezium bigint.unsigned.handling.mode: long or precise")
 	f.String(&c.BinaryHandlingMode, "binary-handling-mode", "bytes", "Debezium binary.handling.mode: bytes, base64, base64-url-safe or hex")
-	f.String(&c.MetricsAddr, "metrics-addr", "127.0.0.1:9464", "address of /metrics, /healthz and /readyz (empty: off)")
+	f.String(&c.MetricsAddr, "metrics-addr", "127.0.0.1:9464", "address of /metrics, /healthz and /readyz (off: none)")
 	f.String(&c.LogFormat, "log-format", "text", "log format: text or json")
 	f.String(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.Duration(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a stop may take to commit or abort the open transaction")

@@ -89,7 +89,7 @@ func capture(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	var ready atomic.Bool
 
 	g, gctx := errgroup.WithContext(ctx)
-	if cfg.MetricsAddr != "" {
+	if cfg.MetricsAddr != "" && cfg.MetricsAddr != "off" {
 		srv, err := serveOps(cfg.MetricsAddr, reg, &ready)
 		if err != nil {
 			return err
@@ -196,9 +196,23 @@ func stream1(ctx context.Context, cfg Config, logger *slog.Logger, metrics *stre
 		return err
 	}
 
-	start, err := startPosition(ctx, cfg, pub, server)
+	start, stored, err := startPosition(ctx, cfg, pub, server)
 	if err != nil {
 		return err
+	}
+	if !stored {
+		// Store the start at once: a capture stopped before its first
+		// change must resume here, not at a later "current".
+		b, err := binlog.MarshalPosition(start)
+		if err != nil {
+			return err
+		}
+		if err := pub.Begin(); err != nil {
+			return err
+		}
+		if err := pub.Commit(ctx, cfg.ID, b); err != nil {
+			return fmt.Errorf("storing the start position: %w", err)
+		}
 	}
 	history, err := stream.LoadHistory(ctx, pub, cfg.HistoryTopic)
 	if err != nil {
@@ -239,31 +253,34 @@ func stream1(ctx context.Context, cfg Config, logger *slog.Logger, metrics *stre
 
 func ptr(s string) *string { return &s }
 
-func startPosition(ctx context.Context, cfg Config, pub *publish.Publisher, server binlog.Server) (binlog.Position, error) {
-	stored, found, err := pub.LoadPosition(ctx, cfg.ID)
+// startPosition returns the stored position (stored=true) or, for a new
+// capture, the configured start.
+func startPosition(ctx context.Context, cfg Config, pub *publish.Publisher, server binlog.Server) (_ binlog.Position, stored bool, _ error) {
+	b, found, err := pub.LoadPosition(ctx, cfg.ID)
 	if err != nil {
-		return binlog.Position{}, fmt.Errorf("reading the stored position: %w", err)
+		return binlog.Position{}, false, fmt.Errorf("reading the stored position: %w", err)
 	}
 	if found {
-		p, err := binlog.UnmarshalPosition(stored)
+		p, err := binlog.UnmarshalPosition(b)
 		if err != nil {
-			return p, fmt.Errorf("stored position of %s in %s: %w", cfg.ID, cfg.OffsetsTopic, err)
+			return p, false, fmt.Errorf("stored position of %s in %s: %w", cfg.ID, cfg.OffsetsTopic, err)
 		}
 		if p.Flavor != server.Flavor {
-			return p, fmt.Errorf("the stored position of capture %s is for a %s server, the source is %s; use another id", cfg.ID, p.Flavor, server.Flavor)
+			return p, false, fmt.Errorf("the stored position of capture %s is for a %s server, the source is %s; use another id", cfg.ID, p.Flavor, server.Flavor)
 		}
-		return p, nil
+		return p, true, nil
 	}
 	switch cfg.StartPosition {
 	case "current", "":
 		if server.Current.GTIDSet == "" {
-			return binlog.Position{Flavor: server.Flavor, File: server.Current.File, Pos: server.Current.Pos}, nil
+			return binlog.Position{Flavor: server.Flavor, File: server.Current.File, Pos: server.Current.Pos}, false, nil
 		}
-		return server.Current, nil
+		return server.Current, false, nil
 	case "earliest":
-		return binlog.Position{Flavor: server.Flavor}, nil
+		return binlog.Position{Flavor: server.Flavor}, false, nil
 	default:
-		return binlog.ParsePosition(server.Flavor, cfg.StartPosition)
+		p, err := binlog.ParsePosition(server.Flavor, cfg.StartPosition)
+		return p, false, err
 	}
 }
 

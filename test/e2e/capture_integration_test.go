@@ -33,7 +33,7 @@ func newCaptureEnv(t *testing.T, extra ...string) *captureEnv {
 		"CAPTURE_SCHEMA_REGISTRY_URL=" + testenv.RegistryURL(t),
 		"CAPTURE_TOPIC_PREFIX=" + prefix,
 		"CAPTURE_DATABASE_INCLUDE_LIST=" + dbName,
-		"CAPTURE_METRICS_ADDR=",
+		"CAPTURE_METRICS_ADDR=127.0.0.1:0",
 		"CAPTURE_LOG_LEVEL=debug",
 	}
 	return &captureEnv{db: db, dbName: dbName, prefix: prefix, env: append(env, extra...)}

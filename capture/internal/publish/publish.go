@@ -200,41 +200,35 @@ func (p *Publisher) ReadCommitted(ctx context.Context, topic string, fn func(*kg
 		kgo.SeedBrokers(p.cfg.Brokers...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		// Transaction markers occupy offsets; keeping them lets the read
+		// see that it reached the last stable offset.
+		kgo.KeepControlRecords(),
 		kgo.FetchMaxWait(200 * time.Millisecond),
 	}, p.cfg.Opts...)...)
 	if err != nil {
 		return err
 	}
 	defer rd.Close()
-	// Read until every partition is consumed up to its last stable offset.
-	// Transaction markers occupy offsets but are never returned, so a
-	// partition whose remaining offsets are only markers shows up as a
-	// poll with nothing new: one idle second ends the read.
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
 	for len(want) > 0 {
-		pctx, cancel := context.WithTimeout(ctx, time.Second)
-		fs := rd.PollFetches(pctx)
-		cancel()
-		if err := ctx.Err(); err != nil {
-			return err
+		fs := rd.PollFetches(rctx)
+		if err := rctx.Err(); err != nil {
+			return fmt.Errorf("reading %s to offsets %v: %w", topic, want, err)
 		}
 		var ferr error
-		fs.EachError(func(t string, part int32, e error) {
-			if !errors.Is(e, context.DeadlineExceeded) {
-				ferr = fmt.Errorf("reading %s[%d]: %w", t, part, e)
-			}
-		})
+		fs.EachError(func(t string, part int32, e error) { ferr = fmt.Errorf("reading %s[%d]: %w", t, part, e) })
 		if ferr != nil {
 			return ferr
-		}
-		if fs.NumRecords() == 0 {
-			break
 		}
 		fs.EachRecord(func(r *kgo.Record) {
 			end, ok := want[r.Partition]
 			if !ok || r.Offset >= end {
 				return
 			}
-			fn(r)
+			if !r.Attrs.IsControl() {
+				fn(r)
+			}
 			if r.Offset+1 >= end {
 				delete(want, r.Partition)
 			}
