@@ -222,19 +222,20 @@ func stream1(ctx context.Context, cfg Config, logger *slog.Logger, metrics *stre
 		"flavor", flavor, "server_version", server.Version, "known_tables", len(history))
 
 	st, err := stream.New(stream.Config{
-		Prefix:         cfg.TopicPrefix,
-		Flavor:         srcFlavor,
-		Version:        version,
-		Types:          cfg.Types,
-		Filter:         filt,
-		Tombstones:     cfg.TombstonesOnDelete,
-		SkipTruncate:   cfg.skipTruncate(),
-		PositionKey:    cfg.ID,
-		HistoryTopic:   cfg.HistoryTopic,
-		CommitInterval: cfg.CommitInterval,
-		MaxTxnRecords:  cfg.MaxTxnRecords,
-		Logger:         logger,
-		Metrics:        metrics,
+		Prefix:          cfg.TopicPrefix,
+		Flavor:          srcFlavor,
+		Version:         version,
+		Types:           cfg.Types,
+		Filter:          filt,
+		Tombstones:      cfg.TombstonesOnDelete,
+		SkipTruncate:    cfg.skipTruncate(),
+		PositionKey:     cfg.ID,
+		HistoryTopic:    cfg.HistoryTopic,
+		CommitInterval:  cfg.CommitInterval,
+		MaxTxnRecords:   cfg.MaxTxnRecords,
+		ShutdownTimeout: cfg.ShutdownTimeout,
+		Logger:          logger,
+		Metrics:         metrics,
 	}, pub, registry, sqlDefinitions{db}, history)
 	if err != nil {
 		return err

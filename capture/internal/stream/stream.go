@@ -56,8 +56,11 @@ type Config struct {
 	// ends whenever the binlog goes idle.
 	CommitInterval time.Duration
 	MaxTxnRecords  int
-	Logger         *slog.Logger
-	Metrics        *Metrics
+	// ShutdownTimeout bounds committing or aborting the open transaction
+	// when Run stops (default 30s).
+	ShutdownTimeout time.Duration
+	Logger          *slog.Logger
+	Metrics         *Metrics
 	// Now is the processing clock (envelope ts_*); nil means time.Now.
 	Now func() time.Time
 }
@@ -95,6 +98,9 @@ func New(cfg Config, pub *publish.Publisher, reg Registry, defs Definitions, his
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = 30 * time.Second
 	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = NewMetrics(nil)
@@ -139,7 +145,7 @@ func (s *Stream) Run(ctx context.Context, r *binlog.Reader) (err error) {
 			return
 		}
 		// Finish cleanly on shutdown: commit what is complete, drop the rest.
-		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
 		defer cancel()
 		if err == nil || errors.Is(err, context.Canceled) {
 			if s.pendingPos != nil && s.atBoundary {
