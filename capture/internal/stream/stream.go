@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-mysql-org/go-mysql/replication"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/binlake/binlake/capture/internal/binlog"
@@ -271,40 +272,69 @@ func (s *Stream) boundary(ctx context.Context, ev binlog.Event) error {
 	return nil
 }
 
-// lookup returns the compiled table for a rows event, loading its
-// definition on first sight and checking it against the table map.
-func (s *Stream) lookup(ctx context.Context, db, tbl string, names []string, ncols int) (*table, error) {
+// lookup returns the compiled table for a rows event (tm) or a TRUNCATE
+// (tm nil), loading its definition on first sight and checking it against
+// the table map. When the definition held does not match the table map,
+// the one in information_schema is tried, and if the table changed again
+// since the event was written, the definition is derived from the table
+// map itself (binlog_row_metadata=FULL), so rows are always decoded with
+// the structure they were written with.
+func (s *Stream) lookup(ctx context.Context, db, tbl string, tm *replication.TableMapEvent) (*table, error) {
 	key := tableKey(db, tbl)
 	t := s.tables[key]
-	// ncols < 0: no table map to check against (TRUNCATE).
-	check := ncols >= 0
-	if t == nil || (check && (t.Matches(names) != nil || (len(names) == 0 && ncols != len(t.Def.Columns)))) {
-		def, err := s.defs.Load(ctx, db, tbl)
-		if err != nil {
-			return nil, err
+	if t != nil && (tm == nil || matches(t.Table, tm) == nil) {
+		if !t.ready {
+			if err := s.prepare(ctx, t); err != nil {
+				return nil, err
+			}
 		}
-		nt, err := s.compile(def)
-		if err != nil {
-			return nil, err
-		}
-		if err := nt.Matches(names); check && err != nil {
-			return nil, fmt.Errorf("%w (the table changed after this binlog event was written and its history is not known; restart capture with a snapshot of this table)", err)
-		}
-		if check && len(names) == 0 && ncols != len(nt.Def.Columns) {
-			return nil, fmt.Errorf("%w: %s has %d columns in the binlog and %d now", schemahist.ErrSchemaMismatch, key, ncols, len(nt.Def.Columns))
-		}
-		if err := s.recordHistory(ctx, def); err != nil {
-			return nil, err
-		}
-		s.tables[key] = nt
-		t = nt
+		return t, nil
 	}
-	if !t.ready {
-		if err := s.prepare(ctx, t); err != nil {
+	def, err := s.defs.Load(ctx, db, tbl)
+	if err != nil && !(errors.Is(err, schemahist.ErrNoTable) && tm != nil) {
+		return nil, err
+	}
+	nt, cerr := s.compile(def)
+	if err != nil || cerr != nil || (tm != nil && matches(nt.Table, tm) != nil) {
+		if tm == nil {
+			return nil, errors.Join(err, cerr)
+		}
+		hint := def
+		if t != nil && len(def.Columns) == 0 {
+			hint = t.Def
+		}
+		derived, derr := schemahist.FromTableMap(tm, hint)
+		if derr != nil {
+			return nil, derr
+		}
+		if nt, err = s.compile(derived); err != nil {
 			return nil, err
 		}
+		def = derived
+		s.log.Warn("table definition taken from the binlog: the table changed after this event was written; defaults and comments come from its current definition where the column still exists",
+			"table", key)
 	}
-	return t, nil
+	if err := s.recordHistory(ctx, def); err != nil {
+		return nil, err
+	}
+	s.tables[key] = nt
+	if err := s.prepare(ctx, nt); err != nil {
+		return nil, err
+	}
+	return nt, nil
+}
+
+// matches checks a compiled table against a table map event.
+func matches(t *schemahist.Table, tm *replication.TableMapEvent) error {
+	names := tm.ColumnNameString()
+	if len(names) == 0 {
+		if int(tm.ColumnCount) != len(t.Def.Columns) {
+			return fmt.Errorf("%w: %s.%s has %d columns in the binlog and %d in the definition",
+				schemahist.ErrSchemaMismatch, t.Def.DB, t.Def.Table, tm.ColumnCount, len(t.Def.Columns))
+		}
+		return nil
+	}
+	return t.MatchesMap(tm)
 }
 
 // prepare registers a table's schemas and creates its topic.
@@ -406,7 +436,7 @@ func (s *Stream) rows(ctx context.Context, ev binlog.Event) error {
 	if !s.cfg.Filter.Table(db, tbl) {
 		return nil
 	}
-	t, err := s.lookup(ctx, db, tbl, ev.Table.ColumnNameString(), int(ev.Table.ColumnCount))
+	t, err := s.lookup(ctx, db, tbl, ev.Table)
 	if err != nil {
 		return err
 	}
@@ -560,7 +590,7 @@ func (s *Stream) query(ctx context.Context, ev binlog.Event) error {
 		if !s.cfg.Filter.Table(ref.DB, ref.Table) || s.cfg.SkipTruncate {
 			return nil
 		}
-		t, err := s.lookup(ctx, ref.DB, ref.Table, nil, -1)
+		t, err := s.lookup(ctx, ref.DB, ref.Table, nil)
 		if err != nil {
 			return err
 		}
