@@ -6,7 +6,7 @@
 #   debezium.sh run <name> <connector.properties>
 #                                             start a standalone worker running that connector
 #   debezium.sh stop <name>                   stop it (offsets and history are kept)
-#   debezium.sh reset <name>                  stop it and delete its offsets, history and log
+#   debezium.sh reset <name>                  stop it, delete its offsets and history (log kept as <name>.last.log)
 #   debezium.sh status <name>                 exit 0 when the connector and its task are RUNNING
 #   debezium.sh wait <name> [seconds]         wait until the connector streams from the binlog
 #   debezium.sh logs <name>                   tail the worker log
@@ -276,6 +276,8 @@ cmd_reset() {
   local dir
   dir=$(name_dir "$1")
   cmd_stop "$1"
+  # Keep the last log for post-mortems: $CONNECT/<name>.last.log.
+  if [[ -f $dir/connect.log ]]; then mv "$dir/connect.log" "$CONNECT/$1.last.log"; fi
   rm -rf "$dir"
 }
 

@@ -46,6 +46,7 @@ type Connector struct {
 	Name  string            // the worker name given to debezium.sh
 	Dir   string            // its directory: logs, offsets, schema history
 	Props map[string]string // the connector properties it was started with
+	stack string
 }
 
 // RepoRoot returns the repository root (the directory holding go.mod).
@@ -197,7 +198,7 @@ func Run(t testing.TB, cfg Config) *Connector {
 	if err := os.WriteFile(file, []byte(FormatProperties(props)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c := &Connector{Name: name, Dir: filepath.Join(stack, "connect", name), Props: props}
+	c := &Connector{Name: name, Dir: filepath.Join(stack, "connect", name), Props: props, stack: stack}
 	// A worker of the same name left over by a killed test would hold the port.
 	_ = script(t, stack, "reset", name)
 	t.Cleanup(func() {
@@ -212,6 +213,16 @@ func Run(t testing.TB, cfg Config) *Connector {
 		t.Fatalf("debezium is not streaming: %v\n%s", err, c.logTail())
 	}
 	return c
+}
+
+// Stop stops the connector now and deletes its offsets and schema history
+// (Run's cleanup then has nothing left to do). Only one connector runs at a
+// time, so a test that runs a second one stops the first.
+func (c *Connector) Stop(t testing.TB) {
+	t.Helper()
+	if err := script(t, c.stack, "reset", c.Name); err != nil {
+		t.Fatalf("stopping debezium worker %s: %v", c.Name, err)
+	}
 }
 
 // Log returns the worker log so far.

@@ -9,12 +9,14 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/linkedin/goavro/v2"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -145,6 +147,10 @@ func Frame(b []byte) (id uint32, body []byte, err error) {
 // registry and caches them (ids are immutable).
 type Registry struct {
 	URL string // e.g. http://127.0.0.1:18081/apis/ccompat/v7
+	// RawLogical makes Decode ignore Avro logical types, so that a decimal
+	// decodes to its raw bytes (big-endian two's-complement unscaled value)
+	// instead of a *big.Rat.
+	RawLogical bool
 
 	mu      sync.Mutex
 	schemas map[uint32]string
@@ -241,7 +247,13 @@ func (r *Registry) Decode(ctx context.Context, b []byte) (Decoded, error) {
 	codec, ok := r.codecs[id]
 	r.mu.Unlock()
 	if !ok {
-		if codec, err = goavro.NewCodec(schema); err != nil {
+		text := schema
+		if r.RawLogical {
+			if text, err = stripLogicalTypes(schema); err != nil {
+				return Decoded{}, fmt.Errorf("schema %d: %w", id, err)
+			}
+		}
+		if codec, err = goavro.NewCodec(text); err != nil {
 			return Decoded{}, fmt.Errorf("schema %d: %w", id, err)
 		}
 		r.mu.Lock()
@@ -256,4 +268,90 @@ func (r *Registry) Decode(ctx context.Context, b []byte) (Decoded, error) {
 		return Decoded{}, fmt.Errorf("decoding with schema %d: %d bytes left over", id, len(rest))
 	}
 	return Decoded{SchemaID: id, Schema: schema, Native: native}, nil
+}
+
+// stripLogicalTypes removes every "logicalType" attribute from a schema.
+func stripLogicalTypes(schema string) (string, error) {
+	var v any
+	if err := json.Unmarshal([]byte(schema), &v); err != nil {
+		return "", err
+	}
+	var walk func(any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			delete(x, "logicalType")
+			for _, e := range x {
+				walk(e)
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		}
+	}
+	walk(v)
+	b, err := json.Marshal(v)
+	return string(b), err
+}
+
+// ReadPrefixUntilIdle reads every topic whose name starts with prefix from
+// the earliest offset (read_committed) and returns the records grouped by
+// topic. It first waits until the set of such topics has not changed for idle
+// (Connect creates a topic with its first record), then reads until no record
+// arrives for idle.
+func ReadPrefixUntilIdle(t testing.TB, brokers []string, prefix string, idle time.Duration) map[string][]Record {
+	t.Helper()
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admCl.Close()
+	adm := kadm.NewClient(admCl)
+	var topics []string
+	stableSince := time.Now()
+	for time.Since(stableSince) < idle {
+		ts, err := adm.ListTopics(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var now []string
+		for _, n := range ts.Names() {
+			if strings.HasPrefix(n, prefix) {
+				now = append(now, n)
+			}
+		}
+		slices.Sort(now)
+		if !slices.Equal(now, topics) {
+			topics, stableSince = now, time.Now()
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	out := map[string][]Record{}
+	if len(topics) == 0 {
+		return out
+	}
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(brokers...),
+		kgo.ConsumeTopics(topics...),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for {
+		ctx, cancel := context.WithTimeout(t.Context(), idle)
+		fs := cl.PollFetches(ctx)
+		cancel()
+		got := 0
+		fs.EachRecord(func(r *kgo.Record) { out[r.Topic] = append(out[r.Topic], toRecord(r)); got++ })
+		if got == 0 {
+			if err := fetchErr(fs); err != nil {
+				t.Fatalf("reading %v: %v", topics, err)
+			}
+			return out
+		}
+	}
 }
