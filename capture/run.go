@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -223,6 +224,7 @@ func stream1(ctx context.Context, cfg Config, logger *slog.Logger, metrics *stre
 
 	st, err := stream.New(stream.Config{
 		Prefix:          cfg.TopicPrefix,
+		RunID:           uuid.NewString(),
 		Flavor:          srcFlavor,
 		Version:         version,
 		Types:           cfg.Types,

@@ -107,10 +107,13 @@ func mapType(ct columnType, nullable bool, o Options) (*debezium.Schema, func(an
 	case "bool", "boolean":
 		return plain(debezium.BOOLEAN), convBool, nil
 	case "tinyint", "int1":
+		// Debezium's MySQL/MariaDB connectors map TINYINT, signed or not and
+		// TINYINT(1) included, to INT16 (observed in the golden events of
+		// schemas/testdata/debezium, snapshot and streaming alike).
 		if ct.unsigned {
 			return plain(debezium.INT16), intConv(8, true, toInt16), nil
 		}
-		return plain(debezium.INT8), intConv(8, false, toInt8), nil
+		return plain(debezium.INT16), intConv(8, false, tinyToInt16), nil
 	case "smallint", "int2":
 		if ct.unsigned {
 			return plain(debezium.INT32), intConv(16, true, toInt32), nil

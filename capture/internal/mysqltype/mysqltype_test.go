@@ -54,8 +54,8 @@ func TestSchemas(t *testing.T) {
 		opts     Options
 		want     string
 	}{
-		{"tinyint(4)", false, Options{}, `{"type":"int","connect.type":"int8"}`},
-		{"tinyint(1)", false, Options{}, `{"type":"int","connect.type":"int8"}`},
+		{"tinyint(4)", false, Options{}, `{"type":"int","connect.type":"int16"}`},
+		{"tinyint(1)", false, Options{}, `{"type":"int","connect.type":"int16"}`},
 		{"tinyint(3) unsigned", false, Options{}, `{"type":"int","connect.type":"int16"}`},
 		{"boolean", false, Options{}, `"boolean"`},
 		{"smallint(6)", true, Options{}, `["null",{"type":"int","connect.type":"int16"}]`},
@@ -148,8 +148,8 @@ func valueCases(t *testing.T) []valueCase {
 	pwkb := pointWKB(1.5, -2.5)
 	return []valueCase{
 		// integers
-		{"tinyint min", "tinyint(4)", false, Options{}, int8(math.MinInt8), int8(math.MinInt8)},
-		{"tinyint text", "tinyint(4)", false, Options{}, []byte("-7"), int8(-7)},
+		{"tinyint min", "tinyint(4)", false, Options{}, int8(math.MinInt8), int16(math.MinInt8)},
+		{"tinyint text", "tinyint(4)", false, Options{}, []byte("-7"), int16(-7)},
 		{"tinyint unsigned", "tinyint unsigned", false, Options{}, uint8(255), int16(255)},
 		{"tinyint unsigned without metadata", "tinyint unsigned", false, Options{}, int8(-1), int16(255)},
 		{"boolean", "bool", false, Options{}, int8(1), true},
@@ -331,8 +331,8 @@ func TestDefaults(t *testing.T) {
 			wantAvro: `[{"type":"string","connect.default":"it's"},"null"]`},
 		{name: "mariadb null", col: Column{Type: "varchar(10)", Nullable: true, Default: ptr("NULL")}, want: nil},
 		{name: "int", col: Column{Type: "int(11)", Default: ptr("5")}, want: int32(5)},
-		{name: "tinyint", col: Column{Type: "tinyint(4)", Default: ptr("-1")}, want: int8(-1),
-			wantAvro: `{"type":"int","connect.default":-1,"connect.type":"int8"}`},
+		{name: "tinyint", col: Column{Type: "tinyint(4)", Default: ptr("-1")}, want: int16(-1),
+			wantAvro: `{"type":"int","connect.default":-1,"connect.type":"int16"}`},
 		{name: "decimal", col: Column{Type: "decimal(10,2)", Default: ptr("1.5")}, want: decBytes("150")},
 		{name: "timestamp current", col: Column{Type: "timestamp", Default: ptr("CURRENT_TIMESTAMP")}, want: EpochZonedTimestamp},
 		{name: "timestamp(3) current mariadb", col: Column{Type: "timestamp(3)", Default: ptr("current_timestamp(3)")}, want: EpochZonedTimestamp},

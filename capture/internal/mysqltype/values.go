@@ -14,7 +14,8 @@ import (
 
 // ---- integers ----
 
-func toInt8(i int64) (any, bool)  { return int8(i), i >= math.MinInt8 && i <= math.MaxInt8 }
+// tinyToInt16 carries a signed TINYINT in an INT16, as Debezium does.
+func tinyToInt16(i int64) (any, bool) { return int16(i), i >= math.MinInt8 && i <= math.MaxInt8 }
 func toInt16(i int64) (any, bool) { return int16(i), i >= math.MinInt16 && i <= math.MaxInt16 }
 func toInt32(i int64) (any, bool) { return int32(i), i >= math.MinInt32 && i <= math.MaxInt32 }
 func toInt64(i int64) (any, bool) { return i, true }

@@ -41,6 +41,7 @@ type Definitions interface {
 // Config configures a Stream.
 type Config struct {
 	Prefix  string          // topic.prefix
+	RunID   string          // identifies this run in the __debezium.context.runId header
 	Flavor  debezium.Flavor // source block flavor
 	Version string          // source.version
 	Types   mysqltype.Options
@@ -75,6 +76,8 @@ type Stream struct {
 	log  *slog.Logger
 
 	tables map[string]*table // db.table → compiled definition
+	// headers Debezium 3 adds to every record (extended headers).
+	contextHeaders []kgo.RecordHeader
 	// open Kafka transaction
 	txnRecords   int
 	txnStart     time.Time
@@ -107,6 +110,12 @@ func New(cfg Config, pub *publish.Publisher, reg Registry, defs Definitions, his
 		cfg.Metrics = NewMetrics(nil)
 	}
 	s := &Stream{cfg: cfg, pub: pub, reg: reg, defs: defs, log: cfg.Logger, tables: map[string]*table{}}
+	s.contextHeaders = []kgo.RecordHeader{
+		{Key: "__debezium.context.connectorLogicalName", Value: []byte(cfg.Prefix)},
+		{Key: "__debezium.context.taskId", Value: []byte("0")},
+		{Key: "__debezium.context.connectorName", Value: []byte(cfg.Flavor)},
+		{Key: "__debezium.context.runId", Value: []byte(cfg.RunID)},
+	}
 	for key, def := range history {
 		if !cfg.Filter.Table(def.DB, def.Table) {
 			continue
@@ -413,6 +422,10 @@ func LoadHistory(ctx context.Context, pub *publish.Publisher, topic string) (map
 
 func (s *Stream) source(ev binlog.Event, db, tbl string, row int) debezium.Source {
 	sec := int64(ev.Timestamp)
+	thread := ev.Thread
+	if s.cfg.Flavor == debezium.FlavorMariaDB {
+		thread = 0 // Debezium's MariaDB connector leaves source.thread null
+	}
 	return debezium.Source{
 		Version:   s.cfg.Version,
 		Connector: s.cfg.Flavor,
@@ -427,7 +440,7 @@ func (s *Stream) source(ev binlog.Event, db, tbl string, row int) debezium.Sourc
 		File:      ev.File,
 		Pos:       int64(ev.Pos),
 		Row:       int32(row),
-		Thread:    ev.Thread,
+		Thread:    thread,
 	}
 }
 
@@ -525,22 +538,31 @@ func sameKey(t *table, a, b debezium.Struct) bool {
 	return true
 }
 
-// keyString renders a key as Kafka Connect's Struct.toString does, the
-// form Debezium's primary-key-change headers carry.
+// keyString renders a key as Debezium's primary-key-change headers carry
+// it: the key struct as JSON ({"id":20}).
 func keyString(t *table, row debezium.Struct) string {
 	var b strings.Builder
-	b.WriteString("Struct{")
+	b.WriteByte('{')
 	for i, j := range t.KeyIdx {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString(t.Key.Fields[i].Name)
-		b.WriteByte('=')
-		fmt.Fprint(&b, row[j])
+		name, _ := json.Marshal(t.Key.Fields[i].Name)
+		b.Write(name)
+		b.WriteByte(':')
+		v, err := json.Marshal(jsonValue(row[j]))
+		if err != nil {
+			v = []byte("null")
+		}
+		b.Write(v)
 	}
 	b.WriteByte('}')
 	return b.String()
 }
+
+// jsonValue renders a converted value as Kafka Connect's JSON form does:
+// bytes (decimals, binary keys) as base64, which encoding/json does for []byte.
+func jsonValue(v any) any { return v }
 
 func (s *Stream) frame(id int) []byte {
 	b := make([]byte, 5, 256)
@@ -571,11 +593,14 @@ func (s *Stream) emit(ctx context.Context, t *table, op debezium.Op, before, aft
 		return fmt.Errorf("encoding a change of %s: %w", t.topic, err)
 	}
 	rctx := publish.WithInfo(ctx, publish.RecordInfo{Table: t.Def.DB + "." + t.Def.Table, Key: keyDesc})
-	s.pub.Produce(rctx, &kgo.Record{Topic: t.topic, Key: key, Value: val, Headers: headers})
+	hs := append(headers[:len(headers):len(headers)], s.contextHeaders...)
+	s.pub.Produce(rctx, &kgo.Record{Topic: t.topic, Key: key, Value: val, Headers: hs})
 	s.txnRecords++
 	s.cfg.Metrics.event(t.topic, op, len(key)+len(val))
-	if op == debezium.OpDelete && s.cfg.Tombstones && key != nil {
-		s.pub.Produce(rctx, &kgo.Record{Topic: t.topic, Key: key})
+	if op == debezium.OpDelete && s.cfg.Tombstones {
+		// Debezium follows every delete with a tombstone, with the same key
+		// (null for tables without a primary key) and the same headers.
+		s.pub.Produce(rctx, &kgo.Record{Topic: t.topic, Key: key, Headers: hs})
 		s.txnRecords++
 	}
 	return nil
@@ -601,7 +626,7 @@ func (s *Stream) query(ctx context.Context, ev binlog.Event) error {
 		if err != nil {
 			return err
 		}
-		s.pub.Produce(ctx, &kgo.Record{Topic: t.topic, Value: val})
+		s.pub.Produce(ctx, &kgo.Record{Topic: t.topic, Value: val, Headers: s.contextHeaders})
 		s.txnRecords++
 		s.cfg.Metrics.event(t.topic, debezium.OpTruncate, len(val))
 	case schemahist.DDLCreateTable, schemahist.DDLAlterTable, schemahist.DDLRenameTable, schemahist.DDLDropTable:
