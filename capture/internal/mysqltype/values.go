@@ -16,9 +16,9 @@ import (
 
 // tinyToInt16 carries a signed TINYINT in an INT16, as Debezium does.
 func tinyToInt16(i int64) (any, bool) { return int16(i), i >= math.MinInt8 && i <= math.MaxInt8 }
-func toInt16(i int64) (any, bool) { return int16(i), i >= math.MinInt16 && i <= math.MaxInt16 }
-func toInt32(i int64) (any, bool) { return int32(i), i >= math.MinInt32 && i <= math.MaxInt32 }
-func toInt64(i int64) (any, bool) { return i, true }
+func toInt16(i int64) (any, bool)     { return int16(i), i >= math.MinInt16 && i <= math.MaxInt16 }
+func toInt32(i int64) (any, bool)     { return int32(i), i >= math.MinInt32 && i <= math.MaxInt32 }
+func toInt64(i int64) (any, bool)     { return i, true }
 
 // signedInput extracts an integer. For unsigned columns of width bits < 64,
 // a negative signed Go value is reinterpreted as the unsigned value with the
