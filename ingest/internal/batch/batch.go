@@ -1,0 +1,373 @@
+// Package batch buffers the change events of one Iceberg table between two
+// commits and turns them into what one RowDelta needs: the last row image of
+// every key (data rows) and every key touched (equality deletes), as Arrow
+// record batches for iceberg-go.
+//
+// Guarantees:
+//   - Events are kept in the order they were added, which for one key is
+//     Kafka order (Debezium partitions by key). [Buffer.Collapse] keeps the
+//     last change per key: a final delete leaves no data row but its key is
+//     still deleted; a truncate drops everything before it and marks the
+//     table to be emptied.
+//   - Collapse can skip the events a table already holds (offsets recovered
+//     from Iceberg), so a batch can be rebuilt after a commit conflict
+//     without duplicating or losing a change.
+//   - A Buffer is bounded by rows, bytes and age ([Limits]); the caller
+//     flushes when [Buffer.Full] says so.
+//
+// Row values are the converted values of schemamap (Column.Convert): bool,
+// int32, int64, float32, float64, string, []byte, decimal128.Num, []any
+// (struct, list), map[string]any; nil is null. A Buffer, a Collapsed and a
+// Converter are not safe for concurrent use; hand them between goroutines.
+package batch
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+)
+
+// Op is a Debezium envelope operation.
+type Op byte
+
+// Operations handled by ingest.
+const (
+	OpCreate   Op = 'c'
+	OpRead     Op = 'r' // snapshot read, an upsert
+	OpUpdate   Op = 'u'
+	OpDelete   Op = 'd'
+	OpTruncate Op = 't'
+)
+
+// ErrInvalidEvent reports an event that cannot be buffered.
+var ErrInvalidEvent = errors.New("batch: invalid event")
+
+// Event is one decoded change event.
+type Event struct {
+	Op Op
+	// Key holds the record key's values in key-column order; nil for a
+	// truncate.
+	Key []any
+	// Row holds the after image in the Buffer's column order; nil for a
+	// delete or truncate.
+	Row []any
+	// Kafka position of the event.
+	Topic     string
+	Partition int32
+	Offset    int64
+	// TsMs is source.ts_ms (database time of the change); GTID is
+	// source.gtid ("" when unknown).
+	TsMs int64
+	GTID string
+	// Size is the event's size in bytes (e.g. the Kafka record value), for
+	// the byte bound.
+	Size int
+}
+
+// Limits bound a Buffer. Zero fields take the defaults.
+type Limits struct {
+	MaxRows  int           // events buffered; default 100,000
+	MaxBytes int64         // sum of Event.Size; default 64 MiB
+	MaxAge   time.Duration // age of the oldest event; default 30s
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxRows <= 0 {
+		l.MaxRows = 100_000
+	}
+	if l.MaxBytes <= 0 {
+		l.MaxBytes = 64 << 20
+	}
+	if l.MaxAge <= 0 {
+		l.MaxAge = 30 * time.Second
+	}
+	return l
+}
+
+// Buffer holds the events of one table, with one column layout (flush
+// before the source schema changes).
+type Buffer struct {
+	columns []string
+	key     []string
+	limits  Limits
+	events  []Event
+	bytes   int64
+	first   time.Time
+}
+
+// New returns an empty buffer for rows laid out as columns, keyed by the
+// key columns (a subset of columns, in key order).
+func New(columns, key []string, limits Limits) (*Buffer, error) {
+	for _, k := range key {
+		found := false
+		for _, c := range columns {
+			found = found || c == k
+		}
+		if !found {
+			return nil, fmt.Errorf("%w: key column %q is not a column", ErrInvalidEvent, k)
+		}
+	}
+	if len(key) == 0 {
+		return nil, fmt.Errorf("%w: a table without key columns cannot be upserted", ErrInvalidEvent)
+	}
+	return &Buffer{columns: columns, key: key, limits: limits.withDefaults()}, nil
+}
+
+// Columns returns the row layout.
+func (b *Buffer) Columns() []string { return b.columns }
+
+// Key returns the key columns.
+func (b *Buffer) Key() []string { return b.key }
+
+// Add appends ev, received at now. The buffer keeps ev's slices.
+func (b *Buffer) Add(ev Event, now time.Time) error {
+	switch ev.Op {
+	case OpCreate, OpRead, OpUpdate:
+		if len(ev.Row) != len(b.columns) {
+			return fmt.Errorf("%w: %c event at %s/%d/%d has %d values for %d columns", ErrInvalidEvent, ev.Op, ev.Topic, ev.Partition, ev.Offset, len(ev.Row), len(b.columns))
+		}
+		fallthrough
+	case OpDelete:
+		if len(ev.Key) != len(b.key) {
+			return fmt.Errorf("%w: %c event at %s/%d/%d has %d key values for %d key columns", ErrInvalidEvent, ev.Op, ev.Topic, ev.Partition, ev.Offset, len(ev.Key), len(b.key))
+		}
+	case OpTruncate:
+	default:
+		return fmt.Errorf("%w: op %q at %s/%d/%d", ErrInvalidEvent, ev.Op, ev.Topic, ev.Partition, ev.Offset)
+	}
+	if len(b.events) == 0 {
+		b.first = now
+	}
+	b.events = append(b.events, ev)
+	b.bytes += int64(ev.Size)
+	return nil
+}
+
+// Len returns the number of buffered events.
+func (b *Buffer) Len() int { return len(b.events) }
+
+// Bytes returns the sum of the buffered events' sizes.
+func (b *Buffer) Bytes() int64 { return b.bytes }
+
+// Full reports whether a limit is reached at now.
+func (b *Buffer) Full(now time.Time) bool {
+	if len(b.events) == 0 {
+		return false
+	}
+	return len(b.events) >= b.limits.MaxRows || b.bytes >= b.limits.MaxBytes || now.Sub(b.first) >= b.limits.MaxAge
+}
+
+// Events returns the buffered events in order. Do not modify them.
+func (b *Buffer) Events() []Event { return b.events }
+
+// Reset empties the buffer, keeping its capacity.
+func (b *Buffer) Reset() {
+	clear(b.events)
+	b.events = b.events[:0]
+	b.bytes = 0
+}
+
+// Offsets are Kafka positions: topic → partition → next offset to consume
+// (last consumed + 1), the form the table's snapshot summary stores.
+type Offsets map[string]map[int32]int64
+
+// Covers reports whether the position (topic, partition, offset) is before
+// the next offset recorded in o, i.e. already consumed.
+func (o Offsets) Covers(topic string, partition int32, offset int64) bool {
+	next, ok := o[topic][partition]
+	return ok && offset < next
+}
+
+// Advance records that offset was consumed (next = max(next, offset+1)).
+func (o Offsets) Advance(topic string, partition int32, offset int64) {
+	p := o[topic]
+	if p == nil {
+		p = map[int32]int64{}
+		o[topic] = p
+	}
+	if n, ok := p[partition]; !ok || offset+1 > n {
+		p[partition] = offset + 1
+	}
+}
+
+// Merge advances o by every position in other.
+func (o Offsets) Merge(other Offsets) {
+	for t, ps := range other {
+		for p, n := range ps {
+			o.Advance(t, p, n-1)
+		}
+	}
+}
+
+// Collapsed is the net effect of a buffer's events on the table.
+type Collapsed struct {
+	// Truncate means the table must be emptied before Upserts apply; then
+	// Deletes is empty.
+	Truncate bool
+	// Upserts are the last row images of the keys whose last change is not
+	// a delete, in the order of their last change.
+	Upserts []*Event
+	// Deletes are the events whose keys must be deleted: the last change of
+	// every key touched since the last truncate (upserted or deleted).
+	Deletes []*Event
+	// Offsets are the next offsets after the included events.
+	Offsets Offsets
+	// Events counts the included events; Skipped those already covered by
+	// the committed offsets.
+	Events, Skipped int
+	// MaxTsMs is the largest source.ts_ms and LastGTID the last non-empty
+	// source.gtid of the included events.
+	MaxTsMs  int64
+	LastGTID string
+}
+
+// Empty reports whether the collapse has nothing to write.
+func (c *Collapsed) Empty() bool { return !c.Truncate && len(c.Deletes) == 0 }
+
+// Collapse computes the net effect of the buffered events, skipping those
+// that committed already covers (nil skips none).
+func (b *Buffer) Collapse(committed Offsets) *Collapsed {
+	c := &Collapsed{Offsets: Offsets{}}
+	var ix keyIndex
+	ix.init(len(b.key), len(b.events))
+	last := make([]int32, 0, min(len(b.events), 1<<16)) // slot → index of the key's last event
+	for i := range b.events {
+		ev := &b.events[i]
+		if committed.Covers(ev.Topic, ev.Partition, ev.Offset) {
+			c.Skipped++
+			continue
+		}
+		c.Events++
+		c.Offsets.Advance(ev.Topic, ev.Partition, ev.Offset)
+		c.MaxTsMs = max(c.MaxTsMs, ev.TsMs)
+		if ev.GTID != "" {
+			c.LastGTID = ev.GTID
+		}
+		if ev.Op == OpTruncate {
+			c.Truncate = true
+			ix.reset()
+			last = last[:0]
+			continue
+		}
+		slot, isNew := ix.slot(ev.Key, len(last))
+		if isNew {
+			last = append(last, int32(i))
+		} else {
+			last[slot] = int32(i)
+		}
+	}
+	// Order by the Kafka order of the final changes.
+	slices.Sort(last)
+	if !c.Truncate {
+		c.Deletes = make([]*Event, len(last))
+	}
+	c.Upserts = make([]*Event, 0, len(last))
+	for j, i := range last {
+		ev := &b.events[i]
+		if !c.Truncate {
+			c.Deletes[j] = ev
+		}
+		if ev.Op != OpDelete {
+			c.Upserts = append(c.Upserts, ev)
+		}
+	}
+	return c
+}
+
+// keyIndex maps key values to slots. A single integer key (the common case)
+// uses an integer map and allocates nothing per key; other keys are
+// encoded into a byte string.
+type keyIndex struct {
+	ints map[int64]int32
+	strs map[string]int32
+	buf  []byte
+}
+
+func (k *keyIndex) init(keyLen, hint int) {
+	hint = min(hint, 1<<16)
+	k.ints = make(map[int64]int32, hint)
+	if keyLen != 1 {
+		k.strs = make(map[string]int32, hint)
+	}
+}
+
+func (k *keyIndex) reset() {
+	clear(k.ints)
+	clear(k.strs)
+}
+
+// slot returns the slot of key, or assigns next when it is new.
+func (k *keyIndex) slot(key []any, next int) (int, bool) {
+	if len(key) == 1 {
+		var n int64
+		ok := true
+		switch v := key[0].(type) {
+		case int64:
+			n = v
+		case int32:
+			n = int64(v)
+		default:
+			ok = false
+		}
+		if ok {
+			if s, found := k.ints[n]; found {
+				return int(s), false
+			}
+			k.ints[n] = int32(next)
+			return next, true
+		}
+	}
+	k.buf = appendKey(k.buf[:0], key)
+	if k.strs == nil {
+		k.strs = map[string]int32{}
+	}
+	if s, found := k.strs[string(k.buf)]; found {
+		return int(s), false
+	}
+	k.strs[string(k.buf)] = int32(next)
+	return next, true
+}
+
+// appendKey encodes key values unambiguously (type tag + fixed width or
+// length prefix).
+func appendKey(dst []byte, key []any) []byte {
+	for _, v := range key {
+		switch x := v.(type) {
+		case nil:
+			dst = append(dst, 0)
+		case bool:
+			b := byte(0)
+			if x {
+				b = 1
+			}
+			dst = append(dst, 1, b)
+		case int32:
+			dst = binary.BigEndian.AppendUint64(append(dst, 2), uint64(int64(x)))
+		case int64:
+			dst = binary.BigEndian.AppendUint64(append(dst, 2), uint64(x))
+		case float32:
+			dst = binary.BigEndian.AppendUint64(append(dst, 3), math.Float64bits(float64(x)))
+		case float64:
+			dst = binary.BigEndian.AppendUint64(append(dst, 3), math.Float64bits(x))
+		case string:
+			dst = binary.AppendUvarint(append(dst, 4), uint64(len(x)))
+			dst = append(dst, x...)
+		case []byte:
+			dst = binary.AppendUvarint(append(dst, 5), uint64(len(x)))
+			dst = append(dst, x...)
+		case decimal128.Num:
+			dst = binary.BigEndian.AppendUint64(append(dst, 6), uint64(x.HighBits()))
+			dst = binary.BigEndian.AppendUint64(dst, x.LowBits())
+		default:
+			s := fmt.Sprint(x)
+			dst = binary.AppendUvarint(append(dst, 7), uint64(len(s)))
+			dst = append(dst, s...)
+		}
+	}
+	return dst
+}

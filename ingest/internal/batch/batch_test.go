@@ -1,0 +1,369 @@
+package batch
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
+	"github.com/google/go-cmp/cmp"
+)
+
+var t0 = time.Unix(1700000000, 0)
+
+func ev(op Op, off int64, id int64, name string) Event {
+	e := Event{Op: op, Topic: "t", Partition: 0, Offset: off, TsMs: 1000 + off, Size: 10}
+	if op != OpTruncate {
+		e.Key = []any{id}
+	}
+	if op == OpCreate || op == OpUpdate || op == OpRead {
+		e.Row = []any{id, name}
+	}
+	return e
+}
+
+func newBuf(t testing.TB, l Limits) *Buffer {
+	t.Helper()
+	b, err := New([]string{"id", "name"}, []string{"id"}, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func rows(evs []*Event) []string {
+	var out []string
+	for _, e := range evs {
+		if e.Row != nil {
+			out = append(out, fmt.Sprintf("%v=%v", e.Key[0], e.Row[1]))
+		} else {
+			out = append(out, fmt.Sprintf("%v", e.Key[0]))
+		}
+	}
+	return out
+}
+
+func TestCollapse(t *testing.T) {
+	cases := []struct {
+		name     string
+		events   []Event
+		upserts  []string
+		deletes  []string
+		truncate bool
+	}{
+		{"insert update", []Event{ev(OpCreate, 0, 1, "a"), ev(OpUpdate, 1, 1, "b"), ev(OpCreate, 2, 2, "x")},
+			[]string{"1=b", "2=x"}, []string{"1=b", "2=x"}, false},
+		{"final delete keeps the key delete", []Event{ev(OpCreate, 0, 1, "a"), ev(OpDelete, 1, 1, ""), ev(OpCreate, 2, 2, "x")},
+			[]string{"2=x"}, []string{"1", "2=x"}, false},
+		{"delete then reinsert", []Event{ev(OpDelete, 0, 1, ""), ev(OpCreate, 1, 1, "new")},
+			[]string{"1=new"}, []string{"1=new"}, false},
+		{"pk change", []Event{ev(OpCreate, 0, 1, "a"), ev(OpDelete, 1, 1, ""), ev(OpCreate, 2, 10, "a")},
+			[]string{"10=a"}, []string{"1", "10=a"}, false},
+		{"order of last change", []Event{ev(OpCreate, 0, 1, "a"), ev(OpCreate, 1, 2, "b"), ev(OpUpdate, 2, 1, "c")},
+			[]string{"2=b", "1=c"}, []string{"2=b", "1=c"}, false},
+		{"truncate drops earlier", []Event{ev(OpCreate, 0, 1, "a"), ev(OpTruncate, 1, 0, ""), ev(OpCreate, 2, 2, "b"), ev(OpDelete, 3, 3, "")},
+			[]string{"2=b"}, nil, true},
+		{"snapshot reads", []Event{ev(OpRead, 0, 1, "a"), ev(OpRead, 1, 2, "b")},
+			[]string{"1=a", "2=b"}, []string{"1=a", "2=b"}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b := newBuf(t, Limits{})
+			for _, e := range c.events {
+				if err := b.Add(e, t0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got := b.Collapse(nil)
+			if d := cmp.Diff(c.upserts, rows(got.Upserts)); d != "" {
+				t.Errorf("upserts (-want +got):\n%s", d)
+			}
+			if d := cmp.Diff(c.deletes, rows(got.Deletes)); d != "" {
+				t.Errorf("deletes (-want +got):\n%s", d)
+			}
+			if got.Truncate != c.truncate {
+				t.Errorf("truncate %v", got.Truncate)
+			}
+			want := Offsets{"t": {0: int64(len(c.events))}}
+			if d := cmp.Diff(want, got.Offsets); d != "" {
+				t.Errorf("offsets (-want +got):\n%s", d)
+			}
+			if got.Events != len(c.events) || got.MaxTsMs != 1000+int64(len(c.events)-1) {
+				t.Errorf("events %d maxTs %d", got.Events, got.MaxTsMs)
+			}
+		})
+	}
+}
+
+func TestCollapseSkipsCommitted(t *testing.T) {
+	b := newBuf(t, Limits{})
+	for _, e := range []Event{ev(OpCreate, 5, 1, "a"), ev(OpUpdate, 6, 1, "b"), ev(OpCreate, 7, 2, "c")} {
+		_ = b.Add(e, t0)
+	}
+	e := ev(OpCreate, 3, 9, "other-partition")
+	e.Partition = 1
+	_ = b.Add(e, t0)
+
+	got := b.Collapse(Offsets{"t": {0: 7}})
+	if d := cmp.Diff([]string{"2=c", "9=other-partition"}, rows(got.Upserts)); d != "" {
+		t.Errorf("upserts (-want +got):\n%s", d)
+	}
+	if got.Skipped != 2 || got.Events != 2 {
+		t.Errorf("skipped %d events %d", got.Skipped, got.Events)
+	}
+	if d := cmp.Diff(Offsets{"t": {0: 8, 1: 4}}, got.Offsets); d != "" {
+		t.Errorf("offsets (-want +got):\n%s", d)
+	}
+	if all := b.Collapse(Offsets{"t": {0: 8, 1: 4}}); !all.Empty() || all.Skipped != 4 {
+		t.Errorf("fully committed batch: empty=%v skipped=%d", all.Empty(), all.Skipped)
+	}
+}
+
+func TestCompositeKeys(t *testing.T) {
+	b, err := New([]string{"a", "b", "v"}, []string{"a", "b"}, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	add := func(off int64, a string, bb int32, v string, op Op) {
+		e := Event{Op: op, Key: []any{a, bb}, Topic: "t", Offset: off}
+		if op != OpDelete {
+			e.Row = []any{a, bb, v}
+		}
+		if err := b.Add(e, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add(0, "x", 1, "1", OpCreate)
+	add(1, "x", 2, "2", OpCreate)
+	add(2, "x", 1, "3", OpUpdate)
+	add(3, "x\x00", 1, "4", OpCreate) // must not collide with ("x", ...)
+	c := b.Collapse(nil)
+	if len(c.Upserts) != 3 || c.Upserts[1].Row[2] != "3" {
+		t.Fatalf("upserts %v", c.Upserts)
+	}
+}
+
+func TestLimits(t *testing.T) {
+	b := newBuf(t, Limits{MaxRows: 3, MaxBytes: 25, MaxAge: time.Second})
+	if b.Full(t0) {
+		t.Fatal("empty buffer is full")
+	}
+	_ = b.Add(ev(OpCreate, 0, 1, "a"), t0)
+	if b.Full(t0) || !b.Full(t0.Add(time.Second)) {
+		t.Error("age limit")
+	}
+	_ = b.Add(ev(OpCreate, 1, 2, "a"), t0)
+	_ = b.Add(ev(OpCreate, 2, 3, "a"), t0)
+	if !b.Full(t0) {
+		t.Error("rows/bytes limit")
+	}
+	b.Reset()
+	if b.Len() != 0 || b.Bytes() != 0 || b.Full(t0.Add(time.Hour)) {
+		t.Error("reset")
+	}
+}
+
+func TestAddRejects(t *testing.T) {
+	b := newBuf(t, Limits{})
+	bad := []Event{
+		{Op: 'x', Key: []any{int64(1)}},
+		{Op: OpCreate, Key: []any{int64(1)}, Row: []any{int64(1)}},
+		{Op: OpDelete},
+	}
+	for _, e := range bad {
+		if err := b.Add(e, t0); !errors.Is(err, ErrInvalidEvent) {
+			t.Errorf("%+v: %v", e, err)
+		}
+	}
+	if _, err := New([]string{"a"}, nil, Limits{}); !errors.Is(err, ErrInvalidEvent) {
+		t.Errorf("keyless: %v", err)
+	}
+}
+
+var allTypes = iceberg.NewSchemaWithIdentifiers(0, []int{1},
+	iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
+	iceberg.NestedField{ID: 2, Name: "i", Type: iceberg.PrimitiveTypes.Int32},
+	iceberg.NestedField{ID: 3, Name: "b", Type: iceberg.PrimitiveTypes.Bool},
+	iceberg.NestedField{ID: 4, Name: "f", Type: iceberg.PrimitiveTypes.Float32},
+	iceberg.NestedField{ID: 5, Name: "d", Type: iceberg.PrimitiveTypes.Float64},
+	iceberg.NestedField{ID: 6, Name: "s", Type: iceberg.PrimitiveTypes.String},
+	iceberg.NestedField{ID: 7, Name: "bin", Type: iceberg.PrimitiveTypes.Binary},
+	iceberg.NestedField{ID: 8, Name: "dec", Type: iceberg.DecimalTypeOf(10, 2)},
+	iceberg.NestedField{ID: 9, Name: "day", Type: iceberg.PrimitiveTypes.Date},
+	iceberg.NestedField{ID: 10, Name: "tm", Type: iceberg.PrimitiveTypes.Time},
+	iceberg.NestedField{ID: 11, Name: "ts", Type: iceberg.PrimitiveTypes.Timestamp},
+	iceberg.NestedField{ID: 12, Name: "tstz", Type: iceberg.PrimitiveTypes.TimestampTz},
+	iceberg.NestedField{ID: 13, Name: "geo", Type: &iceberg.StructType{FieldList: []iceberg.NestedField{
+		{ID: 16, Name: "wkb", Type: iceberg.PrimitiveTypes.Binary, Required: true},
+		{ID: 17, Name: "srid", Type: iceberg.PrimitiveTypes.Int32},
+	}}},
+	iceberg.NestedField{ID: 14, Name: "vec", Type: &iceberg.ListType{ElementID: 18, Element: iceberg.PrimitiveTypes.Float32, ElementRequired: true}},
+	iceberg.NestedField{ID: 15, Name: "dropped", Type: iceberg.PrimitiveTypes.String},
+)
+
+var allColumns = []string{"id", "i", "b", "f", "d", "s", "bin", "dec", "day", "tm", "ts", "tstz", "geo", "vec"}
+
+func allRow(id int64) []any {
+	return []any{id, int32(id), id%2 == 0, float32(1.5), 2.5, "name", []byte{1, 2}, decimal128.FromI64(12345),
+		int32(19000), int64(3_600_000_000), int64(1_700_000_000_000_000), int64(1_700_000_000_000_001),
+		[]any{[]byte{0}, int32(4326)}, []any{float32(1), float32(2)}}
+}
+
+func TestConverter(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	c, err := NewConverter(allTypes, allColumns, []string{"id"}, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.RecordRows = 2
+	evs := []*Event{
+		{Op: OpCreate, Key: []any{int64(1)}, Row: allRow(1)},
+		{Op: OpCreate, Key: []any{int64(2)}, Row: allRow(2)},
+		{Op: OpCreate, Key: []any{int64(3)}, Row: []any{int64(3), nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil}},
+	}
+	var n int
+	var recs []arrow.RecordBatch
+	for rec, err := range c.Rows(evs) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += int(rec.NumRows())
+		recs = append(recs, rec)
+	}
+	if n != 3 || len(recs) != 2 {
+		t.Fatalf("%d rows in %d batches", n, len(recs))
+	}
+	r := recs[0]
+	if got := r.Column(7).(*array.Decimal128).Value(0); got != decimal128.FromI64(12345) {
+		t.Errorf("decimal %v", got)
+	}
+	if got := r.Column(11).(*array.Timestamp).Value(1); got != 1_700_000_000_000_001 {
+		t.Errorf("tstz %v", got)
+	}
+	if got := r.Column(12).(*array.Struct).Field(1).(*array.Int32).Value(0); got != 4326 {
+		t.Errorf("geo.srid %v", got)
+	}
+	if r.Column(14).NullN() != 2 {
+		t.Errorf("dropped column has %d nulls, want 2", r.Column(14).NullN())
+	}
+	if recs[1].Column(1).NullN() != 1 {
+		t.Error("null row")
+	}
+	for _, r := range recs {
+		r.Release()
+	}
+	for rec, err := range c.Keys(evs) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.NumCols() != 1 || rec.Schema().Field(0).Name != "id" {
+			t.Errorf("key schema %s", rec.Schema())
+		}
+		rec.Release()
+	}
+	if ids := c.KeyFieldIDs(); len(ids) != 1 || ids[0] != 1 {
+		t.Errorf("key ids %v", ids)
+	}
+
+	// A wrong Go type is an error naming the column, not a panic.
+	bad := []*Event{{Op: OpCreate, Key: []any{int64(1)}, Row: append(allRow(1)[:1:1], "not an int", nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil)}}
+	for rec, err := range c.Rows(bad) {
+		if !errors.Is(err, ErrInvalidEvent) {
+			t.Errorf("bad row: %v", err)
+		}
+		if rec != nil {
+			rec.Release()
+		}
+	}
+}
+
+// benchEvents makes n events over n/2 keys: inserts then updates.
+func benchEvents(n int) []Event {
+	evs := make([]Event, n)
+	for i := range evs {
+		id := int64(i % (n / 2))
+		op := OpCreate
+		if i >= n/2 {
+			op = OpUpdate
+		}
+		evs[i] = Event{Op: op, Key: []any{id}, Row: allRow(id), Topic: "t", Offset: int64(i), Size: 200}
+	}
+	return evs
+}
+
+func BenchmarkCollapse(b *testing.B) {
+	const n = 100_000
+	buf, _ := New(allColumns, []string{"id"}, Limits{MaxRows: n})
+	for _, e := range benchEvents(n) {
+		_ = buf.Add(e, t0)
+	}
+	b.ReportAllocs()
+	b.ReportMetric(n, "events/op")
+	for b.Loop() {
+		buf.Collapse(nil)
+	}
+}
+
+func BenchmarkCollapseCompositeKey(b *testing.B) {
+	const n = 100_000
+	buf, _ := New([]string{"a", "b"}, []string{"a", "b"}, Limits{MaxRows: n})
+	for i := range n {
+		k := []any{fmt.Sprintf("k%d", i%(n/2)), int32(i)}
+		_ = buf.Add(Event{Op: OpCreate, Key: k, Row: k, Topic: "t", Offset: int64(i)}, t0)
+	}
+	b.ReportAllocs()
+	b.ReportMetric(n, "events/op")
+	for b.Loop() {
+		buf.Collapse(nil)
+	}
+}
+
+func BenchmarkArrowRows(b *testing.B) {
+	const n = 100_000
+	buf, _ := New(allColumns, []string{"id"}, Limits{MaxRows: n})
+	for _, e := range benchEvents(n) {
+		_ = buf.Add(e, t0)
+	}
+	col := buf.Collapse(nil)
+	c, err := NewConverter(allTypes, allColumns, []string{"id"}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ReportMetric(float64(len(col.Upserts)), "rows/op")
+	b.SetBytes(int64(len(col.Upserts)) * 200)
+	for b.Loop() {
+		for rec, err := range c.Rows(col.Upserts) {
+			if err != nil {
+				b.Fatal(err)
+			}
+			rec.Release()
+		}
+	}
+}
+
+func BenchmarkArrowKeys(b *testing.B) {
+	const n = 100_000
+	buf, _ := New(allColumns, []string{"id"}, Limits{MaxRows: n})
+	for _, e := range benchEvents(n) {
+		_ = buf.Add(e, t0)
+	}
+	col := buf.Collapse(nil)
+	c, _ := NewConverter(allTypes, allColumns, []string{"id"}, nil)
+	b.ReportAllocs()
+	b.ReportMetric(float64(len(col.Deletes)), "keys/op")
+	for b.Loop() {
+		for rec, err := range c.Keys(col.Deletes) {
+			if err != nil {
+				b.Fatal(err)
+			}
+			rec.Release()
+		}
+	}
+}

@@ -1,0 +1,389 @@
+// Package commit writes one table's batch of change events into Iceberg as
+// exactly one RowDelta snapshot, and recovers the Kafka offsets a table
+// holds.
+//
+// Exactly-once rests on three rules:
+//   - The table is the source of truth for consumed offsets: every commit
+//     stores the next offset per topic partition in its snapshot summary
+//     (see [OffsetsKeyPrefix]), and [Offsets] reads them back.
+//   - Every attempt pins main to the snapshot it read
+//     (Transaction.AssertRefSnapshotID), so it commits only on top of what
+//     it has seen; iceberg-go never rebases it.
+//   - On a conflict (table.ErrCommitFailed, HTTP 409) the Committer reloads
+//     the table, re-reads the offsets, drops the events already committed
+//     and rebuilds the files. On an ambiguous outcome
+//     (rest.ErrCommitStateUnknown, 5xx, timeouts, transport errors) it
+//     reloads and looks for its commit id ([CommitIDKey]) among the
+//     snapshots committed since its base before trying again.
+//
+// Upserts are merge-on-read: data files for the last image of each key plus
+// equality deletes on the identifier fields for every key the batch
+// touched, in one snapshot. A truncate is one copy-on-write overwrite
+// snapshot that drops every data file (filter AlwaysTrue: whole files are
+// dropped, none is read or rewritten) and adds the rows that follow the
+// truncate in the batch, so readers never see the table empty between the
+// truncate and those rows. Equality deletes are not needed then.
+//
+// Data files of failed attempts are left behind as orphans (iceberg-go
+// does not remove them); table maintenance removes unreferenced files.
+package commit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
+
+	"github.com/binlake/binlake/ingest/internal/batch"
+)
+
+// ErrTooManyAttempts reports that a commit did not land within
+// Config.MaxAttempts attempts; it wraps the last attempt's error.
+var ErrTooManyAttempts = errors.New("commit: too many attempts")
+
+// Config configures a Committer.
+type Config struct {
+	// MaxAttempts bounds the attempts of one Commit; default 10.
+	MaxAttempts int
+	// MinBackoff and MaxBackoff bound the jittered exponential wait between
+	// attempts; defaults 100ms and 10s.
+	MinBackoff, MaxBackoff time.Duration
+	// RecordRows is the number of rows per Arrow record batch handed to the
+	// Parquet writer; default batch.DefaultRecordRows.
+	RecordRows int
+	// Logger receives retry and lifecycle logs; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Validate checks the settings.
+func (c Config) Validate() error {
+	if c.MaxAttempts < 0 || c.MinBackoff < 0 || c.MaxBackoff < 0 || c.RecordRows < 0 {
+		return errors.New("commit: negative setting")
+	}
+	if c.MaxBackoff > 0 && c.MinBackoff > c.MaxBackoff {
+		return errors.New("commit: min backoff above max backoff")
+	}
+	return nil
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = 10
+	}
+	if c.MinBackoff == 0 {
+		c.MinBackoff = 100 * time.Millisecond
+	}
+	if c.MaxBackoff == 0 {
+		c.MaxBackoff = 10 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// Committer commits batches to one table. It keeps the last loaded table
+// and is not safe for concurrent use: one goroutine per table owns it.
+type Committer struct {
+	cat   catalog.Catalog
+	ident table.Identifier
+	cfg   Config
+	tbl   *table.Table
+}
+
+// New loads the table ident and returns its Committer. The table must be
+// format v2 or later and have identifier fields.
+func New(ctx context.Context, cat catalog.Catalog, ident table.Identifier, cfg Config) (*Committer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	c := &Committer{cat: cat, ident: ident, cfg: cfg.withDefaults()}
+	if err := c.reload(ctx); err != nil {
+		return nil, err
+	}
+	if v := c.tbl.Metadata().Version(); v < 2 {
+		return nil, fmt.Errorf("commit: table %v is format v%d, equality deletes need v2", ident, v)
+	}
+	return c, nil
+}
+
+// Table returns the table as of the last load or commit.
+func (c *Committer) Table() *table.Table { return c.tbl }
+
+// Offsets returns the offsets the table holds as of the last load or
+// commit (see the package function [Offsets]).
+func (c *Committer) Offsets() (batch.Offsets, error) { return Offsets(c.tbl) }
+
+func (c *Committer) reload(ctx context.Context) error {
+	tbl, err := c.cat.LoadTable(ctx, c.ident)
+	if err != nil {
+		return fmt.Errorf("loading table %v: %w", c.ident, err)
+	}
+	c.tbl = tbl
+	return nil
+}
+
+// Result describes a Commit.
+type Result struct {
+	// CommitID is the commit's UUID (also in the snapshot summary).
+	CommitID string
+	// SnapshotID is the snapshot that holds the batch; 0 when nothing was
+	// committed.
+	SnapshotID int64
+	// AlreadyCommitted means every event of the batch was already in the
+	// table (a replay), so nothing was written.
+	AlreadyCommitted bool
+	// Attempts is the number of commit attempts made (0 when nothing was
+	// to be written).
+	Attempts int
+	// Rows and Deletes count the data rows and equality-delete keys
+	// written; Truncated says the table was emptied first.
+	Rows, Deletes int
+	Truncated     bool
+	// Events and SkippedEvents count the batch's events committed now and
+	// those found already committed.
+	Events, SkippedEvents int
+	// Offsets are the table's offsets after the commit for the batch's
+	// topics.
+	Offsets batch.Offsets
+}
+
+// Commit writes the net effect of buf's events to the table in one
+// snapshot, skipping events the table already holds, and retries conflicts
+// and ambiguous failures as described in the package documentation. The
+// buffer is not modified; the caller resets it after a nil error.
+//
+// An error wrapping batch.ErrInvalidEvent is terminal (the batch does not
+// fit the table schema). Other errors mean the batch may or may not be
+// committed; the caller must reload offsets (e.g. by restarting from
+// [Offsets]) before trying again.
+func (c *Committer) Commit(ctx context.Context, buf *batch.Buffer) (Result, error) {
+	res := Result{CommitID: uuid.NewString()}
+	log := c.cfg.Logger.With("table", c.ident, "commit_id", res.CommitID)
+	var lastErr error
+	for attempt := 1; attempt <= c.cfg.MaxAttempts; attempt++ {
+		committed, err := Offsets(c.tbl)
+		if err != nil {
+			return res, err
+		}
+		col := buf.Collapse(committed)
+		res.SkippedEvents = col.Skipped
+		if col.Events == 0 {
+			res.AlreadyCommitted = buf.Len() > 0
+			return res, nil
+		}
+		offsets := batch.Offsets{}
+		for topic := range col.Offsets {
+			offsets[topic] = map[int32]int64{}
+			for p, n := range committed[topic] {
+				offsets[topic][p] = n
+			}
+		}
+		offsets.Merge(col.Offsets)
+		props := summaryProps(res.CommitID, offsets, col)
+
+		var base int64 = -1
+		if s := c.tbl.CurrentSnapshot(); s != nil {
+			base = s.SnapshotID
+		}
+		res.Attempts = attempt
+		tbl, stage, err := c.attempt(ctx, c.tbl, buf, col, props)
+		if err == nil {
+			c.tbl = tbl
+			res.SnapshotID = tbl.CurrentSnapshot().SnapshotID
+			res.Events, res.Offsets, res.Truncated = col.Events, offsets, col.Truncate
+			res.Rows, res.Deletes = len(col.Upserts), len(col.Deletes)
+			return res, nil
+		}
+		if errors.Is(err, errNothingToWrite) {
+			// A lone truncate of a table with no snapshot: nothing to do.
+			res.Events = col.Events
+			return res, nil
+		}
+		if errors.Is(err, batch.ErrInvalidEvent) {
+			return res, err
+		}
+		if ctx.Err() != nil {
+			return res, fmt.Errorf("committing to %v: %w", c.ident, context.Cause(ctx))
+		}
+		lastErr = err
+		switch {
+		case stage == stageWrite:
+			log.Warn("writing files failed, retrying", "attempt", attempt, "error", err)
+		case errors.Is(err, table.ErrCommitFailed):
+			log.Info("commit conflict, reloading and rebuilding", "attempt", attempt, "error", err)
+		default:
+			log.Warn("commit outcome unknown, checking the table", "attempt", attempt, "error", err)
+		}
+		if err := c.reloadWithRetry(ctx, attempt); err != nil {
+			return res, err
+		}
+		if stage == stageCommit && !errors.Is(err, table.ErrCommitFailed) {
+			if id, ok := findCommit(c.tbl, base, res.CommitID); ok {
+				log.Info("ambiguous commit landed", "snapshot_id", id)
+				res.SnapshotID = id
+				res.Events, res.Offsets, res.Truncated = col.Events, offsets, col.Truncate
+				res.Rows, res.Deletes = len(col.Upserts), len(col.Deletes)
+				return res, nil
+			}
+		}
+		if err := c.sleep(ctx, attempt); err != nil {
+			return res, err
+		}
+	}
+	return res, fmt.Errorf("%w: %d attempts on %v: %w", ErrTooManyAttempts, c.cfg.MaxAttempts, c.ident, lastErr)
+}
+
+func (c *Committer) reloadWithRetry(ctx context.Context, attempt int) error {
+	for i := 0; ; i++ {
+		err := c.reload(ctx)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil || i >= c.cfg.MaxAttempts {
+			return err
+		}
+		if err := c.sleep(ctx, attempt+i); err != nil {
+			return err
+		}
+	}
+}
+
+func (c *Committer) sleep(ctx context.Context, attempt int) error {
+	d := c.cfg.MinBackoff << min(attempt-1, 20)
+	if d > c.cfg.MaxBackoff || d <= 0 {
+		d = c.cfg.MaxBackoff
+	}
+	d = d/2 + rand.N(d/2+1)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-t.C:
+		return nil
+	}
+}
+
+type stage uint8
+
+const (
+	stageWrite  stage = iota + 1 // before the catalog commit: nothing can have landed
+	stageCommit                  // the catalog commit itself
+)
+
+var errNothingToWrite = errors.New("commit: nothing to write")
+
+// attempt builds and commits one transaction on tbl.
+func (c *Committer) attempt(ctx context.Context, tbl *table.Table, buf *batch.Buffer, col *batch.Collapsed, props iceberg.Properties) (*table.Table, stage, error) {
+	conv, err := batch.NewConverter(tbl.Schema(), buf.Columns(), buf.Key(), nil)
+	if err != nil {
+		return nil, stageWrite, err
+	}
+	if c.cfg.RecordRows > 0 {
+		conv.RecordRows = c.cfg.RecordRows
+	}
+	tx := tbl.NewTransaction()
+	if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
+		return nil, stageWrite, fmt.Errorf("pinning main: %w", err)
+	}
+	empty := tbl.CurrentSnapshot() == nil
+	switch {
+	case col.Truncate && !empty:
+		rdr := newReader(conv.Schema(), conv.Rows(col.Upserts))
+		defer rdr.Release()
+		if err := tx.Overwrite(ctx, rdr, props, table.WithOverwriteFilter(iceberg.AlwaysTrue{})); err != nil {
+			return nil, stageWrite, fmt.Errorf("staging truncate overwrite: %w", err)
+		}
+	default:
+		var data []iceberg.DataFile
+		if len(col.Upserts) > 0 {
+			for df, err := range table.WriteRecords(ctx, tbl, conv.Schema(), conv.Rows(col.Upserts)) {
+				if err != nil {
+					return nil, stageWrite, fmt.Errorf("writing data files: %w", err)
+				}
+				data = append(data, df)
+			}
+		}
+		var dels []iceberg.DataFile
+		// Deletes cannot match anything in a table without snapshots.
+		if len(col.Deletes) > 0 && (!empty || len(data) == 0) {
+			dels, err = tx.WriteEqualityDeletes(ctx, conv.KeyFieldIDs(), conv.Keys(col.Deletes))
+			if err != nil {
+				return nil, stageWrite, fmt.Errorf("writing equality deletes: %w", err)
+			}
+		}
+		if len(data) == 0 && len(dels) == 0 {
+			return nil, stageWrite, errNothingToWrite
+		}
+		if err := tx.NewRowDelta(props).AddRows(data...).AddDeletes(dels...).Commit(ctx); err != nil {
+			return nil, stageWrite, fmt.Errorf("staging row delta: %w", err)
+		}
+	}
+	out, err := tx.Commit(ctx)
+	if err != nil {
+		return nil, stageCommit, fmt.Errorf("committing to %v: %w", c.ident, err)
+	}
+	return out, stageCommit, nil
+}
+
+// reader adapts the converter's record iterator to an array.RecordReader
+// for Transaction.Overwrite.
+type reader struct {
+	schema *arrow.Schema
+	next   func() (arrow.RecordBatch, error, bool)
+	stop   func()
+	cur    arrow.RecordBatch
+	err    error
+	refs   int64
+}
+
+var _ array.RecordReader = (*reader)(nil)
+
+func newReader(schema *arrow.Schema, seq func(func(arrow.RecordBatch, error) bool)) *reader {
+	next, stop := pull2(seq)
+	return &reader{schema: schema, next: next, stop: stop, refs: 1}
+}
+
+func (r *reader) Retain()                        { r.refs++ }
+func (r *reader) Schema() *arrow.Schema          { return r.schema }
+func (r *reader) RecordBatch() arrow.RecordBatch { return r.cur }
+func (r *reader) Record() arrow.RecordBatch      { return r.cur }
+func (r *reader) Err() error                     { return r.err }
+
+func (r *reader) Release() {
+	r.refs--
+	if r.refs == 0 {
+		if r.cur != nil {
+			r.cur.Release()
+			r.cur = nil
+		}
+		r.stop()
+	}
+}
+
+func (r *reader) Next() bool {
+	if r.cur != nil {
+		r.cur.Release()
+		r.cur = nil
+	}
+	rec, err, ok := r.next()
+	if !ok {
+		return false
+	}
+	if err != nil {
+		r.err = err
+		return false
+	}
+	r.cur = rec
+	return true
+}
