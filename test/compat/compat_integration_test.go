@@ -31,103 +31,134 @@ var allowed = map[string]string{
 	"header.__debezium.context.runId": "Debezium's per-run id, not part of the event",
 }
 
-// TestCompatWithDebezium runs the Debezium MariaDB connector and capture on
-// the same database, applies the same workload (a table per type family;
-// inserts, updates, deletes, a primary-key update, truncate, ALTER TABLE),
-// and compares every event: key and value schemas and values.
-func TestCompatWithDebezium(t *testing.T) {
+// run is one comparison: a database captured by Debezium and by capture.
+type run struct {
+	t                    *testing.T
+	db                   string
+	dbzPrefix, capPrefix string
+	brokers              []string
+	dec                  *kafkatest.Decoder
+	capEnv               []string
+	capBin               string
+	capture              *exec.Cmd
+	capLog               string
+}
+
+func newRun(t *testing.T) *run {
 	m := testenv.MariaDBEnv(t)
-	brokers := testenv.KafkaBrokers(t)
-	ctx := t.Context()
-	db := testenv.Unique(t, "compat")
-	dbzPrefix, capPrefix := "dbz_"+db, "cap_"+db
+	r := &run{t: t, brokers: testenv.KafkaBrokers(t)}
+	r.db = testenv.Unique(t, "compat")
+	r.dbzPrefix, r.capPrefix = "dbz_"+r.db, "cap_"+r.db
 	admin := m.AdminDB(t, "")
-	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+db+" CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci"); err != nil {
+	if _, err := admin.ExecContext(t.Context(), "CREATE DATABASE "+r.db+" CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci"); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _, _ = admin.Exec("DROP DATABASE IF EXISTS " + db) })
+	t.Cleanup(func() { _, _ = admin.Exec("DROP DATABASE IF EXISTS " + r.db) })
+	var err error
+	if r.dec, err = kafkatest.NewDecoder(testenv.RegistryURL(t)); err != nil {
+		t.Fatal(err)
+	}
 
 	// Debezium, streaming only; settings of the golden run (see schemas/testdata/debezium).
-	debezium.Run(t, debezium.Config{Database: db, TopicPrefix: dbzPrefix, ServerID: 5400 + uint32(time.Now().Unix()%1000),
+	debezium.Run(t, debezium.Config{Database: r.db, TopicPrefix: r.dbzPrefix, ServerID: 5400 + uint32(time.Now().UnixNano()%100000),
 		SnapshotMode: "no_data", Extra: map[string]string{"skipped.operations": "none", "include.schema.changes": "false"}})
 
-	// capture, as a process.
-	bin := filepath.Join(t.TempDir(), "capture")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/binlake/binlake/capture").CombinedOutput(); err != nil {
+	r.capBin = filepath.Join(t.TempDir(), "capture")
+	if out, err := exec.Command("go", "build", "-o", r.capBin, "github.com/binlake/binlake/capture").CombinedOutput(); err != nil {
 		t.Fatalf("building capture: %v\n%s", err, out)
 	}
-	logPath := filepath.Join(t.TempDir(), "capture.log")
-	logf, err := os.Create(logPath)
+	r.capEnv = append(os.Environ(),
+		"CAPTURE_MYSQL_ADDR="+m.Addr, "CAPTURE_MYSQL_USER="+m.CaptureUser, "CAPTURE_MYSQL_PASSWORD="+m.CapturePassword,
+		"CAPTURE_KAFKA_BROKERS="+strings.Join(r.brokers, ","), "CAPTURE_SCHEMA_REGISTRY_URL="+testenv.RegistryURL(t),
+		"CAPTURE_TOPIC_PREFIX="+r.capPrefix, "CAPTURE_DATABASE_INCLUDE_LIST="+r.db, "CAPTURE_METRICS_ADDR=off")
+	r.startCapture()
+	return r
+}
+
+// startCapture starts capture and waits until it streams.
+func (r *run) startCapture() {
+	t := r.t
+	r.capLog = filepath.Join(t.TempDir(), "capture.log")
+	logf, err := os.Create(r.capLog)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(),
-		"CAPTURE_MYSQL_ADDR="+m.Addr, "CAPTURE_MYSQL_USER="+m.CaptureUser, "CAPTURE_MYSQL_PASSWORD="+m.CapturePassword,
-		"CAPTURE_KAFKA_BROKERS="+strings.Join(brokers, ","), "CAPTURE_SCHEMA_REGISTRY_URL="+testenv.RegistryURL(t),
-		"CAPTURE_TOPIC_PREFIX="+capPrefix, "CAPTURE_DATABASE_INCLUDE_LIST="+db, "CAPTURE_METRICS_ADDR=off")
+	cmd := exec.Command(r.capBin)
+	cmd.Env = r.capEnv
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	r.capture = cmd
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); logf.Close() })
 	testenv.Eventually(t, 30*time.Second, 100*time.Millisecond, func() bool {
-		b, _ := os.ReadFile(logPath)
+		b, _ := os.ReadFile(r.capLog)
 		return strings.Contains(string(b), "Connected to server")
 	}, "capture to connect")
+}
 
-	workload, err := os.ReadFile(filepath.Join(debezium.RepoRoot(), "schemas/testdata/debezium/workload.sql"))
-	if err != nil {
-		t.Fatal(err)
+// stopCapture stops capture with SIGTERM and checks it exits cleanly.
+func (r *run) stopCapture() {
+	_ = r.capture.Process.Signal(os.Interrupt)
+	if err := r.capture.Wait(); err != nil {
+		b, _ := os.ReadFile(r.capLog)
+		r.t.Fatalf("capture exited with %v after SIGINT:\n%s", err, b)
 	}
-	conn, err := admin.Conn(ctx)
+}
+
+// exec runs statements on one connection, in the run's database.
+func (r *run) exec(stmts ...string) {
+	t := r.t
+	m := testenv.MariaDBEnv(t)
+	conn, err := m.AdminDB(t, r.db).Conn(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	for _, stmt := range statements(string(workload)) {
-		if strings.HasPrefix(strings.ToUpper(stmt), "CREATE DATABASE") {
-			continue
-		}
-		stmt = strings.ReplaceAll(stmt, "USE golden", "USE "+db)
-		if _, err := conn.ExecContext(ctx, stmt); err != nil {
+	for _, stmt := range stmts {
+		if _, err := conn.ExecContext(t.Context(), stmt); err != nil {
 			t.Fatalf("%s: %v", stmt, err)
 		}
 	}
-	// A last change on a marker table tells when both have caught up.
-	for _, s := range []string{"CREATE TABLE zz_marker (id INT PRIMARY KEY)", "INSERT INTO zz_marker VALUES (1)"} {
-		if _, err := conn.ExecContext(ctx, s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	dec, err := kafkatest.NewDecoder(testenv.RegistryURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	kafkatest.ReadAll(t, brokers, dec, dbzPrefix+"."+db+".zz_marker", 1, 0, 2*time.Minute)
-	kafkatest.ReadAll(t, brokers, dec, capPrefix+"."+db+".zz_marker", 1, 0, 2*time.Minute)
+}
 
-	dbzTopics := debezium.ReadPrefixUntilIdle(t, brokers, dbzPrefix+".", 3*time.Second)
+// compare waits for both to catch up and compares every table's events,
+// printing the COMPAT line; it fails the test on any unexplained mismatch.
+func (r *run) compare(minTables int) {
+	t := r.t
+	ctx := t.Context()
+	marker := fmt.Sprintf("zz_marker_%d", time.Now().UnixNano()%1_000_000)
+	r.exec("CREATE TABLE "+marker+" (id INT PRIMARY KEY)", "INSERT INTO "+marker+" VALUES (1)")
+	kafkatest.ReadAll(t, r.brokers, r.dec, r.dbzPrefix+"."+r.db+"."+marker, 1, 0, 2*time.Minute)
+	kafkatest.ReadAll(t, r.brokers, r.dec, r.capPrefix+"."+r.db+"."+marker, 1, 0, 2*time.Minute)
+
+	dbzTopics := debezium.ReadPrefixUntilIdle(t, r.brokers, r.dbzPrefix+".", 3*time.Second)
 	var tables []string
 	for topic := range dbzTopics {
-		tables = append(tables, strings.TrimPrefix(topic, dbzPrefix+"."))
+		tables = append(tables, strings.TrimPrefix(topic, r.dbzPrefix+"."))
 	}
 	sort.Strings(tables)
-	if len(tables) < 7 {
-		t.Fatalf("Debezium wrote %d table topics (%v), want every workload table", len(tables), tables)
+	if len(tables) < minTables {
+		t.Fatalf("Debezium wrote %d table topics (%v), want at least %d", len(tables), tables, minTables)
+	}
+	capTopics := debezium.ReadPrefixUntilIdle(t, r.brokers, r.capPrefix+".", time.Second)
+	for topic := range capTopics {
+		if _, ok := dbzTopics[r.dbzPrefix+strings.TrimPrefix(topic, r.capPrefix)]; !ok {
+			t.Errorf("capture wrote topic %s, Debezium has no such table topic", topic)
+		}
 	}
 
 	var events, fields int
 	var mismatches []string
 	for _, tbl := range tables {
-		want := kafkatest.ReadAll(t, brokers, dec, dbzPrefix+"."+tbl, len(dbzTopics[dbzPrefix+"."+tbl]), time.Second, time.Minute)
-		got := kafkatest.ReadAll(t, brokers, dec, capPrefix+"."+tbl, 0, 2*time.Second, time.Minute)
+		want := kafkatest.ReadAll(t, r.brokers, r.dec, r.dbzPrefix+"."+tbl, len(dbzTopics[r.dbzPrefix+"."+tbl]), time.Second, time.Minute)
+		got := kafkatest.ReadAll(t, r.brokers, r.dec, r.capPrefix+"."+tbl, 0, 2*time.Second, time.Minute)
 		if len(got) != len(want) {
 			mismatches = append(mismatches, fmt.Sprintf("%s: %d events from capture, %d from Debezium", tbl, len(got), len(want)))
 		}
 		for i := range min(len(got), len(want)) {
 			events++
-			n, diffs := compareRecord(ctx, t, dec, dbzPrefix, capPrefix, want[i], got[i])
+			n, diffs := compareRecord(ctx, t, r.dec, r.dbzPrefix, r.capPrefix, want[i], got[i])
 			fields += n
 			for _, d := range diffs {
 				mismatches = append(mismatches, fmt.Sprintf("%s #%d (%s): %s", tbl, i, want[i].Op(), d))
@@ -141,6 +172,79 @@ func TestCompatWithDebezium(t *testing.T) {
 	if len(mismatches) > 0 {
 		t.Fatalf("%d mismatches between capture and Debezium", len(mismatches))
 	}
+}
+
+// TestCompatWithDebezium runs the Debezium MariaDB connector and capture on
+// the same database, applies the same workload (a table per type family;
+// inserts, updates, deletes, a primary-key update, truncate, ALTER TABLE),
+// and compares every event: key and value schemas and values.
+func TestCompatWithDebezium(t *testing.T) {
+	r := newRun(t)
+	workload, err := os.ReadFile(filepath.Join(debezium.RepoRoot(), "schemas/testdata/debezium/workload.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stmts []string
+	for _, stmt := range statements(string(workload)) {
+		if strings.HasPrefix(strings.ToUpper(stmt), "CREATE DATABASE") {
+			continue
+		}
+		stmts = append(stmts, strings.ReplaceAll(stmt, "USE golden", "USE "+r.db))
+	}
+	r.exec(stmts...)
+	r.compare(7)
+}
+
+// TestCompatDDLReplay stops capture, runs DML mixed with DDL (add, drop,
+// reorder and rename of columns, a type change, two ALTERs of one table,
+// a table rename), and restarts it: capture must decode the binlog events
+// written before each DDL with the schema they were written under, and its
+// events must equal Debezium's, which ran throughout.
+func TestCompatDDLReplay(t *testing.T) {
+	r := newRun(t)
+	r.exec(
+		"CREATE TABLE t_add (id INT PRIMARY KEY, a VARCHAR(10))",
+		"CREATE TABLE t_drop (id INT PRIMARY KEY, x INT, y VARCHAR(10))",
+		"CREATE TABLE t_reorder (id INT PRIMARY KEY, b INT, c VARCHAR(10))",
+		"CREATE TABLE t_rencol (id INT PRIMARY KEY, a INT)",
+		"CREATE TABLE t_type (id INT PRIMARY KEY, v INT NOT NULL)",
+		"CREATE TABLE t_old (id INT PRIMARY KEY, v INT)",
+		"INSERT INTO t_add VALUES (1, 'a')", "INSERT INTO t_drop VALUES (1, 1, 'y')",
+		"INSERT INTO t_reorder VALUES (1, 1, 'c')", "INSERT INTO t_rencol VALUES (1, 1)",
+		"INSERT INTO t_type VALUES (1, 1)", "INSERT INTO t_old VALUES (1, 1)",
+	)
+	// Let capture see every table once, then stop it.
+	marker := "zz_seen"
+	r.exec("CREATE TABLE "+marker+" (id INT PRIMARY KEY)", "INSERT INTO "+marker+" VALUES (1)")
+	kafkatest.ReadAll(t, r.brokers, r.dec, r.capPrefix+"."+r.db+"."+marker, 1, 0, time.Minute)
+	r.stopCapture()
+
+	r.exec(
+		"INSERT INTO t_add VALUES (2, 'b')",
+		"ALTER TABLE t_add ADD COLUMN c2 INT DEFAULT 5",
+		"INSERT INTO t_add VALUES (3, 'c', 6)",
+		"ALTER TABLE t_add ADD COLUMN c3 VARCHAR(10) NOT NULL DEFAULT 'd3'",
+		"INSERT INTO t_add VALUES (4, 'd', 7, 'x')",
+		"UPDATE t_add SET a = 'bb' WHERE id = 2",
+		"INSERT INTO t_drop VALUES (2, 2, 'yy')",
+		"ALTER TABLE t_drop DROP COLUMN x",
+		"INSERT INTO t_drop VALUES (3, 'yyy')",
+		"DELETE FROM t_drop WHERE id = 1",
+		"ALTER TABLE t_reorder MODIFY COLUMN b INT AFTER c",
+		"INSERT INTO t_reorder (id, b, c) VALUES (2, 2, 'cc')",
+		"UPDATE t_rencol SET a = 2 WHERE id = 1",
+		"ALTER TABLE t_rencol RENAME COLUMN a TO a2",
+		"INSERT INTO t_rencol VALUES (2, 3)",
+		"INSERT INTO t_type VALUES (2, 2)",
+		"ALTER TABLE t_type MODIFY v BIGINT NOT NULL",
+		"INSERT INTO t_type VALUES (3, 9000000000)",
+		"INSERT INTO t_old VALUES (2, 2)",
+		"RENAME TABLE t_old TO t_new",
+		"INSERT INTO t_new VALUES (3, 3)",
+		"UPDATE t_new SET v = 4 WHERE id = 1",
+	)
+	r.startCapture()
+	r.compare(8)
 }
 
 // compareRecord compares one pair of records; it returns the number of
