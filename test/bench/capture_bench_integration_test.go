@@ -1,0 +1,255 @@
+//go:build integration
+
+package bench
+
+import (
+	"bufio"
+	"database/sql"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/binlake/binlake/test/debezium"
+	"github.com/binlake/binlake/test/testenv"
+)
+
+const (
+	inserts = 1_000_000
+	updates = 200_000
+	deletes = 100_000
+	chunk   = 10_000
+)
+
+// TestBenchCapture streams 1,000,000 inserts, 200,000 updates and 100,000
+// deletes of a table with a realistic mix of types through capture and, in
+// the same run, through the Debezium MariaDB connector (Apicurio Avro
+// converter) into the same Kafka, each reading the same binlog backlog
+// alone, and prints
+//
+//	CAPTURE events=<n> seconds=<s> events_per_s=<r> debezium_events_per_s=<d> ratio=<r/d> rss_mib=<m>
+//
+// Time runs from the first record each one writes to its last: the JVM's
+// and Connect's start-up are not counted against Debezium.
+func TestBenchCapture(t *testing.T) {
+	if os.Getenv("BINLAKE_BENCH") != "1" {
+		t.Skip("set BINLAKE_BENCH=1 (make bench-capture)")
+	}
+	m := testenv.MariaDBEnv(t)
+	brokers := testenv.KafkaBrokers(t)
+	ctx := t.Context()
+	db := testenv.Unique(t, "bench")
+	admin := m.AdminDB(t, "")
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+db); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = admin.Exec("DROP DATABASE IF EXISTS " + db) })
+	conn := m.AdminDB(t, db)
+	mustExec(t, conn, `CREATE TABLE orders (
+		id BIGINT NOT NULL PRIMARY KEY,
+		customer_id INT NOT NULL,
+		status ENUM('new','paid','shipped','cancelled') NOT NULL,
+		amount DECIMAL(12,2) NOT NULL,
+		currency CHAR(3) NOT NULL,
+		note VARCHAR(200),
+		created_at DATETIME(6) NOT NULL,
+		updated_at TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+		flags TINYINT UNSIGNED NOT NULL,
+		attrs JSON)`)
+
+	// Debezium must know the table before the backlog: start it, let it
+	// store its offsets, stop it (offsets kept), and restart it later.
+	dbzPrefix := "dbz_" + db
+	stack := os.Getenv("BINLAKE_STACK_DIR")
+	name := "bench-" + db
+	props := debezium.Properties(name, debezium.Config{Database: db, TopicPrefix: dbzPrefix, ServerID: 7700 + uint32(time.Now().Unix()%1000)},
+		m.Addr, os.Getenv("BINLAKE_MARIADB_DEBEZIUM_USER"), os.Getenv("BINLAKE_MARIADB_DEBEZIUM_PASSWORD"), testenv.RegistryURL(t))
+	propsFile := filepath.Join(t.TempDir(), "bench.properties")
+	if err := os.WriteFile(propsFile, []byte(debezium.FormatProperties(props)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	script := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("bash", append([]string{debezium.Script()}, args...)...)
+		cmd.Env = append(os.Environ(), "BINLAKE_STACK_DIR="+stack)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("debezium.sh %v: %v\n%s", args, err, out)
+		}
+	}
+	script("reset", name)
+	t.Cleanup(func() { script("reset", name) })
+	script("run", name, propsFile)
+	script("wait", name, "180")
+	mustExec(t, conn, "INSERT INTO orders (id, customer_id, status, amount, currency, flags) VALUES (0, 0, 'new', 0, 'EUR', 0)")
+	mustExec(t, conn, "DELETE FROM orders WHERE id = 0")
+	waitEnd(t, brokers, dbzPrefix+"."+db+".orders", 3, time.Minute) // c, d, tombstone
+	time.Sleep(2 * time.Second)                                     // let Connect flush its offsets (offset.flush.interval.ms)
+	script("stop", name)
+
+	var gtidBefore string
+	if err := admin.QueryRowContext(ctx, "SELECT @@gtid_binlog_pos").Scan(&gtidBefore); err != nil {
+		t.Fatal(err)
+	}
+
+	// The backlog.
+	start := time.Now()
+	for lo := 1; lo <= inserts; lo += chunk {
+		mustExec(t, conn, fmt.Sprintf(`INSERT INTO orders (id, customer_id, status, amount, currency, note, created_at, updated_at, flags, attrs)
+			SELECT seq, seq %% 10007, ELT(1 + seq %% 4, 'new','paid','shipped','cancelled'), (seq * 7919 %% 10000000) / 100, 'EUR',
+			       CONCAT('order ', seq, ' ', MD5(seq)), TIMESTAMP('2024-01-01') + INTERVAL seq SECOND + INTERVAL (seq %% 1000000) MICROSECOND,
+			       TIMESTAMP('2024-06-01') + INTERVAL seq SECOND, seq %% 256, JSON_OBJECT('k', seq, 'tag', MD5(seq + 1))
+			FROM seq_%d_to_%d`, lo, lo+chunk-1))
+	}
+	for lo := 1; lo <= updates; lo += chunk {
+		mustExec(t, conn, fmt.Sprintf("UPDATE orders SET status = 'paid', amount = amount + 1, note = CONCAT(note, '+') WHERE id BETWEEN %d AND %d", lo, lo+chunk-1))
+	}
+	for lo := inserts - deletes + 1; lo <= inserts; lo += chunk {
+		mustExec(t, conn, fmt.Sprintf("DELETE FROM orders WHERE id BETWEEN %d AND %d", lo, lo+chunk-1))
+	}
+	var gtidAfter string
+	if err := admin.QueryRowContext(ctx, "SELECT @@gtid_binlog_pos").Scan(&gtidAfter); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("backlog written in %s (gtid %s → %s)", time.Since(start).Round(time.Millisecond), gtidBefore, gtidAfter)
+	const events = inserts + updates + deletes
+	const records = events + deletes // tombstones
+
+	// capture alone over the backlog.
+	capPrefix := "cap_" + db
+	bin := filepath.Join(t.TempDir(), "capture")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/binlake/binlake/capture").CombinedOutput(); err != nil {
+		t.Fatalf("building capture: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin)
+	logPath := filepath.Join(t.TempDir(), "capture.log")
+	logf, _ := os.Create(logPath)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env = append(os.Environ(),
+		"CAPTURE_MYSQL_ADDR="+m.Addr, "CAPTURE_MYSQL_USER="+m.CaptureUser, "CAPTURE_MYSQL_PASSWORD="+m.CapturePassword,
+		"CAPTURE_KAFKA_BROKERS="+strings.Join(brokers, ","), "CAPTURE_SCHEMA_REGISTRY_URL="+testenv.RegistryURL(t),
+		"CAPTURE_TOPIC_PREFIX="+capPrefix, "CAPTURE_DATABASE_INCLUDE_LIST="+db, "CAPTURE_METRICS_ADDR=off",
+		"CAPTURE_START_POSITION=gtid:"+gtidBefore)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); logf.Close() })
+	capSeconds, capCommitted := measure(t, brokers, capPrefix+"."+db+".orders", records, true, 10*time.Minute)
+	rss := peakRSS(t, cmd.Process.Pid)
+	_ = cmd.Process.Signal(os.Interrupt)
+	_ = cmd.Wait()
+
+	// Debezium alone over the same backlog.
+	script("run", name, propsFile)
+	dbzSeconds, dbzCount := measure(t, brokers, dbzPrefix+"."+db+".orders", records+3, false, 20*time.Minute)
+	script("stop", name)
+
+	capRate := float64(events) / capSeconds
+	dbzRate := float64(events) / dbzSeconds
+	t.Logf("capture: %d offsets committed in %.2fs; debezium: %d records in %.2fs", capCommitted, capSeconds, dbzCount, dbzSeconds)
+	fmt.Printf("CAPTURE events=%d seconds=%.2f events_per_s=%.0f debezium_events_per_s=%.0f ratio=%.2f rss_mib=%.0f\n",
+		events, capSeconds, capRate, dbzRate, capRate/dbzRate, rss)
+}
+
+func mustExec(t *testing.T, db *sql.DB, q string) {
+	t.Helper()
+	if _, err := db.ExecContext(t.Context(), q); err != nil {
+		t.Fatalf("%.200s: %v", q, err)
+	}
+}
+
+// endOffset is the sum over partitions of the high watermark, or of the
+// last stable offset for a transactional topic.
+func endOffset(t *testing.T, adm *kadm.Client, topic string, committed bool) int64 {
+	t.Helper()
+	var l kadm.ListedOffsets
+	var err error
+	if committed {
+		l, err = adm.ListCommittedOffsets(t.Context(), topic)
+	} else {
+		l, err = adm.ListEndOffsets(t.Context(), topic)
+	}
+	if err != nil {
+		return -1
+	}
+	var sum int64
+	l.Each(func(o kadm.ListedOffset) {
+		if o.Err == nil {
+			sum += o.Offset
+		}
+	})
+	return sum
+}
+
+func waitEnd(t *testing.T, brokers []string, topic string, want int64, timeout time.Duration) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	testenv.Eventually(t, timeout, 100*time.Millisecond, func() bool { return endOffset(t, adm, topic, false) >= want }, "records on "+topic)
+}
+
+// measure polls a topic's end offset every 50 ms and returns the seconds
+// from the first new record to the last, and the final end offset. A
+// transactional topic's end offset counts commit markers too, so it is done
+// when it has at least want and has not moved for 2 s; a plain topic when
+// it has want.
+func measure(t *testing.T, brokers []string, topic string, want int64, transactional bool, timeout time.Duration) (float64, int64) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	base := max(endOffset(t, adm, topic, transactional), 0)
+	var first, last time.Time
+	var end int64 = base
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		now := time.Now()
+		o := endOffset(t, adm, topic, transactional)
+		if o > end {
+			if first.IsZero() {
+				first = now
+			}
+			end, last = o, now
+		}
+		if transactional && end >= want && now.Sub(last) >= 2*time.Second {
+			return last.Sub(first).Seconds(), end
+		}
+		if !transactional && end >= want {
+			return last.Sub(first).Seconds(), end
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s reached offset %d of %d in %s", topic, end, want, timeout)
+	return 0, 0
+}
+
+// peakRSS is a process's peak resident set (VmHWM) in MiB.
+func peakRSS(t *testing.T, pid int) float64 {
+	t.Helper()
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			return kb / 1024
+		}
+	}
+	return -1
+}
