@@ -5,7 +5,7 @@ GO    ?= go
 # Integration tests run one package at a time against the shared stack.
 INTEGRATION_FLAGS ?= -tags integration -count=1 -p 1 -timeout 20m
 
-.PHONY: all build test unit integration compat bench-capture stack-up stack-down stack-status stack-env stack-logs stack-wipe vet fmt clean
+.PHONY: all build test unit integration compat bench-capture bench-large-txn stack-up stack-down stack-status stack-env stack-logs stack-wipe vet fmt clean
 
 all: build
 
@@ -58,3 +58,8 @@ clean:
 ## Prints: CAPTURE events=<n> seconds=<s> events_per_s=<r> debezium_events_per_s=<d> ratio=<r/d> rss_mib=<m>
 bench-capture: stack-up
 	eval "$$($(STACK) env)" && BINLAKE_REQUIRE_STACK=1 BINLAKE_BENCH=1 $(GO) test -tags integration -count=1 -timeout 60m -run TestBenchCapture -v ./test/bench | grep -E '^(CAPTURE|--- |ok|FAIL)|bench_integration_test'
+
+## bench-large-txn: one 2 GiB source transaction through capture; prints its peak RSS.
+## Prints: LARGETXN mb=<n> rows=<r> seconds=<s> rss_mib=<m> max_buffered_mib=<b>
+bench-large-txn: stack-up
+	eval "$$($(STACK) env)" && BINLAKE_REQUIRE_STACK=1 BINLAKE_BENCH=1 $(GO) test -tags integration -count=1 -timeout 60m -run TestBenchLargeTransaction -v ./test/bench | grep -E '^(LARGETXN|--- |ok|FAIL)|bench_integration_test'

@@ -43,6 +43,7 @@ type Config struct {
 	TombstonesOnDelete  bool
 	SkippedOperations   string
 	HeartbeatInterval   time.Duration
+	EventBuffer         int
 	Filters             filter.Lists
 	Types               mysqltype.Options
 	TimePrecisionMode   string
@@ -71,12 +72,13 @@ func (c *Config) bind(f *envFlags) {
 	f.Int(&c.TopicReplication, "topic-creation-default-replication-factor", -1, "replication factor of topics capture creates (-1: the broker's default)")
 	f.String(&c.TopicCleanupPolicy, "topic-creation-default-cleanup-policy", "delete", "cleanup.policy of change topics capture creates (delete or compact)")
 	f.Int(&c.MaxRecordBytes, "max-record-bytes", 16<<20, "largest change event capture produces; larger rows stop capture with an error naming the table and key")
-	f.Int(&c.MaxBufferedBytes, "max-buffered-bytes", 256<<20, "memory for records not yet acknowledged by Kafka; reading the binlog waits when it is full")
+	f.Int(&c.MaxBufferedBytes, "max-buffered-bytes", 64<<20, "memory for records not yet acknowledged by Kafka; reading the binlog waits when it is full")
 	f.Duration(&c.TransactionTimeout, "transaction-timeout", 10*time.Minute, "Kafka transaction timeout; must cover the largest source transaction (broker cap: transaction.max.timeout.ms)")
 	f.Duration(&c.CommitInterval, "commit-interval", 200*time.Millisecond, "longest a Kafka transaction stays open while the binlog is busy; it also commits whenever the binlog goes idle")
 	f.Int(&c.MaxTxnRecords, "max-transaction-records", 200000, "records after which the Kafka transaction commits at the next source transaction boundary")
 	f.Bool(&c.TombstonesOnDelete, "tombstones-on-delete", true, "follow each delete with a tombstone (Debezium tombstones.on.delete)")
 	f.String(&c.SkippedOperations, "skipped-operations", "none", "comma-separated ops not emitted: t (truncate), or none. Debezium's default is t; binlake emits truncates unless told")
+	f.Int(&c.EventBuffer, "binlog-event-buffer", 64, "binlog events decoded ahead of publishing; with max-buffered-bytes it bounds memory")
 	f.Duration(&c.HeartbeatInterval, "heartbeat-interval", 30*time.Second, "binlog heartbeat period the server is asked for when idle")
 	f.String(&c.Filters.DatabaseInclude, "database-include-list", "", "regexes of databases to capture (Debezium database.include.list)")
 	f.String(&c.Filters.DatabaseExclude, "database-exclude-list", "", "regexes of databases not to capture")
@@ -143,6 +145,9 @@ func (c *Config) Validate() error {
 	}
 	if c.CommitInterval <= 0 || c.TransactionTimeout < time.Second {
 		bad("commit-interval must be positive and transaction-timeout at least 1s")
+	}
+	if c.EventBuffer < 1 {
+		bad("binlog-event-buffer must be at least 1")
 	}
 	if c.MaxTxnRecords < 1 {
 		bad("max-transaction-records must be at least 1")

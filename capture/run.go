@@ -244,7 +244,7 @@ func stream1(ctx context.Context, cfg Config, logger *slog.Logger, metrics *stre
 	}
 	reader, err := binlog.Open(ctx, binlog.Config{
 		Addr: cfg.MySQLAddr, User: cfg.MySQLUser, Password: cfg.MySQLPassword,
-		Flavor: flavor, ServerID: uint32(cfg.ServerID), HeartbeatPeriod: cfg.HeartbeatInterval, Logger: logger,
+		Flavor: flavor, ServerID: uint32(cfg.ServerID), HeartbeatPeriod: cfg.HeartbeatInterval, EventBuffer: cfg.EventBuffer, Logger: logger,
 	}, start)
 	if err != nil {
 		return err

@@ -87,7 +87,7 @@ func TestBenchCapture(t *testing.T) {
 	t.Cleanup(func() { script("reset", name) })
 	script("run", name, propsFile)
 	script("wait", name, "180")
-	mustExec(t, conn, "INSERT INTO orders (id, customer_id, status, amount, currency, flags) VALUES (0, 0, 'new', 0, 'EUR', 0)")
+	mustExec(t, conn, "INSERT INTO orders (id, customer_id, status, amount, currency, created_at, flags) VALUES (0, 0, 'new', 0, 'EUR', NOW(), 0)")
 	mustExec(t, conn, "DELETE FROM orders WHERE id = 0")
 	waitEnd(t, brokers, dbzPrefix+"."+db+".orders", 3, time.Minute) // c, d, tombstone
 	time.Sleep(2 * time.Second)                                     // let Connect flush its offsets (offset.flush.interval.ms)

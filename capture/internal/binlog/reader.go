@@ -83,6 +83,8 @@ type Config struct {
 	ServerID uint32
 	// HeartbeatPeriod asks the server for heartbeats when idle (0: 30s).
 	HeartbeatPeriod time.Duration
+	// EventBuffer is how many decoded events may wait for capture (0: 64).
+	EventBuffer int
 	// Logger; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -119,6 +121,9 @@ func Open(ctx context.Context, cfg Config, start Position) (*Reader, error) {
 	if hb == 0 {
 		hb = 30 * time.Second
 	}
+	if cfg.EventBuffer <= 0 {
+		cfg.EventBuffer = 64
+	}
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.Default()
@@ -135,8 +140,10 @@ func Open(ctx context.Context, cfg Config, start Position) (*Reader, error) {
 		TimestampStringLocation: time.UTC,
 		MaxReconnectAttempts:    10,
 		Logger:                  logger.With("component", "binlog"),
-		// Let capture, not the syncer, own back-pressure.
-		EventCacheCount: 4096,
+		// Events decoded ahead of capture. A rows event holds up to
+		// max_binlog_cache-sized batches of rows, so this bounds memory:
+		// capture, not the syncer, owns back-pressure.
+		EventCacheCount: cfg.EventBuffer,
 	})
 	r := &Reader{syncer: syncer, flavor: cfg.Flavor, file: start.File, pos: start.Pos}
 	switch {

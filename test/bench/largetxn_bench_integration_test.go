@@ -1,0 +1,91 @@
+//go:build integration
+
+package bench
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/binlake/binlake/test/testenv"
+)
+
+// TestBenchLargeTransaction writes one source transaction of
+// BINLAKE_BENCH_TXN_MB megabytes (default 2048) and streams it through
+// capture, printing
+//
+//	LARGETXN mb=<n> rows=<r> seconds=<s> rss_mib=<m> max_buffered_mib=<b>
+//
+// where rss_mib is capture's peak resident memory: it must stay near the
+// configured buffers, not grow with the transaction.
+func TestBenchLargeTransaction(t *testing.T) {
+	if os.Getenv("BINLAKE_BENCH") != "1" {
+		t.Skip("set BINLAKE_BENCH=1 (make bench-large-txn)")
+	}
+	mb := 2048
+	if v := os.Getenv("BINLAKE_BENCH_TXN_MB"); v != "" {
+		mb, _ = strconv.Atoi(v)
+	}
+	m := testenv.MariaDBEnv(t)
+	brokers := testenv.KafkaBrokers(t)
+	db := testenv.Unique(t, "bigtxn")
+	admin := m.AdminDB(t, "")
+	if _, err := admin.ExecContext(t.Context(), "CREATE DATABASE "+db); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = admin.Exec("DROP DATABASE IF EXISTS " + db) })
+	conn := m.AdminDB(t, db)
+	mustExec(t, conn, "CREATE TABLE big (id BIGINT PRIMARY KEY, payload VARCHAR(8000) NOT NULL)")
+
+	prefix := "cap_" + db
+	bin := filepath.Join(t.TempDir(), "capture")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/binlake/binlake/capture").CombinedOutput(); err != nil {
+		t.Fatalf("building capture: %v\n%s", err, out)
+	}
+	const bufferedMiB = 64
+	cmd := exec.Command(bin)
+	logPath := filepath.Join(t.TempDir(), "capture.log")
+	logf, _ := os.Create(logPath)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env = append(os.Environ(),
+		"CAPTURE_MYSQL_ADDR="+m.Addr, "CAPTURE_MYSQL_USER="+m.CaptureUser, "CAPTURE_MYSQL_PASSWORD="+m.CapturePassword,
+		"CAPTURE_KAFKA_BROKERS="+strings.Join(brokers, ","), "CAPTURE_SCHEMA_REGISTRY_URL="+testenv.RegistryURL(t),
+		"CAPTURE_TOPIC_PREFIX="+prefix, "CAPTURE_DATABASE_INCLUDE_LIST="+db, "CAPTURE_METRICS_ADDR=off",
+		fmt.Sprintf("CAPTURE_MAX_BUFFERED_BYTES=%d", bufferedMiB<<20))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); logf.Close() })
+	testenv.Eventually(t, 30*time.Second, 100*time.Millisecond, func() bool {
+		b, _ := os.ReadFile(logPath)
+		return strings.Contains(string(b), "Connected to server")
+	}, "capture to connect")
+
+	// One transaction: rows of 4000 bytes, inserted 2000 at a time.
+	const rowBytes, perStmt = 4000, 2000
+	rows := mb << 20 / rowBytes
+	tx, err := conn.BeginTx(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for lo := 1; lo <= rows; lo += perStmt {
+		hi := min(lo+perStmt-1, rows)
+		if _, err := tx.ExecContext(t.Context(), fmt.Sprintf(
+			"INSERT INTO big SELECT seq, RPAD(MD5(seq), %d, MD5(seq + 1)) FROM seq_%d_to_%d", rowBytes, lo, hi)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("wrote one transaction of %d rows (%d MiB) in %s", rows, mb, time.Since(start).Round(time.Millisecond))
+	seconds, _ := measure(t, brokers, prefix+"."+db+".big", int64(rows), true, 30*time.Minute)
+	rss := peakRSS(t, cmd.Process.Pid)
+	fmt.Printf("LARGETXN mb=%d rows=%d seconds=%.2f rss_mib=%.0f max_buffered_mib=%d\n", mb, rows, seconds, rss, bufferedMiB)
+}
