@@ -140,14 +140,14 @@ func TestBenchCapture(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); logf.Close() })
-	capSeconds, capCommitted := measure(t, brokers, capPrefix+"."+db+".orders", records, true, 10*time.Minute)
+	capSeconds, capCommitted, _ := measure(t, brokers, capPrefix+"."+db+".orders", records, true, 10*time.Minute)
 	rss := peakRSS(t, cmd.Process.Pid)
 	_ = cmd.Process.Signal(os.Interrupt)
 	_ = cmd.Wait()
 
 	// Debezium alone over the same backlog.
 	script("run", name, propsFile)
-	dbzSeconds, dbzCount := measure(t, brokers, dbzPrefix+"."+db+".orders", records+3, false, 20*time.Minute)
+	dbzSeconds, dbzCount, _ := measure(t, brokers, dbzPrefix+"."+db+".orders", records+3, false, 20*time.Minute)
 	script("stop", name)
 
 	capRate := float64(events) / capSeconds
@@ -203,7 +203,7 @@ func waitEnd(t *testing.T, brokers []string, topic string, want int64, timeout t
 // transactional topic's end offset counts commit markers too, so it is done
 // when it has at least want and has not moved for 2 s; a plain topic when
 // it has want.
-func measure(t *testing.T, brokers []string, topic string, want int64, transactional bool, timeout time.Duration) (float64, int64) {
+func measure(t *testing.T, brokers []string, topic string, want int64, transactional bool, timeout time.Duration) (float64, int64, time.Time) {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {
@@ -225,15 +225,15 @@ func measure(t *testing.T, brokers []string, topic string, want int64, transacti
 			end, last = o, now
 		}
 		if transactional && end >= want && now.Sub(last) >= 2*time.Second {
-			return last.Sub(first).Seconds(), end
+			return last.Sub(first).Seconds(), end, last
 		}
 		if !transactional && end >= want {
-			return last.Sub(first).Seconds(), end
+			return last.Sub(first).Seconds(), end, last
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("%s reached offset %d of %d in %s", topic, end, want, timeout)
-	return 0, 0
+	return 0, 0, time.Time{}
 }
 
 // peakRSS is a process's peak resident set (VmHWM) in MiB.
