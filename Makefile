@@ -5,7 +5,7 @@ GO    ?= go
 # Integration tests run one package at a time against the shared stack.
 INTEGRATION_FLAGS ?= -tags integration -count=1 -p 1 -timeout 20m
 
-.PHONY: all build test unit integration compat bench-capture bench-large-txn stack-up stack-down stack-status stack-env stack-logs stack-wipe vet fmt clean
+.PHONY: all build test unit integration compat bench-capture bench-large-txn demo stack-up stack-down stack-status stack-env stack-logs stack-wipe vet fmt clean
 
 all: build
 
@@ -21,6 +21,11 @@ unit:
 ## integration: bring the stack up and run the integration-tagged tests against it.
 integration: stack-up
 	eval "$$($(STACK) env)" && BINLAKE_REQUIRE_STACK=1 $(GO) test $(INTEGRATION_FLAGS) ./...
+
+## demo: the main job end to end: a live shop database → capture → Kafka → ingest → Iceberg.
+## Ends with: DEMO tables=<n> rows_mariadb=<a> rows_iceberg=<b> equal=<true|false>
+demo: stack-up
+	eval "$$($(STACK) env)" && $(GO) run ./test/demo
 
 ## compat: capture against the real Debezium MariaDB connector, event by event.
 ## Prints: COMPAT events=<n> fields=<m> mismatches=<k>

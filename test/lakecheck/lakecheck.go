@@ -244,3 +244,37 @@ func Diff(want, got Rows, max int) []string {
 	}
 	return diffs
 }
+
+// FromJava renders rows read by the Java reference reader (package
+// test/icebergreader: column → canonical text or nil) in the same canonical
+// forms, so Diff can compare them with MariaDB's.
+func FromJava(rows []map[string]*string, cols []string, key []string, types map[string]iceberg.Type) (Rows, error) {
+	out := Rows{Columns: cols, ByKey: map[string][]string{}}
+	for _, r := range rows {
+		row := make([]string, len(cols))
+		for i, c := range cols {
+			v := r[c]
+			if v == nil {
+				row[i] = "NULL"
+				continue
+			}
+			row[i] = *v
+			switch types[c].(type) {
+			case iceberg.Float32Type:
+				if f, err := strconv.ParseFloat(*v, 32); err == nil {
+					row[i] = strconv.FormatFloat(f, 'g', -1, 32)
+				}
+			case iceberg.Float64Type:
+				if f, err := strconv.ParseFloat(*v, 64); err == nil {
+					row[i] = strconv.FormatFloat(f, 'g', -1, 64)
+				}
+			}
+		}
+		k := keyOf(cols, row, key)
+		if _, dup := out.ByKey[k]; dup {
+			return out, fmt.Errorf("key %s appears twice in the Java reader's output", k)
+		}
+		out.ByKey[k] = row
+	}
+	return out, nil
+}
