@@ -29,6 +29,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/binlake/binlake/test/icebergreader"
 	"github.com/binlake/binlake/test/lakecheck"
 )
 
@@ -172,6 +173,48 @@ func run(ctx context.Context) error {
 	compare(ctx, cat, db, dbName, true)
 	for _, d := range last {
 		fmt.Println("  difference:", d)
+	}
+	// A second, independent reader: Iceberg's Java reference implementation.
+	if equal {
+		say("checking again with the Java Iceberg reader (iceberg-data, applies equality deletes itself)")
+		for _, ts := range tables {
+			tbl, err := cat.LoadTable(ctx, table.Identifier{dbName, ts.name})
+			if err != nil {
+				return err
+			}
+			_, types, err := lakecheck.Iceberg(ctx, tbl, ts.key)
+			if err != nil {
+				return err
+			}
+			var cols []string
+			for _, f := range tbl.Schema().Fields() {
+				cols = append(cols, f.Name)
+			}
+			jrows, err := icebergreader.ReadErr(dbName + "." + ts.name)
+			if err != nil {
+				return err
+			}
+			conv := make([]map[string]*string, len(jrows))
+			for i, r := range jrows {
+				conv[i] = r
+			}
+			java, err := lakecheck.FromJava(conv, cols, ts.key, types)
+			if err != nil {
+				return err
+			}
+			src, err := lakecheck.MariaDB(ctx, db, ts.name, ts.key, types)
+			if err != nil {
+				return err
+			}
+			if d := lakecheck.Diff(src, java, 10); len(d) > 0 {
+				equal = false
+				for _, x := range d {
+					fmt.Println("  java reader difference:", x)
+				}
+			} else {
+				say("%s: the Java reader sees the same %d rows", ts.name, len(java.ByKey))
+			}
+		}
 	}
 	fmt.Printf("DEMO tables=%d rows_mariadb=%d rows_iceberg=%d equal=%t\n", len(tables), rowsDB, rowsLake, equal)
 	if !equal {
