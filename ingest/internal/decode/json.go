@@ -394,4 +394,3 @@ func decodeJSONKey(key []byte) ([]any, []string, error) {
 	}
 	return vals, names, nil
 }
-
