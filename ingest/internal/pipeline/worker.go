@@ -270,18 +270,39 @@ func (w *worker) flush(ctx context.Context, reason string) error {
 		return nil
 	}
 	start := time.Now()
-	res, err := w.committer.Commit(ctx, w.buf)
-	elapsed := time.Since(start)
 	met := w.p.cfg.Metrics
-	if err != nil {
+	var res commit.Result
+	for round := 1; ; round++ {
+		var err error
+		res, err = w.committer.Commit(ctx, w.buf)
+		if err == nil {
+			break
+		}
 		if met != nil {
-			met.commitDone(w.ident, res, elapsed, err)
+			met.commitDone(w.ident, res, time.Since(start), err)
 		}
 		if errors.Is(err, batch.ErrInvalidEvent) {
 			return fmt.Errorf("table %v: %w", w.ident, err)
 		}
-		return fmt.Errorf("committing %d events to %v: %w", w.buf.Len(), w.ident, err)
+		if ctx.Err() != nil {
+			return fmt.Errorf("committing %d events to %v: %w", w.buf.Len(), w.ident, err)
+		}
+		// The batch may or may not have landed: start over from the
+		// table's offsets (a new Committer reloads them), so events it
+		// already holds are skipped and none is applied twice.
+		w.log.Warn("commit failed, retrying from the table's offsets", "round", round, "error", err)
+		t := time.NewTimer(min(time.Duration(round)*2*time.Second, 30*time.Second))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("committing %d events to %v: %w", w.buf.Len(), w.ident, err)
+		case <-t.C:
+		}
+		if c, err := commit.New(ctx, w.p.cat, w.ident, w.p.cfg.Commit); err == nil {
+			w.committer = c
+		}
 	}
+	elapsed := time.Since(start)
 	if met != nil {
 		met.commitDone(w.ident, res, elapsed, nil)
 		met.committed(w.ident, w.buf, res, w.topic)
