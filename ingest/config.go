@@ -69,7 +69,7 @@ func (c *Config) bind(f *envFlags) {
 	f.Duration(&c.FlushInterval, "flush-interval", 30*time.Second, "commit a table when its oldest buffered event is this old")
 	f.Int(&c.MaxBufferedBytes, "max-buffered-bytes", 512<<20, "bytes buffered by all tables together; a table commits early when they are exceeded")
 	f.Int(&c.QueueRecords, "queue-records", 4096, "records queued per table between polling and decoding; polling waits when a queue is full")
-	f.Int(&c.CommitAttempts, "commit-attempts", 10, "attempts of one commit (conflicts and ambiguous outcomes) before ingest stops")
+	f.Int(&c.CommitAttempts, "commit-attempts", 10, "attempts of one commit (conflicts, ambiguous outcomes) before it starts over from the offsets the table holds")
 	f.String(&c.MetricsAddr, "metrics-addr", "127.0.0.1:9465", "address of /metrics, /healthz and /readyz (off: none)")
 	f.String(&c.LogFormat, "log-format", "text", "log format: text or json")
 	f.String(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
