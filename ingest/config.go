@@ -2,30 +2,169 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"regexp"
 	"strings"
+	"time"
 )
 
-// Config is ingest's whole configuration.
+// Config is ingest's whole configuration. Each field's flag, environment
+// variable and default are in bind.
 type Config struct {
+	// Kafka.
 	KafkaBrokers string // comma-separated seed brokers
-	RegistryURL  string // Confluent-compatible schema registry API
-	CatalogURI   string // Iceberg REST catalog
+	GroupID      string
+	Topics       string // comma-separated topic names
+	TopicRegex   string // or: a regex matching whole topic names
+
+	// Schema registry (Confluent API) for Avro records.
+	RegistryURL string
+
+	// Iceberg.
+	CatalogURI          string
+	CatalogName         string
+	Warehouse           string // warehouse location, or the S3 Tables bucket ARN
+	CatalogCredential   string // secret: INGEST_CATALOG_CREDENTIAL (OAuth2 client_id:secret)
+	CatalogToken        string // secret: INGEST_CATALOG_TOKEN (bearer token)
+	SigV4               bool   // sign catalog requests with SigV4 (S3 Tables)
+	SigV4Service        string
+	S3Endpoint          string
+	S3Region            string
+	NamespaceWithPrefix bool
+
+	// Batching.
+	FlushRows        int
+	FlushBytes       int
+	FlushInterval    time.Duration
+	MaxBufferedBytes int
+	QueueRecords     int
+	CommitAttempts   int
+
+	// Operations.
+	MetricsAddr         string
+	LogFormat, LogLevel string
+	ShutdownTimeout     time.Duration
 }
 
 func (c *Config) bind(f *envFlags) {
 	f.String(&c.KafkaBrokers, "kafka-brokers", "127.0.0.1:9092", "comma-separated Kafka seed brokers")
-	f.String(&c.RegistryURL, "schema-registry-url", "http://127.0.0.1:8081", "Confluent-compatible schema registry URL")
-	f.String(&c.CatalogURI, "catalog-uri", "", "Iceberg REST catalog URI (required)")
+	f.String(&c.GroupID, "group-id", "binlake-ingest", "Kafka consumer group; its offsets are advisory (the tables hold the real ones)")
+	f.String(&c.Topics, "topics", "", "comma-separated change topics <prefix>.<db>.<table> to consume (or use -topic-regex)")
+	f.String(&c.TopicRegex, "topic-regex", "", "regex matching whole change topic names to consume, e.g. 'dbserver1\\.inventory\\..*'")
+	f.String(&c.RegistryURL, "schema-registry-url", "http://127.0.0.1:8081", "Confluent-compatible schema registry URL (Apicurio: .../apis/ccompat/v7); JSON records need none")
+	f.String(&c.CatalogURI, "catalog-uri", "", "Iceberg REST catalog URI (required; S3 Tables: https://s3tables.<region>.amazonaws.com/iceberg)")
+	f.String(&c.CatalogName, "catalog-name", "ingest", "name of the catalog in logs")
+	f.String(&c.Warehouse, "warehouse", "", "catalog warehouse: a location such as s3://bucket/, or the S3 Tables table bucket ARN")
+	f.Secret(&c.CatalogCredential, "catalog-credential")
+	f.Secret(&c.CatalogToken, "catalog-token")
+	f.Bool(&c.SigV4, "sigv4", false, "sign catalog requests with AWS SigV4 (S3 Tables); credentials come from the AWS default chain")
+	f.String(&c.SigV4Service, "sigv4-service", "s3tables", "SigV4 signing name with -sigv4 (s3tables, or glue)")
+	f.String(&c.S3Endpoint, "s3-endpoint", "", "S3 endpoint for data files, e.g. MinIO (default: AWS); credentials come from AWS_* variables or the AWS default chain")
+	f.String(&c.S3Region, "s3-region", "", "S3 and SigV4 region (default: AWS_REGION)")
+	f.Bool(&c.NamespaceWithPrefix, "namespace-with-prefix", false, "name namespaces <prefix>_<db> instead of <db>, for several sources in one catalog")
+	f.Int(&c.FlushRows, "flush-rows", 100_000, "commit a table when it buffers this many change events")
+	f.Int(&c.FlushBytes, "flush-bytes", 64<<20, "commit a table when its buffered events reach this many bytes")
+	f.Duration(&c.FlushInterval, "flush-interval", 30*time.Second, "commit a table when its oldest buffered event is this old")
+	f.Int(&c.MaxBufferedBytes, "max-buffered-bytes", 512<<20, "bytes buffered by all tables together; a table commits early when they are exceeded")
+	f.Int(&c.QueueRecords, "queue-records", 4096, "records queued per table between polling and decoding; polling waits when a queue is full")
+	f.Int(&c.CommitAttempts, "commit-attempts", 10, "attempts of one commit (conflicts, ambiguous outcomes) before it starts over from the offsets the table holds")
+	f.String(&c.MetricsAddr, "metrics-addr", "127.0.0.1:9465", "address of /metrics, /healthz and /readyz (off: none)")
+	f.String(&c.LogFormat, "log-format", "text", "log format: text or json")
+	f.String(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
+	f.Duration(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a stop may take to commit the open batches")
 }
 
 // Validate checks the settings against each other.
 func (c *Config) Validate() error {
 	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if c.CatalogURI == "" {
-		errs = append(errs, errors.New("catalog-uri is required (INGEST_CATALOG_URI)"))
+		bad("catalog-uri is required (INGEST_CATALOG_URI)")
+	} else if u, err := url.Parse(c.CatalogURI); err != nil || u.Scheme == "" || u.Host == "" {
+		bad("catalog-uri %q is not a URL", redactURL(c.CatalogURI))
 	}
 	if strings.TrimSpace(c.KafkaBrokers) == "" {
-		errs = append(errs, errors.New("kafka-brokers is empty"))
+		bad("kafka-brokers is empty")
+	}
+	if c.GroupID == "" {
+		bad("group-id is empty")
+	}
+	if (c.topics() == nil) == (c.TopicRegex == "") {
+		bad("set exactly one of topics and topic-regex")
+	}
+	if c.TopicRegex != "" {
+		if _, err := regexp.Compile(c.TopicRegex); err != nil {
+			bad("topic-regex: %v", err)
+		}
+	}
+	if c.SigV4 && c.S3Region == "" {
+		bad("sigv4 needs s3-region (or AWS_REGION)")
+	}
+	if c.CatalogCredential != "" && c.CatalogToken != "" {
+		bad("set only one of INGEST_CATALOG_CREDENTIAL and INGEST_CATALOG_TOKEN")
+	}
+	if c.FlushRows < 1 || c.FlushBytes < 1024 || c.FlushInterval < 100*time.Millisecond {
+		bad("flush-rows must be at least 1, flush-bytes at least 1024 and flush-interval at least 100ms")
+	}
+	if c.MaxBufferedBytes < c.FlushBytes {
+		bad("max-buffered-bytes must be at least flush-bytes")
+	}
+	if c.QueueRecords < 1 || c.CommitAttempts < 1 {
+		bad("queue-records and commit-attempts must be at least 1")
+	}
+	if c.ShutdownTimeout <= 0 {
+		bad("shutdown-timeout must be positive")
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		bad("log-format %q: want text or json", c.LogFormat)
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		bad("log-level %q: want debug, info, warn or error", c.LogLevel)
 	}
 	return errors.Join(errs...)
+}
+
+func (c *Config) topics() []string {
+	var out []string
+	for _, t := range strings.Split(c.Topics, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func (c *Config) brokers() []string {
+	var out []string
+	for _, b := range strings.Split(c.KafkaBrokers, ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// redacted is the configuration as logged: no secrets.
+func (c *Config) redacted() []any {
+	return []any{
+		"kafka_brokers", c.KafkaBrokers, "group_id", c.GroupID, "topics", c.Topics, "topic_regex", c.TopicRegex,
+		"schema_registry_url", redactURL(c.RegistryURL), "catalog_uri", redactURL(c.CatalogURI), "warehouse", c.Warehouse,
+		"catalog_credential_set", c.CatalogCredential != "", "catalog_token_set", c.CatalogToken != "",
+		"sigv4", c.SigV4, "s3_endpoint", c.S3Endpoint, "s3_region", c.S3Region,
+		"flush_rows", c.FlushRows, "flush_bytes", c.FlushBytes, "flush_interval", c.FlushInterval,
+		"max_buffered_bytes", c.MaxBufferedBytes, "shutdown_timeout", c.ShutdownTimeout,
+	}
+}
+
+// redactURL hides user info in a URL.
+func redactURL(u string) string {
+	if at := strings.LastIndex(u, "@"); at >= 0 {
+		if scheme := strings.Index(u, "://"); scheme >= 0 && scheme < at {
+			return u[:scheme+3] + "REDACTED@" + u[at+1:]
+		}
+	}
+	return u
 }

@@ -6,6 +6,27 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/catalog/rest"
+	icebergio "github.com/apache/iceberg-go/io"
+	_ "github.com/apache/iceberg-go/io/gocloud/s3" // registers s3://
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/twmb/franz-go/pkg/sr"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/binlake/binlake/ingest/internal/batch"
+	"github.com/binlake/binlake/ingest/internal/commit"
+	"github.com/binlake/binlake/ingest/internal/decode"
+	"github.com/binlake/binlake/ingest/internal/pipeline"
+	"github.com/binlake/binlake/ingest/internal/schemamap"
 )
 
 // errHelp reports that --help was answered; main exits 0 on it.
@@ -23,7 +44,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.Usage = func() {
 		fmt.Fprintf(stdout, "Usage: ingest [flags]\n\n"+
 			"ingest upserts Debezium change events from Kafka into Apache Iceberg tables, exactly once.\n"+
-			"Every flag can also be set through the environment variable shown; secrets only through the environment.\n\n")
+			"Every flag can also be set through the environment variable shown; secrets only through the environment:\n"+
+			"INGEST_CATALOG_CREDENTIAL, INGEST_CATALOG_TOKEN (or <NAME>_FILE), and AWS_* for S3 and SigV4.\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args[1:]); err != nil {
@@ -32,6 +54,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err := errors.Join(ef.errs...); err != nil {
 		return err
 	}
+	if cfg.S3Region == "" {
+		cfg.S3Region = getenv("AWS_REGION")
+	}
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("invalid configuration: %w", err)
 	}
@@ -39,7 +64,140 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintln(stdout, "configuration ok")
 		return nil
 	}
-	_ = ctx
-	_ = stderr
-	return errors.New("ingesting is not implemented yet")
+	logger := newLogger(stderr, cfg.LogFormat, cfg.LogLevel)
+	logger.Info("starting ingest", cfg.redacted()...)
+	if err := ingest(ctx, cfg, logger); err != nil {
+		return err
+	}
+	logger.Info("stopped")
+	return nil
+}
+
+func newLogger(w io.Writer, format, level string) *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(level))
+	opts := &slog.HandlerOptions{Level: lvl}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// openCatalog connects to the REST catalog: plain (local fixture, Polaris,
+// Nessie…) or SigV4-signed (S3 Tables, warehouse = table bucket ARN).
+func openCatalog(ctx context.Context, cfg Config) (catalog.Catalog, error) {
+	props := iceberg.Properties{}
+	if cfg.S3Endpoint != "" {
+		props[icebergio.S3EndpointURL] = cfg.S3Endpoint
+	}
+	if cfg.S3Region != "" {
+		props[icebergio.S3Region] = cfg.S3Region
+	}
+	opts := []rest.Option{rest.WithAdditionalProps(props)}
+	if cfg.Warehouse != "" {
+		opts = append(opts, rest.WithWarehouseLocation(cfg.Warehouse))
+	}
+	if cfg.SigV4 {
+		opts = append(opts, rest.WithSigV4RegionSvc(cfg.S3Region, cfg.SigV4Service))
+	}
+	if cfg.CatalogCredential != "" {
+		opts = append(opts, rest.WithCredential(cfg.CatalogCredential))
+	}
+	if cfg.CatalogToken != "" {
+		opts = append(opts, rest.WithOAuthToken(cfg.CatalogToken))
+	}
+	cat, err := rest.NewCatalog(ctx, cfg.CatalogName, cfg.CatalogURI, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the Iceberg catalog %s: %w (check catalog-uri, warehouse and the catalog credentials)", redactURL(cfg.CatalogURI), err)
+	}
+	return cat, nil
+}
+
+func ingest(ctx context.Context, cfg Config, logger *slog.Logger) error {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := pipeline.NewMetrics(reg)
+
+	cat, err := openCatalog(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	var registry decode.Registry
+	if cfg.RegistryURL != "" {
+		cl, err := sr.NewClient(sr.URLs(cfg.RegistryURL))
+		if err != nil {
+			return fmt.Errorf("schema registry %s: %w", redactURL(cfg.RegistryURL), err)
+		}
+		registry = cl
+	}
+	p, err := pipeline.New(pipeline.Config{
+		Brokers:          cfg.brokers(),
+		Group:            cfg.GroupID,
+		Topics:           cfg.topics(),
+		TopicRegex:       cfg.TopicRegex,
+		Namer:            schemamap.Namer{NamespaceWithPrefix: cfg.NamespaceWithPrefix},
+		Limits:           batch.Limits{MaxRows: cfg.FlushRows, MaxBytes: int64(cfg.FlushBytes), MaxAge: cfg.FlushInterval},
+		MaxBufferedBytes: int64(cfg.MaxBufferedBytes),
+		QueueRecords:     cfg.QueueRecords,
+		Commit:           commit.Config{MaxAttempts: cfg.CommitAttempts, Logger: logger},
+		ShutdownTimeout:  cfg.ShutdownTimeout,
+		Logger:           logger,
+		Metrics:          metrics,
+	}, cat, decode.New(registry))
+	if err != nil {
+		return fmt.Errorf("kafka %s: %w", cfg.KafkaBrokers, err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	err = p.Ping(pctx)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("kafka %s: %w (check kafka-brokers)", cfg.KafkaBrokers, err)
+	}
+
+	g, gctx := errgroup.WithContext(ctx)
+	if cfg.MetricsAddr != "" && cfg.MetricsAddr != "off" {
+		srv, err := serveOps(cfg.MetricsAddr, reg, p.Ready, logger)
+		if err != nil {
+			return err
+		}
+		g.Go(func() error {
+			<-gctx.Done()
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			return srv.Shutdown(sctx)
+		})
+	}
+	g.Go(func() error {
+		err := p.Run(gctx)
+		if err == nil && ctx.Err() == nil {
+			return errors.New("pipeline stopped")
+		}
+		return err
+	})
+	err = g.Wait()
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+func serveOps(addr string, reg *prometheus.Registry, ready func() bool, logger *slog.Logger) (*http.Server, error) {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !ready() {
+			http.Error(w, "not consuming", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listening on metrics-addr %s: %w", addr, err)
+	}
+	logger.Info("serving metrics", "addr", ln.Addr().String())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }() // ends with Shutdown, owned by ingest's errgroup
+	return srv, nil
 }

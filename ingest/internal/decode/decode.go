@@ -1,0 +1,423 @@
+// Package decode turns the Kafka records of a Debezium change topic into
+// batch events.
+//
+// Two encodings are understood, told apart by the first byte of the value
+// (and of the key): Confluent-framed Avro (0x00, schema id, Avro binary; the
+// AvroConverter with its schemas in a Confluent-compatible registry) and
+// Debezium's JsonConverter with schemas enabled ('{': {"schema":…,
+// "payload":…}). For Avro, each schema is fetched from the registry once by
+// id and compiled into a reader that decodes the envelope's "after" row
+// straight into the converted values of schemamap (no intermediate maps);
+// fields the ingest does not need (before, transaction, most of source) are
+// skipped without being materialised.
+//
+// Guarantees: a tombstone (null value) decodes to Change{Tombstone: true}
+// and is to be ignored (the delete before it carries the key). Every error
+// is a *Error naming topic, partition and offset and wrapping one of the
+// sentinels below; no error text contains a row value. A Decoder is safe
+// for concurrent use.
+package decode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/sr"
+
+	"github.com/binlake/binlake/ingest/internal/batch"
+	"github.com/binlake/binlake/ingest/internal/schemamap"
+	"github.com/binlake/binlake/schemas/debezium"
+)
+
+// Errors callers branch on with errors.Is.
+var (
+	// ErrMagic reports a record that is neither Confluent-framed Avro
+	// (first byte 0x00) nor JsonConverter JSON (first byte '{').
+	ErrMagic = errors.New("decode: unknown encoding (want Confluent Avro magic byte 0x00 or JSON '{')")
+	// ErrUnknownSchema reports a schema id the registry does not know or
+	// could not be asked about.
+	ErrUnknownSchema = errors.New("decode: schema not found in the registry")
+	// ErrBadSchema reports a schema that cannot be read or mapped.
+	ErrBadSchema = errors.New("decode: unusable schema")
+	// ErrNotEnvelope reports a value schema that is not a Debezium change
+	// event envelope (no "op" and "after" fields).
+	ErrNotEnvelope = fmt.Errorf("%w: not a Debezium envelope", ErrBadSchema)
+	// ErrMalformed reports data that does not match its schema.
+	ErrMalformed = errors.New("decode: malformed data")
+	// ErrOp reports an envelope operation ingest does not handle.
+	ErrOp = errors.New("decode: unsupported op")
+)
+
+// Error is a decoding failure of one record.
+type Error struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	Part      string // "key" or "value"
+	Err       error
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("decoding the %s of %s/%d at offset %d: %v", e.Part, e.Topic, e.Partition, e.Offset, e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Registry is where Avro schemas are looked up by id; *sr.Client is one.
+type Registry interface {
+	SchemaByID(ctx context.Context, id int) (sr.Schema, error)
+}
+
+var _ Registry = (*sr.Client)(nil)
+
+// Schema is the row schema of a change event. All events decoded with the
+// same value schema share one *Schema, so a pointer comparison tells a
+// schema change.
+type Schema struct {
+	// ID names the schema: "avro:<registry id>" or "json:<n>".
+	ID string
+	// Row is the Connect row schema (the envelope's after field).
+	Row *debezium.Schema
+	// Columns are the row's column names in row order.
+	Columns []string
+}
+
+// Change is one decoded record.
+type Change struct {
+	// Tombstone means the value was null: nothing to apply.
+	Tombstone bool
+	// Event is the change; its Key and Row hold converted values.
+	Event batch.Event
+	// Schema is the row schema (nil for a tombstone).
+	Schema *Schema
+	// KeyFields are the names of the record key's fields in key order
+	// (nil for a null key, as on a truncate).
+	KeyFields []string
+}
+
+// Decoder decodes records, caching compiled schemas by id.
+type Decoder struct {
+	reg Registry
+
+	mu     sync.RWMutex
+	keys   map[uint32]*keyCodec
+	values map[uint32]*valueCodec
+	json   map[string]*jsonCodec
+}
+
+// New returns a Decoder that fetches Avro schemas from reg (nil: only
+// JSON records can be decoded).
+func New(reg Registry) *Decoder {
+	return &Decoder{reg: reg, keys: map[uint32]*keyCodec{}, values: map[uint32]*valueCodec{}, json: map[string]*jsonCodec{}}
+}
+
+// Decode decodes the record at topic/partition/offset.
+func (d *Decoder) Decode(ctx context.Context, topic string, partition int32, offset int64, key, value []byte) (Change, error) {
+	fail := func(part string, err error) (Change, error) {
+		return Change{}, &Error{Topic: topic, Partition: partition, Offset: offset, Part: part, Err: err}
+	}
+	if value == nil {
+		return Change{Tombstone: true}, nil
+	}
+	var ch Change
+	var err error
+	switch {
+	case len(value) > 0 && value[0] == 0:
+		ch, err = d.decodeAvroValue(ctx, value)
+	case len(value) > 0 && value[0] == '{':
+		ch, err = d.decodeJSONValue(value)
+	case len(value) == 0:
+		return fail("value", fmt.Errorf("%w: empty value", ErrMagic))
+	default:
+		return fail("value", fmt.Errorf("%w: got 0x%02x", ErrMagic, value[0]))
+	}
+	if err != nil {
+		return fail("value", err)
+	}
+	if ch.Event.Op != batch.OpTruncate {
+		switch {
+		case len(key) == 0:
+			return fail("key", fmt.Errorf("%w: %c event without a key (tables without a primary key cannot be upserted)", ErrMalformed, ch.Event.Op))
+		case key[0] == 0:
+			ch.Event.Key, ch.KeyFields, err = d.decodeAvroKey(ctx, key)
+		case key[0] == '{':
+			ch.Event.Key, ch.KeyFields, err = decodeJSONKey(key)
+		default:
+			err = fmt.Errorf("%w: got 0x%02x", ErrMagic, key[0])
+		}
+		if err != nil {
+			return fail("key", err)
+		}
+	}
+	ch.Event.Topic, ch.Event.Partition, ch.Event.Offset = topic, partition, offset
+	ch.Event.Size = len(key) + len(value)
+	return ch, nil
+}
+
+func frame(b []byte) (uint32, []byte, error) {
+	id, payload, err := debezium.ParseFrame(b)
+	if err != nil {
+		return 0, nil, fmt.Errorf("%w: %w", ErrMagic, err)
+	}
+	return id, payload, nil
+}
+
+func (d *Decoder) fetch(ctx context.Context, id uint32) ([]byte, error) {
+	if d.reg == nil {
+		return nil, fmt.Errorf("%w: id %d (no registry configured)", ErrUnknownSchema, id)
+	}
+	s, err := d.reg.SchemaByID(ctx, int(id))
+	if err != nil {
+		return nil, fmt.Errorf("%w: id %d: %w", ErrUnknownSchema, id, err)
+	}
+	if s.Type != sr.TypeAvro {
+		return nil, fmt.Errorf("%w: schema %d is %s, not Avro", ErrBadSchema, id, s.Type)
+	}
+	return []byte(s.Schema), nil
+}
+
+// keyCodec reads a record key.
+type keyCodec struct {
+	rec    *recordReader
+	fields []string
+}
+
+func (d *Decoder) decodeAvroKey(ctx context.Context, key []byte) ([]any, []string, error) {
+	id, payload, err := frame(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	d.mu.RLock()
+	kc := d.keys[id]
+	d.mu.RUnlock()
+	if kc == nil {
+		text, err := d.fetch(ctx, id)
+		if err != nil {
+			return nil, nil, err
+		}
+		if kc, err = compileKey(text); err != nil {
+			return nil, nil, fmt.Errorf("key schema %d: %w", id, err)
+		}
+		d.mu.Lock()
+		d.keys[id] = kc
+		d.mu.Unlock()
+	}
+	r := reader{b: payload}
+	vals, err := kc.rec.read(&r, make([]any, 0, len(kc.fields)))
+	if err != nil {
+		return nil, nil, err
+	}
+	return vals, kc.fields, nil
+}
+
+func compileKey(text []byte) (*keyCodec, error) {
+	cs, err := schemamap.ParseAvro(text)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadSchema, err)
+	}
+	if cs.Type != debezium.STRUCT {
+		return nil, fmt.Errorf("%w: key schema is %s, not a struct", ErrBadSchema, cs.Type)
+	}
+	m, err := schemamap.Map(cs, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadSchema, err)
+	}
+	n, err := parseAvroNodes(text)
+	if err != nil {
+		return nil, err
+	}
+	rec, err := compileRecord(n, m.Columns)
+	if err != nil {
+		return nil, err
+	}
+	return &keyCodec{rec: rec, fields: rec.names}, nil
+}
+
+// valueCodec reads an envelope.
+type valueCodec struct {
+	schema *Schema
+	steps  []step
+}
+
+type stepKind uint8
+
+const (
+	stepSkip stepKind = iota
+	stepAfter
+	stepOp
+	stepSource
+)
+
+type step struct {
+	kind stepKind
+	n    *node
+	// stepAfter
+	row            *recordReader
+	nullAt, valAt  int
+	src            []srcStep // stepSource
+	srcTs, srcGTID int
+}
+
+type srcStep struct {
+	n    *node
+	want int // 0 skip, 1 ts_ms, 2 gtid
+}
+
+func (d *Decoder) decodeAvroValue(ctx context.Context, value []byte) (Change, error) {
+	id, payload, err := frame(value)
+	if err != nil {
+		return Change{}, err
+	}
+	d.mu.RLock()
+	vc := d.values[id]
+	d.mu.RUnlock()
+	if vc == nil {
+		text, err := d.fetch(ctx, id)
+		if err != nil {
+			return Change{}, err
+		}
+		if vc, err = compileValue(fmt.Sprintf("avro:%d", id), text); err != nil {
+			return Change{}, fmt.Errorf("value schema %d: %w", id, err)
+		}
+		d.mu.Lock()
+		d.values[id] = vc
+		d.mu.Unlock()
+	}
+	return vc.decode(payload)
+}
+
+func compileValue(id string, text []byte) (*valueCodec, error) {
+	cs, err := schemamap.ParseAvro(text)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadSchema, err)
+	}
+	if cs.Type != debezium.STRUCT || cs.FieldIndex("op") < 0 || cs.FieldIndex("after") < 0 {
+		return nil, ErrNotEnvelope
+	}
+	row, err := schemamap.RowSchema(cs)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNotEnvelope, err)
+	}
+	m, err := schemamap.Map(row, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadSchema, err)
+	}
+	n, err := parseAvroNodes(text)
+	if err != nil {
+		return nil, err
+	}
+	if n.kind != avroRecord {
+		return nil, ErrNotEnvelope
+	}
+	vc := &valueCodec{schema: &Schema{ID: id, Row: row}}
+	for _, c := range m.Columns {
+		vc.schema.Columns = append(vc.schema.Columns, c.Name)
+	}
+	for _, f := range n.fields {
+		st := step{kind: stepSkip, n: f.typ}
+		switch f.name {
+		case "after":
+			rn, nullAt, valAt := nonNull(f.typ)
+			if rn == nil {
+				return nil, fmt.Errorf("%w: after is not an optional record", ErrNotEnvelope)
+			}
+			if st.row, err = compileRecord(rn, m.Columns); err != nil {
+				return nil, err
+			}
+			st.kind, st.nullAt, st.valAt = stepAfter, nullAt, valAt
+		case "op":
+			if f.typ.kind != avroString {
+				return nil, fmt.Errorf("%w: op is not a string", ErrNotEnvelope)
+			}
+			st.kind = stepOp
+		case "source":
+			if f.typ.kind != avroRecord {
+				break
+			}
+			st.kind = stepSource
+			for _, sf := range f.typ.fields {
+				ss := srcStep{n: sf.typ}
+				switch sf.name {
+				case "ts_ms":
+					ss.want = 1
+				case "gtid":
+					ss.want = 2
+				}
+				st.src = append(st.src, ss)
+			}
+		}
+		vc.steps = append(vc.steps, st)
+	}
+	return vc, nil
+}
+
+func (vc *valueCodec) decode(payload []byte) (Change, error) {
+	r := reader{b: payload}
+	ch := Change{Schema: vc.schema}
+	var op []byte
+	var row []any
+	for i := range vc.steps {
+		st := &vc.steps[i]
+		switch st.kind {
+		case stepSkip:
+			r.skip(st.n, 0)
+		case stepOp:
+			op = r.bytes()
+		case stepAfter:
+			if st.nullAt < 0 || r.union(2) == st.valAt {
+				var err error
+				if row, err = st.row.read(&r, make([]any, 0, len(st.row.fields))); err != nil {
+					return Change{}, err
+				}
+			}
+		case stepSource:
+			for _, ss := range st.src {
+				switch ss.want {
+				case 1:
+					if ss.n.kind == avroLong {
+						ch.Event.TsMs = r.long()
+					} else if v, ok := r.value(ss.n, 0).(int64); ok {
+						ch.Event.TsMs = v
+					}
+				case 2:
+					if s, ok := r.value(ss.n, 0).(string); ok {
+						ch.Event.GTID = s
+					}
+				default:
+					r.skip(ss.n, 0)
+				}
+			}
+		}
+		if r.err != nil {
+			return Change{}, r.err
+		}
+	}
+	if r.i != len(r.b) {
+		return Change{}, fmt.Errorf("%w: %d bytes after the envelope", ErrMalformed, len(r.b)-r.i)
+	}
+	if err := setOp(&ch.Event, op, row); err != nil {
+		return Change{}, err
+	}
+	return ch, nil
+}
+
+// setOp sets the event's op and row, checking they agree.
+func setOp(ev *batch.Event, op []byte, row []any) error {
+	if len(op) != 1 {
+		return fmt.Errorf("%w: op of %d bytes", ErrOp, len(op))
+	}
+	switch batch.Op(op[0]) {
+	case batch.OpCreate, batch.OpRead, batch.OpUpdate:
+		if row == nil {
+			return fmt.Errorf("%w: %c event without an after image", ErrMalformed, op[0])
+		}
+		ev.Row = row
+	case batch.OpDelete, batch.OpTruncate:
+	default:
+		return fmt.Errorf("%w: %q", ErrOp, op)
+	}
+	ev.Op = batch.Op(op[0])
+	return nil
+}

@@ -1,0 +1,407 @@
+// Package pipeline consumes Debezium change topics from Kafka and upserts
+// them into Iceberg tables, exactly once.
+//
+// One franz-go group consumer reads the topics (read_committed, so only
+// committed capture transactions are seen) and routes each record to the
+// goroutine that owns its table. A topic <prefix>.<db>.<table> is one table,
+// named by schemamap.Namer. The table goroutine decodes its records, buffers
+// them in a batch.Buffer and commits the buffer with commit.Committer when a
+// limit (rows, bytes, age, or the shared memory bound) is reached.
+//
+// Guarantees:
+//   - Iceberg is the source of truth for consumed offsets. When partitions
+//     are assigned, their fetch offsets are set to the offsets recovered
+//     from the table's snapshots (commit.Offsets), or to the start of the
+//     partition when the table holds none. Consumer-group offsets are
+//     committed only after the Iceberg commit and only as a hint for tools.
+//   - Every commit stores its offsets in the same snapshot as its rows and
+//     skips events a table already holds, so a replay after a crash, a
+//     rebalance or an ambiguous commit never applies a change twice.
+//   - Order per key is Kafka order (Debezium keys records by primary key).
+//   - Backpressure: each table has a bounded queue, and the buffered
+//     bytes of all tables are bounded; polling waits when either is full.
+//   - Schema changes: a new value schema flushes the buffer, evolves the
+//     table with schemamap.Evolve/Apply, and continues. An incompatible
+//     change stops ingest with an error naming the column and the fix.
+//
+// Lock order: Pipeline.mu is never held while sending to a table queue.
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/binlake/binlake/ingest/internal/batch"
+	"github.com/binlake/binlake/ingest/internal/commit"
+	"github.com/binlake/binlake/ingest/internal/decode"
+	"github.com/binlake/binlake/ingest/internal/schemamap"
+)
+
+// ErrIncompatible wraps a source schema change a table cannot follow; the
+// error text carries schemamap's reason and fix.
+var ErrIncompatible = errors.New("pipeline: incompatible schema change")
+
+// Config configures a Pipeline.
+type Config struct {
+	// Brokers are the Kafka seed brokers.
+	Brokers []string
+	// Group is the consumer group id.
+	Group string
+	// Topics are consumed by name; TopicRegex, when set, instead consumes
+	// every topic whose whole name matches it.
+	Topics     []string
+	TopicRegex string
+	// Namer names the table of a topic <prefix>.<db>.<table>; its Prefix
+	// is ignored (the topic's own prefix is used).
+	Namer schemamap.Namer
+	// Limits bound each table's buffer (defaults: batch.Limits).
+	Limits batch.Limits
+	// MaxBufferedBytes bounds the bytes buffered by all tables together;
+	// a table flushes early when it is exceeded. Default 512 MiB.
+	MaxBufferedBytes int64
+	// QueueRecords is the capacity of each table's queue. Default 4096.
+	QueueRecords int
+	// Commit configures each table's Committer.
+	Commit commit.Config
+	// ShutdownTimeout bounds the final commits on shutdown. Default 30s.
+	ShutdownTimeout time.Duration
+	// TableProperties are set on tables ingest creates (format-version 2
+	// is always set).
+	TableProperties map[string]string
+	// Logger; nil means slog.Default().
+	Logger *slog.Logger
+	// Metrics; nil means none.
+	Metrics *Metrics
+	// ClientOpts are extra franz-go options (e.g. SASL, TLS, a logger).
+	ClientOpts []kgo.Opt
+}
+
+// Validate checks the settings.
+func (c *Config) Validate() error {
+	var errs []error
+	if len(c.Brokers) == 0 {
+		errs = append(errs, errors.New("no Kafka brokers"))
+	}
+	if c.Group == "" {
+		errs = append(errs, errors.New("no consumer group"))
+	}
+	if (len(c.Topics) == 0) == (c.TopicRegex == "") {
+		errs = append(errs, errors.New("set exactly one of topics and topic regex"))
+	}
+	if c.TopicRegex != "" {
+		if _, err := regexp.Compile(c.TopicRegex); err != nil {
+			errs = append(errs, fmt.Errorf("topic regex: %w", err))
+		}
+	}
+	if c.Limits.MaxRows < 0 || c.Limits.MaxBytes < 0 || c.Limits.MaxAge < 0 || c.MaxBufferedBytes < 0 || c.QueueRecords < 0 {
+		errs = append(errs, errors.New("negative limit"))
+	}
+	if err := c.Commit.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxBufferedBytes == 0 {
+		c.MaxBufferedBytes = 512 << 20
+	}
+	if c.QueueRecords == 0 {
+		c.QueueRecords = 4096
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = 30 * time.Second
+	}
+	if c.Limits.MaxAge == 0 {
+		c.Limits.MaxAge = 30 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// Pipeline is a running ingest.
+type Pipeline struct {
+	cfg Config
+	cat catalog.Catalog
+	dec *decode.Decoder
+	log *slog.Logger
+	cl  *kgo.Client
+
+	buffered atomic.Int64 // bytes buffered by all tables
+	ready    atomic.Bool
+
+	mu      sync.Mutex
+	tables  map[string]*worker // by topic
+	closing bool
+	wg      sync.WaitGroup
+	errOnce sync.Once
+	err     error
+	failed  chan struct{} // closed when a table fails
+}
+
+// New returns a pipeline reading with a new Kafka client. Close it.
+func New(cfg Config, cat catalog.Catalog, dec *decode.Decoder) (*Pipeline, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	p := &Pipeline{cfg: cfg, cat: cat, dec: dec, log: cfg.Logger, tables: map[string]*worker{}, failed: make(chan struct{})}
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(cfg.Brokers...),
+		kgo.ConsumerGroup(cfg.Group),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.DisableAutoCommit(),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.OnPartitionsAssigned(p.assigned),
+		kgo.OnPartitionsRevoked(p.revoked),
+		kgo.OnPartitionsLost(p.lost),
+		kgo.AdjustFetchOffsetsFn(p.adjustOffsets),
+	}
+	if cfg.TopicRegex != "" {
+		opts = append(opts, kgo.ConsumeRegex(), kgo.ConsumeTopics("^(?:"+cfg.TopicRegex+")$"))
+	} else {
+		opts = append(opts, kgo.ConsumeTopics(cfg.Topics...))
+	}
+	cl, err := kgo.NewClient(append(opts, cfg.ClientOpts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("creating the Kafka client: %w", err)
+	}
+	p.cl = cl
+	return p, nil
+}
+
+// Ready reports whether the pipeline has joined its group and is polling.
+func (p *Pipeline) Ready() bool { return p.ready.Load() }
+
+// Ping checks that the brokers answer.
+func (p *Pipeline) Ping(ctx context.Context) error { return p.cl.Ping(ctx) }
+
+// Run polls until ctx is done or a table fails, then commits what the
+// tables hold (within ShutdownTimeout) and closes the Kafka client. It
+// returns nil after a clean stop on ctx.
+func (p *Pipeline) Run(ctx context.Context) error {
+	defer p.cl.Close()
+	pollErr := p.poll(ctx)
+	p.ready.Store(false)
+
+	// Phase two: stop intake is done; commit or abandon what is buffered.
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.ShutdownTimeout)
+	defer cancel()
+	p.mu.Lock()
+	p.closing = true
+	workers := make([]*worker, 0, len(p.tables))
+	for _, w := range p.tables {
+		workers = append(workers, w)
+	}
+	p.mu.Unlock()
+	for _, w := range workers {
+		if err := w.request(dctx, ctlFlush); err != nil && pollErr == nil && p.firstErr() == nil {
+			p.log.Warn("final commit failed; the table resumes from its last commit", "table", w.ident, "error", err)
+		}
+		close(w.in)
+	}
+	p.wg.Wait()
+	if pollErr != nil {
+		return pollErr
+	}
+	return p.firstErr()
+}
+
+func (p *Pipeline) firstErr() error {
+	select {
+	case <-p.failed:
+		return p.err
+	default:
+		return nil
+	}
+}
+
+func (p *Pipeline) fail(err error) {
+	p.errOnce.Do(func() {
+		p.err = err
+		close(p.failed)
+	})
+}
+
+func (p *Pipeline) poll(ctx context.Context) error {
+	for {
+		fetches := p.cl.PollRecords(ctx, 10_000)
+		if ctx.Err() != nil {
+			p.cl.AllowRebalance()
+			return nil
+		}
+		if err := p.firstErr(); err != nil {
+			p.cl.AllowRebalance()
+			return nil
+		}
+		var fatal error
+		fetches.EachError(func(topic string, part int32, err error) {
+			if errors.Is(err, context.Canceled) {
+				return
+			}
+			if kgo.IsRetryableBrokerErr(err) || errors.Is(err, kgo.ErrClientClosed) {
+				p.log.Warn("fetch error, retrying", "topic", topic, "partition", part, "error", err)
+				return
+			}
+			p.log.Error("fetch error", "topic", topic, "partition", part, "error", err)
+			if fatal == nil && topic != "" {
+				fatal = fmt.Errorf("fetching %s/%d: %w", topic, part, err)
+			}
+		})
+		if fatal != nil {
+			p.cl.AllowRebalance()
+			return fatal
+		}
+		p.ready.Store(true)
+		var routeErr error
+		fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
+			if routeErr != nil {
+				return
+			}
+			if p.cfg.Metrics != nil {
+				p.cfg.Metrics.setStable(fp.Topic, fp.Partition, fp.LastStableOffset)
+			}
+			if len(fp.Records) == 0 {
+				return
+			}
+			w, err := p.worker(ctx, fp.Topic)
+			if err != nil {
+				routeErr = err
+				return
+			}
+			for _, r := range fp.Records {
+				if !w.send(ctx, msg{rec: r}) {
+					return
+				}
+			}
+		})
+		p.cl.AllowRebalance()
+		if routeErr != nil {
+			return routeErr
+		}
+	}
+}
+
+// worker returns the table goroutine of topic, starting it on first use.
+func (p *Pipeline) worker(ctx context.Context, topic string) (*worker, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if w, ok := p.tables[topic]; ok {
+		return w, nil
+	}
+	ident, err := p.ident(topic)
+	if err != nil {
+		return nil, err
+	}
+	w := &worker{p: p, topic: topic, ident: ident, in: make(chan msg, p.cfg.QueueRecords),
+		log: p.log.With("table", strings.Join(ident, "."), "topic", topic)}
+	p.tables[topic] = w
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		if err := w.run(context.WithoutCancel(ctx)); err != nil {
+			p.fail(err)
+			// Keep draining so the poll loop and callbacks never block.
+			for m := range w.in {
+				if m.done != nil {
+					m.done <- err
+				}
+			}
+		}
+	}()
+	return w, nil
+}
+
+// ident names the table of topic <prefix>.<db>.<table>.
+func (p *Pipeline) ident(topic string) (table.Identifier, error) {
+	parts := strings.Split(topic, ".")
+	if len(parts) < 3 {
+		return nil, fmt.Errorf("topic %q is not <prefix>.<db>.<table>", topic)
+	}
+	n := p.cfg.Namer
+	n.Prefix = strings.Join(parts[:len(parts)-2], ".")
+	return n.Ident(parts[len(parts)-2], parts[len(parts)-1]), nil
+}
+
+func (p *Pipeline) assigned(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
+	for topic, parts := range assigned {
+		p.log.Info("partitions assigned", "topic", topic, "partitions", parts)
+	}
+}
+
+// adjustOffsets sets the fetch offsets of newly assigned partitions to the
+// offsets their tables hold: Iceberg, not the group, decides.
+func (p *Pipeline) adjustOffsets(ctx context.Context, offsets map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
+	for topic, parts := range offsets {
+		ident, err := p.ident(topic)
+		if err != nil {
+			return nil, err
+		}
+		var held batch.Offsets
+		tbl, err := p.cat.LoadTable(ctx, ident)
+		switch {
+		case errors.Is(err, catalog.ErrNoSuchTable) || errors.Is(err, catalog.ErrNoSuchNamespace):
+		case err != nil:
+			return nil, fmt.Errorf("loading table %v for its offsets: %w", ident, err)
+		default:
+			if held, err = commit.Offsets(tbl); err != nil {
+				return nil, err
+			}
+		}
+		for part := range parts {
+			if next, ok := held[topic][part]; ok {
+				parts[part] = kgo.NewOffset().At(next).WithEpoch(-1)
+				p.log.Info("resuming from the table's offset", "topic", topic, "partition", part, "offset", next)
+			} else {
+				parts[part] = kgo.NewOffset().AtStart()
+				p.log.Info("table holds no offset, starting at the beginning", "topic", topic, "partition", part)
+			}
+		}
+	}
+	return offsets, nil
+}
+
+// revoked commits what the revoked tables buffered, so the next owner
+// starts after it; nothing is committed twice either way because the
+// offsets live in the table.
+func (p *Pipeline) revoked(ctx context.Context, _ *kgo.Client, revoked map[string][]int32) {
+	p.handOff(ctx, revoked, ctlFlush)
+}
+
+// lost abandons what the lost tables buffered; the next owner re-reads it
+// from the offsets in the table.
+func (p *Pipeline) lost(ctx context.Context, _ *kgo.Client, lost map[string][]int32) {
+	p.handOff(ctx, lost, ctlDrop)
+}
+
+func (p *Pipeline) handOff(ctx context.Context, parts map[string][]int32, kind ctlKind) {
+	p.mu.Lock()
+	var ws []*worker
+	if !p.closing {
+		for topic := range parts {
+			if w, ok := p.tables[topic]; ok {
+				ws = append(ws, w)
+			}
+		}
+	}
+	p.mu.Unlock()
+	for _, w := range ws {
+		if err := w.request(ctx, kind); err != nil {
+			w.log.Warn("handing off the table's batch failed; the next owner re-reads it", "error", err)
+		}
+	}
+}

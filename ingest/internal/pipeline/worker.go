@@ -1,0 +1,341 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/binlake/binlake/ingest/internal/batch"
+	"github.com/binlake/binlake/ingest/internal/commit"
+	"github.com/binlake/binlake/ingest/internal/decode"
+	"github.com/binlake/binlake/ingest/internal/schemamap"
+)
+
+type ctlKind uint8
+
+const (
+	ctlFlush ctlKind = iota + 1 // commit the buffer now
+	ctlDrop                     // abandon the buffer
+)
+
+// msg is a record or a control request, in one queue so that a request
+// is handled after every record sent before it.
+type msg struct {
+	rec  *kgo.Record
+	ctl  ctlKind
+	ctx  context.Context //nolint:containedctx // the request's deadline travels with it
+	done chan error
+}
+
+// worker owns one table: its buffer, its Committer and its schema.
+type worker struct {
+	p     *Pipeline
+	topic string
+	ident table.Identifier
+	in    chan msg
+	log   *slog.Logger
+
+	committer *commit.Committer
+	schema    *decode.Schema
+	key       []string
+	buf       *batch.Buffer
+}
+
+// send queues m, waiting while the queue is full. It returns false when
+// ctx ends or the pipeline failed.
+func (w *worker) send(ctx context.Context, m msg) bool {
+	select {
+	case w.in <- m:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-w.p.failed:
+		return false
+	}
+}
+
+// request asks the worker to flush or drop its buffer and waits for it.
+func (w *worker) request(ctx context.Context, kind ctlKind) error {
+	done := make(chan error, 1)
+	select {
+	case w.in <- msg{ctl: kind, ctx: ctx, done: done}:
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+func (w *worker) run(ctx context.Context) error {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	defer w.setBuffered()
+	for {
+		select {
+		case m, ok := <-w.in:
+			if !ok {
+				return nil
+			}
+			if m.rec != nil {
+				if err := w.add(ctx, m.rec); err != nil {
+					return err
+				}
+				continue
+			}
+			var err error
+			switch m.ctl {
+			case ctlFlush:
+				err = w.flush(m.ctx, "handoff")
+			case ctlDrop:
+				w.drop()
+			}
+			m.done <- err
+			if err != nil {
+				return err
+			}
+		case <-tick.C:
+			if w.buf != nil && w.buf.Full(time.Now()) {
+				if err := w.flush(ctx, "age"); err != nil {
+					return err
+				}
+			}
+		}
+	}
+}
+
+func (w *worker) add(ctx context.Context, rec *kgo.Record) error {
+	ch, err := w.p.dec.Decode(ctx, rec.Topic, rec.Partition, rec.Offset, rec.Key, rec.Value)
+	if err != nil {
+		return err
+	}
+	if ch.Tombstone {
+		return nil
+	}
+	key := ch.KeyFields
+	if key == nil { // a truncate: the key stays what it was
+		key = w.key
+	}
+	if ch.Schema != w.schema || (ch.KeyFields != nil && !slices.Equal(key, w.key)) {
+		if err := w.flush(ctx, "schema"); err != nil {
+			return err
+		}
+		if err := w.adopt(ctx, ch.Schema, key); err != nil {
+			return err
+		}
+	}
+	if w.buf == nil { // a truncate of a table never seen: nothing to empty
+		return nil
+	}
+	now := time.Now()
+	if err := w.buf.Add(ch.Event, now); err != nil {
+		return err
+	}
+	if w.p.cfg.Metrics != nil {
+		w.p.cfg.Metrics.buffer(w.ident, 1, int64(ch.Event.Size))
+	}
+	w.p.buffered.Add(int64(ch.Event.Size))
+	if w.buf.Full(now) || w.p.buffered.Load() > w.p.cfg.MaxBufferedBytes {
+		reason := "limit"
+		if !w.buf.Full(now) {
+			reason = "memory"
+		}
+		return w.flush(ctx, reason)
+	}
+	return nil
+}
+
+// adopt switches to a new source schema: it creates or evolves the table
+// and starts a buffer with the new row layout.
+func (w *worker) adopt(ctx context.Context, s *decode.Schema, key []string) error {
+	if w.committer == nil {
+		tbl, err := w.p.cat.LoadTable(ctx, w.ident)
+		switch {
+		case errors.Is(err, catalog.ErrNoSuchTable) || errors.Is(err, catalog.ErrNoSuchNamespace):
+			if key == nil {
+				return nil // a truncate before any row: nothing to do
+			}
+			if err := w.create(ctx, s, key); err != nil {
+				return err
+			}
+		case err != nil:
+			return fmt.Errorf("loading table %v: %w", w.ident, err)
+		default:
+			if key == nil {
+				key = identifierNames(tbl.Schema())
+			}
+		}
+		if w.committer, err = commit.New(ctx, w.p.cat, w.ident, w.p.cfg.Commit); err != nil {
+			return err
+		}
+	}
+	if key == nil {
+		key = identifierNames(w.committer.Table().Schema())
+	}
+	m, err := schemamap.Map(s.Row, key)
+	if err != nil {
+		return fmt.Errorf("mapping the schema of %s (%s): %w", w.topic, s.ID, err)
+	}
+	changes, err := schemamap.Evolve(w.committer.Table().Schema(), m.Schema)
+	if err != nil {
+		return fmt.Errorf("%w: table %v from topic %s: %w", ErrIncompatible, w.ident, w.topic, err)
+	}
+	if len(changes) > 0 {
+		if err := w.evolve(ctx, changes); err != nil {
+			return err
+		}
+	}
+	if w.buf, err = batch.New(s.Columns, key, w.p.cfg.Limits); err != nil {
+		return fmt.Errorf("table %v: %w", w.ident, err)
+	}
+	w.schema, w.key = s, key
+	return nil
+}
+
+func identifierNames(sch *iceberg.Schema) []string {
+	var out []string
+	for _, id := range sch.IdentifierFieldIDs {
+		if f, ok := sch.FindFieldByID(id); ok {
+			out = append(out, f.Name)
+		}
+	}
+	return out
+}
+
+func (w *worker) create(ctx context.Context, s *decode.Schema, key []string) error {
+	m, err := schemamap.Map(s.Row, key)
+	if err != nil {
+		return fmt.Errorf("mapping the schema of %s (%s): %w", w.topic, s.ID, err)
+	}
+	ns := table.Identifier{w.ident[0]}
+	if err := w.p.cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
+		return fmt.Errorf("creating namespace %v: %w", ns, err)
+	}
+	props := iceberg.Properties{"format-version": "2"}
+	for k, v := range w.p.cfg.TableProperties {
+		props[k] = v
+	}
+	props["format-version"] = "2"
+	_, err = w.p.cat.CreateTable(ctx, w.ident, m.Schema, catalog.WithProperties(props))
+	if err != nil && !errors.Is(err, catalog.ErrTableAlreadyExists) {
+		return fmt.Errorf("creating table %v: %w", w.ident, err)
+	}
+	w.log.Info("created table", "columns", len(m.Columns), "key", key)
+	return nil
+}
+
+func (w *worker) evolve(ctx context.Context, changes []schemamap.Change) error {
+	tbl := w.committer.Table()
+	tx := tbl.NewTransaction()
+	if err := schemamap.Apply(tx.UpdateSchema(true, false), changes).Commit(); err != nil {
+		return fmt.Errorf("staging the schema change of %v: %w", w.ident, err)
+	}
+	if _, err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("evolving the schema of %v: %w", w.ident, err)
+	}
+	var err error
+	if w.committer, err = commit.New(ctx, w.p.cat, w.ident, w.p.cfg.Commit); err != nil {
+		return err
+	}
+	for _, c := range changes {
+		w.log.Info("evolved table schema", "change", c.String())
+	}
+	return nil
+}
+
+func (w *worker) drop() {
+	if w.buf == nil || w.buf.Len() == 0 {
+		return
+	}
+	w.log.Info("abandoning the open batch; the next owner re-reads it", "events", w.buf.Len())
+	w.p.buffered.Add(-w.buf.Bytes())
+	w.buf.Reset()
+	w.setBuffered()
+}
+
+func (w *worker) flush(ctx context.Context, reason string) error {
+	if w.buf == nil || w.buf.Len() == 0 {
+		return nil
+	}
+	start := time.Now()
+	met := w.p.cfg.Metrics
+	var res commit.Result
+	for round := 1; ; round++ {
+		var err error
+		res, err = w.committer.Commit(ctx, w.buf)
+		if err == nil {
+			break
+		}
+		if met != nil {
+			met.commitDone(w.ident, res, time.Since(start), err)
+		}
+		if errors.Is(err, batch.ErrInvalidEvent) {
+			return fmt.Errorf("table %v: %w", w.ident, err)
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("committing %d events to %v: %w", w.buf.Len(), w.ident, err)
+		}
+		// The batch may or may not have landed: start over from the
+		// table's offsets (a new Committer reloads them), so events it
+		// already holds are skipped and none is applied twice.
+		w.log.Warn("commit failed, retrying from the table's offsets", "round", round, "error", err)
+		t := time.NewTimer(min(time.Duration(round)*2*time.Second, 30*time.Second))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("committing %d events to %v: %w", w.buf.Len(), w.ident, err)
+		case <-t.C:
+		}
+		if c, err := commit.New(ctx, w.p.cat, w.ident, w.p.cfg.Commit); err == nil {
+			w.committer = c
+		}
+	}
+	elapsed := time.Since(start)
+	if met != nil {
+		met.commitDone(w.ident, res, elapsed, nil)
+		met.committed(w.ident, w.buf, res, w.topic)
+	}
+	w.log.Info("committed", "reason", reason, "events", res.Events, "skipped", res.SkippedEvents,
+		"rows", res.Rows, "deletes", res.Deletes, "truncated", res.Truncated,
+		"snapshot_id", res.SnapshotID, "commit_id", res.CommitID, "attempts", res.Attempts, "duration", elapsed)
+	w.p.buffered.Add(-w.buf.Bytes())
+	w.buf.Reset()
+	w.setBuffered()
+	// Advisory group commit, after the table holds the offsets.
+	if offs := res.Offsets[w.topic]; len(offs) > 0 {
+		eo := map[string]map[int32]kgo.EpochOffset{w.topic: {}}
+		for p, next := range offs {
+			eo[w.topic][p] = kgo.EpochOffset{Epoch: -1, Offset: next}
+		}
+		w.p.cl.CommitOffsets(ctx, eo, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, _ *kmsg.OffsetCommitResponse, err error) {
+			if err != nil {
+				w.log.Debug("advisory group offset commit failed", "error", err)
+			}
+		})
+	}
+	return nil
+}
+
+func (w *worker) setBuffered() {
+	if w.p.cfg.Metrics == nil {
+		return
+	}
+	var n int
+	var b int64
+	if w.buf != nil {
+		n, b = w.buf.Len(), w.buf.Bytes()
+	}
+	w.p.cfg.Metrics.setBuffer(w.ident, n, b)
+}

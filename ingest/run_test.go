@@ -1,0 +1,53 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestCheckConfig(t *testing.T) {
+	cases := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		wantErr string
+	}{
+		{"ok from env", nil, map[string]string{"INGEST_CATALOG_URI": "http://c:8181", "INGEST_TOPICS": "p.db.t"}, ""},
+		{"flag beats env", []string{"-catalog-uri=http://flag:1"}, map[string]string{"INGEST_CATALOG_URI": "bad", "INGEST_TOPICS": "p.db.t"}, ""},
+		{"no catalog", []string{"-topics=p.db.t"}, nil, "catalog-uri is required"},
+		{"topics and regex", []string{"-catalog-uri=http://c", "-topics=a", "-topic-regex=b"}, nil, "exactly one of topics and topic-regex"},
+		{"bad regex", []string{"-catalog-uri=http://c", "-topic-regex=("}, nil, "topic-regex"},
+		{"sigv4 without region", []string{"-catalog-uri=http://c", "-topics=a", "-sigv4"}, nil, "sigv4 needs s3-region"},
+		{"sigv4 region from AWS_REGION", []string{"-catalog-uri=http://c", "-topics=a", "-sigv4"}, map[string]string{"AWS_REGION": "eu-west-1"}, ""},
+		{"bad env duration", []string{"-catalog-uri=http://c", "-topics=a"}, map[string]string{"INGEST_FLUSH_INTERVAL": "30"}, "not a duration"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var out bytes.Buffer
+			err := run(context.Background(), append([]string{"ingest", "-check-config"}, c.args...), env(c.env), &out, &out)
+			if c.wantErr == "" {
+				if err != nil || !strings.Contains(out.String(), "configuration ok") {
+					t.Fatalf("err %v, output %q", err, out.String())
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+				t.Fatalf("err %v, want %q", err, c.wantErr)
+			}
+		})
+	}
+}
+
+func TestSecretsHaveNoFlag(t *testing.T) {
+	var out bytes.Buffer
+	_ = run(context.Background(), []string{"ingest", "-help"}, env(nil), &out, &out)
+	for _, s := range []string{"-catalog-credential", "-catalog-token", "secret-access-key"} {
+		if strings.Contains(out.String(), s+" ") {
+			t.Errorf("secret %s has a flag", s)
+		}
+	}
+}

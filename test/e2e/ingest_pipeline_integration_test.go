@@ -1,0 +1,312 @@
+//go:build integration
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/catalog/rest"
+	_ "github.com/apache/iceberg-go/io/gocloud/s3" // registers s3://
+	"github.com/apache/iceberg-go/table"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/binlake/binlake/test/testenv"
+)
+
+// typesDDL covers the column types the pipeline test compares.
+const typesDDL = `CREATE TABLE t (
+	id INT PRIMARY KEY,
+	b BIGINT NOT NULL,
+	name VARCHAR(50) NOT NULL,
+	amount DECIMAL(10,2) NOT NULL,
+	dt DATETIME(6) NOT NULL,
+	ts TIMESTAMP(3) NOT NULL DEFAULT '2020-01-01 00:00:00.000',
+	d DATE NOT NULL,
+	j JSON,
+	note VARCHAR(20) NULL)`
+
+// canonicalSQL renders each MariaDB row the way canonical renders an
+// Iceberg row (session time zone UTC, as capture reads it).
+const canonicalSQL = `SELECT CONCAT_WS('|', id, b, name, amount,
+	DATE_FORMAT(dt, '%Y-%m-%d %H:%i:%s.%f'), DATE_FORMAT(ts, '%Y-%m-%d %H:%i:%s.%f'), DATE_FORMAT(d, '%Y-%m-%d'),
+	IFNULL(j, 'NULL'), IFNULL(note, 'NULL')) FROM t ORDER BY id`
+
+type ingestRun struct {
+	c       *captureEnv
+	env     []string
+	cat     catalog.Catalog
+	ident   table.Identifier
+	topic   string
+	restart int
+}
+
+func newIngestRun(t *testing.T, c *captureEnv, extra ...string) *ingestRun {
+	t.Helper()
+	ice := testenv.IcebergEnv(t)
+	cat, err := rest.NewCatalog(t.Context(), "e2e", ice.URI, rest.WithAdditionalProps(ice.FileIOProps()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &ingestRun{c: c, cat: cat, ident: table.Identifier{c.dbName, "t"}, topic: c.topic("t")}
+	r.env = append([]string{
+		"INGEST_KAFKA_BROKERS=" + strings.Join(testenv.KafkaBrokers(t), ","),
+		"INGEST_GROUP_ID=" + testenv.Unique(t, "g"),
+		"INGEST_TOPICS=" + r.topic,
+		"INGEST_SCHEMA_REGISTRY_URL=" + testenv.RegistryURL(t),
+		"INGEST_CATALOG_URI=" + ice.URI,
+		"INGEST_S3_ENDPOINT=" + ice.S3Endpoint,
+		"INGEST_S3_REGION=" + ice.Region,
+		"INGEST_FLUSH_INTERVAL=1s",
+		"INGEST_METRICS_ADDR=127.0.0.1:0",
+		"INGEST_LOG_LEVEL=debug",
+	}, extra...)
+	t.Cleanup(func() {
+		ctx := context.WithoutCancel(t.Context())
+		_ = cat.DropTable(ctx, r.ident)
+		_ = cat.DropNamespace(ctx, table.Identifier{r.ident[0]})
+	})
+	return r
+}
+
+func (r *ingestRun) start(t *testing.T) *proc {
+	t.Helper()
+	r.restart++
+	return start(t, binary(t, "ingest"), r.env, fmt.Sprintf("ingest-%d.log", r.restart))
+}
+
+// mariaRows returns the table's rows in canonical form.
+func (r *ingestRun) mariaRows(t *testing.T) []string {
+	t.Helper()
+	db := r.c.db.AdminDB(t, r.c.dbName)
+	conn, err := db.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(t.Context(), "SET time_zone = '+00:00'"); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := conn.QueryContext(t.Context(), canonicalSQL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// icebergRows scans the table (equality deletes applied) and returns its
+// rows in canonical form, sorted by id; nil when the table is not there.
+func (r *ingestRun) icebergRows(t *testing.T) []string {
+	t.Helper()
+	tbl, err := r.cat.LoadTable(t.Context(), r.ident)
+	if err != nil || tbl.CurrentSnapshot() == nil {
+		return nil
+	}
+	at, err := tbl.Scan().ToArrowTable(t.Context())
+	if err != nil {
+		t.Fatalf("scanning: %v", err)
+	}
+	defer at.Release()
+	cols := []string{"id", "b", "name", "amount", "dt", "ts", "d", "j", "note"}
+	tr := array.NewTableReader(at, 0)
+	defer tr.Release()
+	type row struct {
+		id int32
+		s  string
+	}
+	var rows []row
+	for tr.Next() {
+		rec := tr.RecordBatch()
+		idx := make([]int, len(cols))
+		for i, c := range cols {
+			f := rec.Schema().FieldIndices(c)
+			if len(f) != 1 {
+				t.Fatalf("column %s missing from the Iceberg table: %v", c, rec.Schema())
+			}
+			idx[i] = f[0]
+		}
+		for i := range int(rec.NumRows()) {
+			parts := make([]string, len(cols))
+			for j := range cols {
+				parts[j] = cell(t, rec.Column(idx[j]), i)
+			}
+			rows = append(rows, row{id: rec.Column(idx[0]).(*array.Int32).Value(i), s: strings.Join(parts, "|")})
+		}
+	}
+	slices.SortStableFunc(rows, func(a, b row) int { return int(a.id) - int(b.id) })
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = r.s
+	}
+	return out
+}
+
+func cell(t *testing.T, col arrow.Array, i int) string {
+	if col.IsNull(i) {
+		return "NULL"
+	}
+	switch a := col.(type) {
+	case *array.Decimal128:
+		return a.Value(i).ToString(a.DataType().(*arrow.Decimal128Type).Scale)
+	case *array.Timestamp:
+		unit := a.DataType().(*arrow.TimestampType).Unit
+		return a.Value(i).ToTime(unit).UTC().Format("2006-01-02 15:04:05.000000")
+	case *array.Date32:
+		return a.Value(i).ToTime().Format("2006-01-02")
+	case *array.String:
+		return a.Value(i)
+	case *array.LargeString:
+		return a.Value(i)
+	case *array.Int32:
+		return fmt.Sprint(a.Value(i))
+	case *array.Int64:
+		return fmt.Sprint(a.Value(i))
+	}
+	t.Fatalf("no canonical form for %s", col.DataType())
+	return ""
+}
+
+// waitEqual waits until the Iceberg table equals the MariaDB table row for
+// row and value for value.
+func (r *ingestRun) waitEqual(t *testing.T, timeout time.Duration, p *proc) {
+	t.Helper()
+	want := r.mariaRows(t)
+	var got []string
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if p != nil && p.exited() {
+			t.Fatalf("ingest exited: %v\n%s", p.err, p.output())
+		}
+		if got = r.icebergRows(t); slices.Equal(got, want) {
+			return
+		}
+		time.Sleep(time.Second)
+	}
+	if p != nil {
+		t.Logf("ingest log:\n%s", p.output())
+	}
+	t.Fatalf("Iceberg table differs from MariaDB after %s (-mariadb +iceberg):\n%s", timeout, cmp.Diff(want, got))
+}
+
+// TestIngestPipeline runs capture and ingest as processes and checks that
+// the Iceberg table ends equal to the MariaDB table after inserts,
+// updates, deletes and a primary-key update.
+func TestIngestPipeline(t *testing.T) {
+	c := newCaptureEnv(t)
+	exec1(t, c, typesDDL)
+	cp := start(t, binary(t, "capture"), c.env, "capture.log")
+	waitLog(t, cp, "Connected to server", 30*time.Second)
+	r := newIngestRun(t, c)
+	ip := r.start(t)
+
+	exec1(t, c,
+		`INSERT INTO t VALUES
+		 (1, 10000000000, 'one', 1.50, '2024-02-29 23:59:59.123456', '2024-01-01 10:00:00.123', '2024-02-29', '{"a": [1, 2]}', NULL),
+		 (2, -5, 'two ü😀', -2.25, '1970-01-01 00:00:00.000000', '2038-01-19 03:14:07.999', '1999-12-31', NULL, 'x'),
+		 (3, 0, '', 99999999.99, '9999-12-31 23:59:59.999999', '2001-09-09 01:46:40.000', '1000-01-01', '[]', 'n')`,
+		"UPDATE t SET name = 'TWO', amount = amount + 1, note = NULL WHERE id = 2",
+		"UPDATE t SET id = 4 WHERE id = 1",
+		"DELETE FROM t WHERE id = 3",
+		"INSERT INTO t (id, b, name, amount, dt, d) VALUES (5, 5, 'five', 0.01, '2024-06-01 12:00:00', '2024-06-01')",
+		"UPDATE t SET j = '{\"k\": \"v\"}' WHERE id = 5",
+	)
+	r.waitEqual(t, 120*time.Second, ip)
+	ip.stop(t, 60*time.Second)
+	if !strings.Contains(ip.output(), "created table") {
+		t.Errorf("ingest did not log the table creation:\n%s", ip.output())
+	}
+}
+
+// TestIngestKill kills ingest with SIGKILL at random moments while a
+// workload runs, at least ten times, restarting it each time, and checks
+// that the table ends equal to MariaDB with no duplicate key.
+func TestIngestKill(t *testing.T) {
+	c := newCaptureEnv(t)
+	exec1(t, c, typesDDL)
+	cp := start(t, binary(t, "capture"), c.env, "capture.log")
+	waitLog(t, cp, "Connected to server", 30*time.Second)
+	r := newIngestRun(t, c, "INGEST_FLUSH_INTERVAL=300ms", "INGEST_FLUSH_ROWS=50")
+
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	var statements int
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		db := c.db.AdminDB(t, c.dbName)
+		rng := rand.New(rand.NewPCG(1, 2))
+		for ctx.Err() == nil {
+			id := rng.IntN(200)
+			var q string
+			switch rng.IntN(6) {
+			case 0, 1:
+				q = fmt.Sprintf("INSERT INTO t (id, b, name, amount, dt, d, j, note) VALUES (%d, %d, 'n%d', %d.%02d, '2024-01-01 00:00:00.%06d', '2024-01-%02d', '{\"i\": %d}', NULL) ON DUPLICATE KEY UPDATE b = b + 1, note = 'dup'",
+					id, rng.Int64N(1<<40), id, rng.IntN(1000), rng.IntN(100), rng.IntN(1000000), 1+rng.IntN(28), id)
+			case 2:
+				q = fmt.Sprintf("UPDATE t SET name = 'u%d', amount = amount + 0.01, note = IF(note IS NULL, 'x', NULL) WHERE id = %d", rng.IntN(1000), id)
+			case 3:
+				q = fmt.Sprintf("DELETE FROM t WHERE id = %d", id)
+			case 4:
+				q = fmt.Sprintf("UPDATE IGNORE t SET id = %d WHERE id = %d", 200+rng.IntN(200), id)
+			case 5:
+				q = fmt.Sprintf("BEGIN; INSERT IGNORE INTO t (id, b, name, amount, dt, d) VALUES (%d, 1, 'tx', 1, NOW(6), CURDATE()); UPDATE t SET b = b + 7 WHERE id < %d; COMMIT", id, rng.IntN(50))
+			}
+			if _, err := db.ExecContext(ctx, q); err != nil && ctx.Err() == nil {
+				t.Errorf("%s: %v", q, err)
+				return
+			}
+			statements++
+			time.Sleep(time.Duration(rng.IntN(5)) * time.Millisecond)
+		}
+	}()
+
+	rng := rand.New(rand.NewPCG(3, 4))
+	kills := 0
+	for kills < 12 {
+		ip := r.start(t)
+		time.Sleep(time.Duration(1000+rng.IntN(4000)) * time.Millisecond)
+		if ip.exited() {
+			cancel()
+			t.Fatalf("ingest exited on its own: %v\n%s", ip.err, ip.output())
+		}
+		ip.kill()
+		kills++
+	}
+	cancel()
+	wg.Wait()
+	t.Logf("%d statements, %d kills", statements, kills)
+	ip := r.start(t)
+	r.waitEqual(t, 180*time.Second, ip)
+	rows := r.icebergRows(t)
+	seen := map[string]bool{}
+	for _, row := range rows {
+		id := strings.SplitN(row, "|", 2)[0]
+		if seen[id] {
+			t.Fatalf("duplicate key %s", id)
+		}
+		seen[id] = true
+	}
+	t.Logf("%d rows equal after %d kills", len(rows), kills)
+	ip.stop(t, 60*time.Second)
+}
