@@ -279,8 +279,8 @@ func diffViews(t *testing.T, got, want map[int64]snapRow) {
 // runSnapshot drives one snapshot test: capture snapshots the table while
 // the writer runs and the lock watcher samples; kill > 0 kills capture
 // that many times at random moments, restarting it each time.
-func runSnapshot(t *testing.T, kills int) {
-	f := newSnapFixture(t, 5000)
+func runSnapshot(t *testing.T, kills, chunk int) {
+	f := newSnapFixture(t, chunk)
 	bin := binary(t, "capture")
 
 	wctx, stopWriter := context.WithCancel(t.Context())
@@ -296,20 +296,40 @@ func runSnapshot(t *testing.T, kills int) {
 	p := start(t, bin, f.c.env, "capture-0.log")
 	rng := rand.New(rand.NewPCG(11, uint64(time.Now().UnixNano())))
 	var logs strings.Builder
+	done, during := false, 0
 	for i := range kills {
-		time.Sleep(time.Duration(700+rng.IntN(1800)) * time.Millisecond)
+		time.Sleep(time.Duration(400+rng.IntN(1600)) * time.Millisecond)
 		if p.exited() {
 			t.Fatalf("capture exited on its own before kill %d: %v\n%s", i, p.err, p.output())
 		}
-		if strings.Contains(p.output(), "snapshot: done") {
+		p.kill()
+		if !done && strings.Contains(p.output(), "snapshot: done") {
+			done = true
 			t.Logf("the snapshot finished before kill %d", i)
 		}
-		p.kill()
+		if !done {
+			during++
+		}
 		logs.WriteString(p.output())
 		p = start(t, bin, f.c.env, fmt.Sprintf("capture-%d.log", i+1))
 	}
-	waitLog(t, p, "snapshot: done", 10*time.Minute)
+	if done {
+		waitLog(t, p, "Connected to server", time.Minute)
+	} else {
+		waitLog(t, p, "snapshot: done", 5*time.Minute)
+	}
 	took := time.Since(began)
+	for _, l := range strings.Split(logs.String()+p.output(), "\n") {
+		if strings.Contains(l, "snapshot: running") || strings.Contains(l, "snapshot: done") || strings.Contains(l, "level=ERROR") {
+			t.Log(l)
+		}
+	}
+	if kills > 0 {
+		t.Logf("%d of %d kills hit the running snapshot", during, kills)
+		if during < 10 {
+			t.Errorf("only %d kills hit the running snapshot; want at least 10", during)
+		}
+	}
 	time.Sleep(time.Second) // changes after the snapshot stream too
 	stopWriter()
 	wg.Wait()
@@ -348,9 +368,9 @@ func runSnapshot(t *testing.T, kills int) {
 // updates, deletes and re-keys rows, many in the chunk being read, and
 // checks the compacted topic equals the table, column by column, and that
 // capture took no locks.
-func TestSnapshotConcurrentWrites(t *testing.T) { runSnapshot(t, 0) }
+func TestSnapshotConcurrentWrites(t *testing.T) { runSnapshot(t, 0, 5000) }
 
 // TestSnapshotKill9Resume is TestSnapshotConcurrentWrites with capture
 // killed (SIGKILL) and restarted at random moments: the snapshot resumes at
 // the chunk after the last one committed.
-func TestSnapshotKill9Resume(t *testing.T) { runSnapshot(t, 12) }
+func TestSnapshotKill9Resume(t *testing.T) { runSnapshot(t, 13, 2000) }
