@@ -253,7 +253,12 @@ func (s *Stream) snapEmit(ctx context.Context) error {
 		}
 	}
 	if r.changedKey(name + "\x00*") {
-		// Truncated or altered while read: read the chunk again.
+		// Truncated or altered while read: read the chunk again, still
+		// dropping the keys the stream changed since the earlier SELECT.
+		for k := range r.prevChanged {
+			r.changed[k] = struct{}{}
+		}
+		delete(r.changed, name+"\x00*")
 		if p.consistent != nil {
 			p.consistent.Close()
 		}
