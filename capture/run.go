@@ -25,6 +25,7 @@ import (
 	"github.com/binlake/binlake/capture/internal/filter"
 	"github.com/binlake/binlake/capture/internal/publish"
 	"github.com/binlake/binlake/capture/internal/schemahist"
+	"github.com/binlake/binlake/capture/internal/snapshot"
 	"github.com/binlake/binlake/capture/internal/stream"
 	"github.com/binlake/binlake/schemas/debezium"
 )
@@ -197,14 +198,19 @@ func stream1(ctx context.Context, cfg Config, logger *slog.Logger, metrics *stre
 		return err
 	}
 
-	start, stored, err := startPosition(ctx, cfg, pub, server)
+	state, stored, err := startState(ctx, cfg, pub, server, db, filt, logger)
 	if err != nil {
 		return err
+	}
+	start := state.Position
+	if stored && snapshot.Mode(cfg.SnapshotMode) == snapshot.ModeInitialOnly && state.Snapshot.Done() {
+		logger.Info("snapshot-mode initial_only: the snapshot is complete, nothing to do")
+		return nil
 	}
 	if !stored {
 		// Store the start at once: a capture stopped before its first
 		// change must resume here, not at a later "current".
-		b, err := binlog.MarshalPosition(start)
+		b, err := stream.MarshalState(state)
 		if err != nil {
 			return err
 		}
@@ -214,6 +220,20 @@ func stream1(ctx context.Context, cfg Config, logger *slog.Logger, metrics *stre
 		if err := pub.Commit(ctx, cfg.ID, b); err != nil {
 			return fmt.Errorf("storing the start position: %w", err)
 		}
+	}
+	var snapCfg *stream.SnapshotConfig
+	if state.Snapshot != nil && !state.Snapshot.Done() {
+		sdb, err := openSnapshotDB(cfg)
+		if err != nil {
+			return err
+		}
+		defer sdb.Close()
+		snapCfg = &stream.SnapshotConfig{
+			DB: sdb, Progress: *state.Snapshot, ChunkRows: cfg.SnapshotChunkRows,
+			StopWhenDone: snapshot.Mode(cfg.SnapshotMode) == snapshot.ModeInitialOnly,
+		}
+		logger.Info("snapshot: running", "tables", len(state.Snapshot.Tables), "table_index", state.Snapshot.Table,
+			"rows_emitted", state.Snapshot.Rows, "resumed", stored)
 	}
 	history, err := stream.LoadHistory(ctx, pub, cfg.HistoryTopic)
 	if err != nil {
@@ -238,6 +258,7 @@ func stream1(ctx context.Context, cfg Config, logger *slog.Logger, metrics *stre
 		ShutdownTimeout: cfg.ShutdownTimeout,
 		Logger:          logger,
 		Metrics:         metrics,
+		Snapshot:        snapCfg,
 	}, pub, registry, sqlDefinitions{db}, history)
 	if err != nil {
 		return err
@@ -256,35 +277,80 @@ func stream1(ctx context.Context, cfg Config, logger *slog.Logger, metrics *stre
 
 func ptr(s string) *string { return &s }
 
-// startPosition returns the stored position (stored=true) or, for a new
-// capture, the configured start.
-func startPosition(ctx context.Context, cfg Config, pub *publish.Publisher, server binlog.Server) (_ binlog.Position, stored bool, _ error) {
+// startState returns the stored state (stored=true) or, for a new
+// capture, where to start and the snapshot to run, as snapshot-mode says.
+// With when_needed, a stored position no longer in the binlog counts as
+// none.
+func startState(ctx context.Context, cfg Config, pub *publish.Publisher, server binlog.Server, db *sql.DB, filt *filter.Filter, logger *slog.Logger) (_ stream.State, stored bool, _ error) {
+	mode := snapshot.Mode(cfg.SnapshotMode)
 	b, found, err := pub.LoadPosition(ctx, cfg.ID)
 	if err != nil {
-		return binlog.Position{}, false, fmt.Errorf("reading the stored position: %w", err)
+		return stream.State{}, false, fmt.Errorf("reading the stored position: %w", err)
 	}
 	if found {
-		p, err := binlog.UnmarshalPosition(b)
+		st, err := stream.UnmarshalState(b)
 		if err != nil {
-			return p, false, fmt.Errorf("stored position of %s in %s: %w", cfg.ID, cfg.OffsetsTopic, err)
+			return st, false, fmt.Errorf("stored position of %s in %s: %w", cfg.ID, cfg.OffsetsTopic, err)
 		}
-		if p.Flavor != server.Flavor {
-			return p, false, fmt.Errorf("the stored position of capture %s is for a %s server, the source is %s; use another id", cfg.ID, p.Flavor, server.Flavor)
+		if st.Flavor != server.Flavor {
+			return st, false, fmt.Errorf("the stored position of capture %s is for a %s server, the source is %s; use another id", cfg.ID, st.Flavor, server.Flavor)
 		}
-		return p, true, nil
+		if !mode.ReadsData() {
+			st.Snapshot = nil
+		}
+		if mode != snapshot.ModeWhenNeeded {
+			return st, true, nil
+		}
+		has, err := snapshot.BinlogHas(ctx, db, st.Position)
+		if err != nil {
+			return st, false, err
+		}
+		if has {
+			return st, true, nil
+		}
+		logger.Warn("snapshot-mode when_needed: the stored position is no longer in the binlog; taking a new snapshot",
+			"gtid", st.GTIDSet, "binlog_file", st.File, "binlog_pos", st.Pos)
+	}
+	current := server.Current
+	if current.GTIDSet == "" {
+		current = binlog.Position{Flavor: server.Flavor, File: server.Current.File, Pos: server.Current.Pos}
+	}
+	switch mode {
+	case snapshot.ModeInitial, snapshot.ModeInitialOnly, snapshot.ModeWhenNeeded:
+		tables, err := snapshot.ListTables(ctx, db, filt)
+		if err != nil {
+			return stream.State{}, false, err
+		}
+		return stream.State{Position: current, Snapshot: &snapshot.Progress{Tables: tables}}, false, nil
+	case snapshot.ModeNoData:
+		return stream.State{Position: current}, false, nil
 	}
 	switch cfg.StartPosition {
 	case "current", "":
-		if server.Current.GTIDSet == "" {
-			return binlog.Position{Flavor: server.Flavor, File: server.Current.File, Pos: server.Current.Pos}, false, nil
-		}
-		return server.Current, false, nil
+		return stream.State{Position: current}, false, nil
 	case "earliest":
-		return binlog.Position{Flavor: server.Flavor}, false, nil
+		return stream.State{Position: binlog.Position{Flavor: server.Flavor}}, false, nil
 	default:
 		p, err := binlog.ParsePosition(server.Flavor, cfg.StartPosition)
-		return p, false, err
+		return stream.State{Position: p}, false, err
 	}
+}
+
+// openSnapshotDB opens the pool the snapshot reads rows with: UTC session
+// time zone (TIMESTAMP text is read as UTC, like the binlog) and the text
+// protocol for every query, so values reach the converter as bytes.
+func openSnapshotDB(cfg Config) (*sql.DB, error) {
+	mcfg := mysql.NewConfig()
+	mcfg.Net, mcfg.Addr, mcfg.User, mcfg.Passwd = "tcp", cfg.MySQLAddr, cfg.MySQLUser, cfg.MySQLPassword
+	mcfg.Params = map[string]string{"time_zone": "'+00:00'"}
+	mcfg.InterpolateParams = true
+	conn, err := mysql.NewConnector(mcfg)
+	if err != nil {
+		return nil, err
+	}
+	db := sql.OpenDB(conn)
+	db.SetMaxOpenConns(2)
+	return db, nil
 }
 
 // checkGrants verifies the replication grants capture needs.

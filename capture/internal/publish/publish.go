@@ -162,9 +162,31 @@ func (p *Publisher) EnsureTopic(ctx context.Context, topic string, configs map[s
 
 // LoadPosition returns the last committed position stored under key, or
 // found=false if there is none.
+//
+// The offsets topic is shared by every capture, so its last stable offset
+// can be held back for up to a transaction timeout by another capture that
+// died inside a transaction. Reading read_committed would then miss this
+// capture's newest positions and resume from an older one (duplicates) or
+// from none. So it reads up to the high watermark and resolves
+// transactions itself from their commit and abort markers: a record counts
+// only once its producer's commit marker follows it.
 func (p *Publisher) LoadPosition(ctx context.Context, key string) (value []byte, found bool, err error) {
-	err = p.ReadCommitted(ctx, p.cfg.OffsetsTopic, func(r *kgo.Record) {
-		if string(r.Key) == key {
+	pending := map[int64][]*kgo.Record{} // producer id → records of its open transaction
+	err = p.read(ctx, p.cfg.OffsetsTopic, false, func(r *kgo.Record) {
+		switch {
+		case r.Attrs.IsControl():
+			recs := pending[r.ProducerID]
+			delete(pending, r.ProducerID)
+			// Control record key: version int16, type int16 (0 abort, 1 commit).
+			if len(r.Key) >= 4 && r.Key[2] == 0 && r.Key[3] == 1 {
+				for _, c := range recs {
+					value, found = c.Value, c.Value != nil
+				}
+			}
+		case string(r.Key) != key:
+		case r.Attrs.IsTransactional():
+			pending[r.ProducerID] = append(pending[r.ProducerID], r)
+		default:
 			value, found = r.Value, r.Value != nil
 		}
 	})
@@ -174,7 +196,22 @@ func (p *Publisher) LoadPosition(ctx context.Context, key string) (value []byte,
 // ReadCommitted calls fn, in offset order per partition, for every
 // committed record of topic that exists when it starts.
 func (p *Publisher) ReadCommitted(ctx context.Context, topic string, fn func(*kgo.Record)) error {
-	ends, err := p.adm.ListCommittedOffsets(ctx, topic)
+	return p.read(ctx, topic, true, func(r *kgo.Record) {
+		if !r.Attrs.IsControl() {
+			fn(r)
+		}
+	})
+}
+
+// read calls fn for every record (control records included) up to the
+// last stable offset (committed) or the high watermark (!committed, read
+// uncommitted).
+func (p *Publisher) read(ctx context.Context, topic string, committed bool, fn func(*kgo.Record)) error {
+	list, iso := p.adm.ListCommittedOffsets, kgo.ReadCommitted()
+	if !committed {
+		list, iso = p.adm.ListEndOffsets, kgo.ReadUncommitted()
+	}
+	ends, err := list(ctx, topic)
 	if err != nil {
 		return fmt.Errorf("listing offsets of %s: %w", topic, err)
 	}
@@ -199,7 +236,7 @@ func (p *Publisher) ReadCommitted(ctx context.Context, topic string, fn func(*kg
 	rd, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(p.cfg.Brokers...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.FetchIsolationLevel(iso),
 		// Transaction markers occupy offsets; keeping them lets the read
 		// see that it reached the last stable offset.
 		kgo.KeepControlRecords(),
@@ -226,9 +263,7 @@ func (p *Publisher) ReadCommitted(ctx context.Context, topic string, fn func(*kg
 			if !ok || r.Offset >= end {
 				return
 			}
-			if !r.Attrs.IsControl() {
-				fn(r)
-			}
+			fn(r)
 			if r.Offset+1 >= end {
 				delete(want, r.Partition)
 			}
@@ -285,7 +320,10 @@ func WithInfo(ctx context.Context, info RecordInfo) context.Context {
 func (p *Publisher) Err() error {
 	p.errMu.Lock()
 	defer p.errMu.Unlock()
-	return p.err
+	if p.err == nil {
+		return nil
+	}
+	return classify(p.err)
 }
 
 // Commit writes the position under key and commits the transaction: the

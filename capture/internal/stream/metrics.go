@@ -19,6 +19,10 @@ type Metrics struct {
 	LagSeconds    prometheus.Gauge
 	BinlogPos     prometheus.Gauge
 	BinlogFileSeq prometheus.Gauge
+	// SnapshotRows counts rows read by the snapshot and
+	// SnapshotRowsEstimated is the server's estimate of each table's rows.
+	SnapshotRows          *prometheus.CounterVec
+	SnapshotRowsEstimated *prometheus.GaugeVec
 }
 
 // NewMetrics creates the metrics and registers them with reg (if not nil).
@@ -46,9 +50,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		BinlogFileSeq: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "capture_position_binlog_file_seq", Help: "Sequence number of the binlog file of the last committed position.",
 		}),
+		SnapshotRows: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "capture_snapshot_rows_read_total", Help: "Rows read by the initial snapshot, by table (db.table).",
+		}, []string{"table"}),
+		SnapshotRowsEstimated: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "capture_snapshot_rows_estimated", Help: "Rows of each snapshotted table as information_schema.TABLES.TABLE_ROWS estimates them.",
+		}, []string{"table"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.Events, m.Bytes, m.Commits, m.CommitSeconds, m.LagSeconds, m.BinlogPos, m.BinlogFileSeq)
+		reg.MustRegister(m.Events, m.Bytes, m.Commits, m.CommitSeconds, m.LagSeconds, m.BinlogPos, m.BinlogFileSeq, m.SnapshotRows, m.SnapshotRowsEstimated)
 	}
 	return m
 }

@@ -65,6 +65,8 @@ type Config struct {
 	Metrics         *Metrics
 	// Now is the processing clock (envelope ts_*); nil means time.Now.
 	Now func() time.Time
+	// Snapshot, if set, runs an initial snapshot while streaming.
+	Snapshot *SnapshotConfig
 }
 
 // Stream is the capture loop.
@@ -85,6 +87,10 @@ type Stream struct {
 	windowCancel context.CancelFunc
 	pendingPos   *binlog.Position // position after the last complete binlog transaction
 	atBoundary   bool             // no binlog transaction is open
+
+	readPos   binlog.Position // after the last complete binlog transaction read
+	readMoved bool            // readPos changed since the snapshot last looked
+	snap      *snapRun        // nil: no snapshot
 }
 
 type table struct {
@@ -110,6 +116,9 @@ func New(cfg Config, pub *publish.Publisher, reg Registry, defs Definitions, his
 		cfg.Metrics = NewMetrics(nil)
 	}
 	s := &Stream{cfg: cfg, pub: pub, reg: reg, defs: defs, log: cfg.Logger, tables: map[string]*table{}}
+	if cfg.Snapshot != nil && !cfg.Snapshot.Progress.Done() {
+		s.snap = newSnapRun(*cfg.Snapshot)
+	}
 	s.contextHeaders = []kgo.RecordHeader{
 		{Key: "__debezium.context.connectorLogicalName", Value: []byte(cfg.Prefix)},
 		{Key: "__debezium.context.taskId", Value: []byte("0")},
@@ -170,7 +179,28 @@ func (s *Stream) Run(ctx context.Context, r *binlog.Reader) (err error) {
 		}
 	}()
 	s.atBoundary = true
+	s.readPos = r.Position()
 	for {
+		if s.snap != nil && s.atBoundary {
+			did, err := s.snapStep(ctx)
+			if err != nil {
+				return err
+			}
+			if s.snap.done && s.cfg.Snapshot.StopWhenDone {
+				return s.commit(ctx)
+			}
+			if did {
+				if s.txnRecords >= s.cfg.MaxTxnRecords || time.Since(s.txnStart) >= s.cfg.CommitInterval {
+					if err := s.commit(ctx); err != nil {
+						return err
+					}
+				}
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				continue
+			}
+		}
 		readCtx := ctx
 		if s.pendingPos != nil && s.atBoundary {
 			readCtx = s.window
@@ -216,7 +246,7 @@ func (s *Stream) commit(ctx context.Context) error {
 		return nil
 	}
 	pos := *s.pendingPos
-	b, err := binlog.MarshalPosition(pos)
+	b, err := s.stateBytes(pos)
 	if err != nil {
 		return err
 	}
@@ -271,6 +301,7 @@ func (s *Stream) boundary(ctx context.Context, ev binlog.Event) error {
 	pos := ev.Position
 	s.pendingPos = &pos
 	s.atBoundary = true
+	s.readPos, s.readMoved = pos, true
 	s.cfg.Metrics.observeSource(ev.Timestamp, s.cfg.Now())
 	if s.txnRecords >= s.cfg.MaxTxnRecords || time.Since(s.txnStart) >= s.cfg.CommitInterval {
 		return s.commit(ctx)
@@ -466,6 +497,7 @@ func (s *Stream) rows(ctx context.Context, ev binlog.Event) error {
 			if err != nil {
 				return err
 			}
+			s.trackChange(t, after)
 			if err := s.emit(ctx, t, debezium.OpCreate, nil, after, src, now, nil); err != nil {
 				return err
 			}
@@ -474,6 +506,7 @@ func (s *Stream) rows(ctx context.Context, ev binlog.Event) error {
 			if err != nil {
 				return err
 			}
+			s.trackChange(t, before)
 			if err := s.emit(ctx, t, debezium.OpDelete, before, nil, src, now, nil); err != nil {
 				return err
 			}
@@ -486,6 +519,8 @@ func (s *Stream) rows(ctx context.Context, ev binlog.Event) error {
 			if err != nil {
 				return err
 			}
+			s.trackChange(t, before)
+			s.trackChange(t, after)
 			if t.Key != nil && !sameKey(t, before, after) {
 				// A primary-key change: delete (+ tombstone) of the old key,
 				// then a create of the new one, as Debezium does.
@@ -612,6 +647,7 @@ func (s *Stream) query(ctx context.Context, ev binlog.Event) error {
 	switch ddl.Kind {
 	case schemahist.DDLTruncate:
 		ref := ddl.Tables[0]
+		s.trackTable(ref.DB, ref.Table)
 		if !s.cfg.Filter.Table(ref.DB, ref.Table) || s.cfg.SkipTruncate {
 			return nil
 		}
@@ -631,6 +667,7 @@ func (s *Stream) query(ctx context.Context, ev binlog.Event) error {
 		s.cfg.Metrics.event(t.topic, debezium.OpTruncate, len(val))
 	case schemahist.DDLCreateTable, schemahist.DDLAlterTable, schemahist.DDLRenameTable, schemahist.DDLDropTable:
 		for _, ref := range ddl.Tables {
+			s.trackTable(ref.DB, ref.Table)
 			if !s.cfg.Filter.Table(ref.DB, ref.Table) {
 				continue
 			}
