@@ -128,9 +128,9 @@ func TestCaptureChangeKinds(t *testing.T) {
 			}
 			return after("name", "TWO")(r)
 		}},
-		{op: "d", key: 1, headers: map[string]string{"__debezium.newkey": "Struct{id=3}"}},
-		{tomb: true, key: 1},
-		{op: "c", key: 3, headers: map[string]string{"__debezium.oldkey": "Struct{id=1}"}, check: after("name", "one")},
+		{op: "d", key: 1, headers: map[string]string{"__debezium.newkey": `{"id":3}`, "__debezium.context.connectorName": "mariadb"}},
+		{tomb: true, key: 1, headers: map[string]string{"__debezium.newkey": `{"id":3}`}},
+		{op: "c", key: 3, headers: map[string]string{"__debezium.oldkey": `{"id":1}`}, check: after("name", "one")},
 		{op: "d", key: 2},
 		{tomb: true, key: 2},
 		{op: "t", key: nil},
