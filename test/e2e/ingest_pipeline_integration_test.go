@@ -246,7 +246,7 @@ func TestIngestKill(t *testing.T) {
 	exec1(t, c, typesDDL)
 	cp := start(t, binary(t, "capture"), c.env, "capture.log")
 	waitLog(t, cp, "Connected to server", 30*time.Second)
-	r := newIngestRun(t, c, "INGEST_FLUSH_INTERVAL=300ms", "INGEST_FLUSH_ROWS=50")
+	r := newIngestRun(t, c, "INGEST_FLUSH_INTERVAL=500ms", "INGEST_FLUSH_ROWS=400")
 
 	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
@@ -283,7 +283,7 @@ func TestIngestKill(t *testing.T) {
 
 	rng := rand.New(rand.NewPCG(3, 4))
 	kills := 0
-	for kills < 12 {
+	for kills < 20 {
 		ip := r.start(t)
 		time.Sleep(time.Duration(1000+rng.IntN(4000)) * time.Millisecond)
 		if ip.exited() {
