@@ -172,7 +172,9 @@ func New(cfg Config, cat catalog.Catalog, dec *decode.Decoder) (*Pipeline, error
 		kgo.AdjustFetchOffsetsFn(p.adjustOffsets),
 	}
 	if cfg.TopicRegex != "" {
-		opts = append(opts, kgo.ConsumeRegex(), kgo.ConsumeTopics("^(?:"+cfg.TopicRegex+")$"))
+		// New tables appear as new topics: look for them every 10 s
+		// rather than at the client's default metadata age of 5 min.
+		opts = append(opts, kgo.ConsumeRegex(), kgo.ConsumeTopics("^(?:"+cfg.TopicRegex+")$"), kgo.MetadataMaxAge(10*time.Second))
 	} else {
 		opts = append(opts, kgo.ConsumeTopics(cfg.Topics...))
 	}
