@@ -5,7 +5,7 @@ GO    ?= go
 # Integration tests run one package at a time against the shared stack.
 INTEGRATION_FLAGS ?= -tags integration -count=1 -p 1 -timeout 20m
 
-.PHONY: all build test unit integration compat bench-capture bench-large-txn demo stack-up stack-down stack-status stack-env stack-logs stack-wipe vet fmt clean
+.PHONY: all build test unit integration compat bench-capture bench-large-txn bench-ingest demo stack-up stack-down stack-status stack-env stack-logs stack-wipe vet fmt clean
 
 all: build
 
@@ -68,3 +68,8 @@ bench-capture: stack-up
 ## Prints: LARGETXN mb=<n> rows=<r> seconds=<s> rss_mib=<m> max_buffered_mib=<b>
 bench-large-txn: stack-up
 	eval "$$($(STACK) env)" && BINLAKE_REQUIRE_STACK=1 BINLAKE_BENCH=1 $(GO) test -tags integration -count=1 -timeout 60m -run TestBenchLargeTransaction -v ./test/bench | grep -E '^(LARGETXN|--- |ok|FAIL)|bench_integration_test'
+
+## bench-ingest: 1,000,000 Debezium events (70/20/10 % c/u/d) ingested into Iceberg from a topic.
+## Prints: INGEST rows=<n> seconds=<s> rows_per_s=<r> commits=<c> rss_mib=<m>
+bench-ingest: stack-up
+	eval "$$($(STACK) env)" && BINLAKE_REQUIRE_STACK=1 BINLAKE_BENCH=1 $(GO) test -tags integration -count=1 -timeout 60m -run TestBenchIngest -v ./test/bench | grep -E '^(INGEST|--- |ok|FAIL)|bench_integration_test'

@@ -123,19 +123,11 @@ func TestBenchCapture(t *testing.T) {
 
 	// capture alone over the backlog.
 	capPrefix := "cap_" + db
-	bin := filepath.Join(t.TempDir(), "capture")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/binlake/binlake/capture").CombinedOutput(); err != nil {
-		t.Fatalf("building capture: %v\n%s", err, out)
-	}
-	cmd := exec.Command(bin)
+	cmd := exec.Command(build(t, "capture"))
 	logPath := filepath.Join(t.TempDir(), "capture.log")
 	logf, _ := os.Create(logPath)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.Env = append(os.Environ(),
-		"CAPTURE_MYSQL_ADDR="+m.Addr, "CAPTURE_MYSQL_USER="+m.CaptureUser, "CAPTURE_MYSQL_PASSWORD="+m.CapturePassword,
-		"CAPTURE_KAFKA_BROKERS="+strings.Join(brokers, ","), "CAPTURE_SCHEMA_REGISTRY_URL="+testenv.RegistryURL(t),
-		"CAPTURE_TOPIC_PREFIX="+capPrefix, "CAPTURE_DATABASE_INCLUDE_LIST="+db, "CAPTURE_METRICS_ADDR=off",
-		"CAPTURE_START_POSITION=gtid:"+gtidBefore)
+	cmd.Env = captureEnv(t, m, capPrefix, db, "CAPTURE_START_POSITION=gtid:"+gtidBefore, "CAPTURE_SNAPSHOT_MODE=never")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -43,20 +43,12 @@ func TestBenchLargeTransaction(t *testing.T) {
 	mustExec(t, conn, "CREATE TABLE big (id BIGINT PRIMARY KEY, payload VARCHAR(8000) NOT NULL)")
 
 	prefix := "cap_" + db
-	bin := filepath.Join(t.TempDir(), "capture")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/binlake/binlake/capture").CombinedOutput(); err != nil {
-		t.Fatalf("building capture: %v\n%s", err, out)
-	}
 	const bufferedMiB = 64
-	cmd := exec.Command(bin)
+	cmd := exec.Command(build(t, "capture"))
 	logPath := filepath.Join(t.TempDir(), "capture.log")
 	logf, _ := os.Create(logPath)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.Env = append(os.Environ(),
-		"CAPTURE_MYSQL_ADDR="+m.Addr, "CAPTURE_MYSQL_USER="+m.CaptureUser, "CAPTURE_MYSQL_PASSWORD="+m.CapturePassword,
-		"CAPTURE_KAFKA_BROKERS="+strings.Join(brokers, ","), "CAPTURE_SCHEMA_REGISTRY_URL="+testenv.RegistryURL(t),
-		"CAPTURE_TOPIC_PREFIX="+prefix, "CAPTURE_DATABASE_INCLUDE_LIST="+db, "CAPTURE_METRICS_ADDR=off",
-		fmt.Sprintf("CAPTURE_MAX_BUFFERED_BYTES=%d", bufferedMiB<<20))
+	cmd.Env = captureEnv(t, m, prefix, db, fmt.Sprintf("CAPTURE_MAX_BUFFERED_BYTES=%d", bufferedMiB<<20))
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
