@@ -342,7 +342,7 @@ iceberg_up() {
   # RESTCatalogServer reads only CATALOG_* variables: __ becomes -, _ becomes '.'.
   CATALOG_REST_PORT=$ICEBERG_PORT \
     CATALOG_CATALOG__IMPL=org.apache.iceberg.jdbc.JdbcCatalog \
-    CATALOG_URI="jdbc:sqlite:$ICEBERG_DIR/catalog.db?journal_mode=WAL&busy_timeout=30000" \
+    CATALOG_URI="jdbc:sqlite:$ICEBERG_DIR/catalog.db?busy_timeout=30000" CATALOG_CLIENTS=1 \
     CATALOG_JDBC_USER=user CATALOG_JDBC_PASSWORD=password CATALOG_JDBC_STRICT__MODE=true \
     CATALOG_WAREHOUSE="s3://$WAREHOUSE_BUCKET/" \
     CATALOG_IO__IMPL=org.apache.iceberg.aws.s3.S3FileIO \

@@ -134,11 +134,12 @@ func (c Config) withDefaults() Config {
 
 // Pipeline is a running ingest.
 type Pipeline struct {
-	cfg Config
-	cat catalog.Catalog
-	dec *decode.Decoder
-	log *slog.Logger
-	cl  *kgo.Client
+	createMu sync.Mutex // serialises namespace creation
+	cfg      Config
+	cat      catalog.Catalog
+	dec      *decode.Decoder
+	log      *slog.Logger
+	cl       *kgo.Client
 
 	buffered atomic.Int64 // bytes buffered by all tables
 	ready    atomic.Bool
@@ -240,8 +241,23 @@ func (p *Pipeline) fail(err error) {
 }
 
 func (p *Pipeline) poll(ctx context.Context) error {
+	// A failed table ends polling at once: without this, a poll waiting
+	// for records that will not come would hide the failure forever.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-p.failed:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	for {
 		fetches := p.cl.PollRecords(ctx, 10_000)
+		if err := p.firstErr(); err != nil {
+			p.cl.AllowRebalance()
+			return nil
+		}
 		if ctx.Err() != nil {
 			p.cl.AllowRebalance()
 			return nil

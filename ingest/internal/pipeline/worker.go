@@ -220,17 +220,42 @@ func (w *worker) create(ctx context.Context, s *decode.Schema, key []string) err
 		return fmt.Errorf("mapping the schema of %s (%s): %w", w.topic, s.ID, err)
 	}
 	ns := table.Identifier{w.ident[0]}
-	if err := w.p.cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
+	// Tables of one namespace are created one at a time (the reference
+	// catalog answers a concurrent duplicate with a 500, not a 409), and
+	// a failure is checked against what exists before it counts: another
+	// process, or our own earlier attempt, may have created it.
+	w.p.createMu.Lock()
+	err = retryCatalog(ctx, func() error {
+		err := w.p.cat.CreateNamespace(ctx, ns, nil)
+		if err == nil || errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
+			return nil
+		}
+		if ok, cerr := w.p.cat.CheckNamespaceExists(ctx, ns); cerr == nil && ok {
+			return nil
+		}
 		return fmt.Errorf("creating namespace %v: %w", ns, err)
+	})
+	w.p.createMu.Unlock()
+	if err != nil {
+		return err
 	}
 	props := iceberg.Properties{"format-version": "2"}
 	for k, v := range w.p.cfg.TableProperties {
 		props[k] = v
 	}
 	props["format-version"] = "2"
-	_, err = w.p.cat.CreateTable(ctx, w.ident, m.Schema, catalog.WithProperties(props))
-	if err != nil && !errors.Is(err, catalog.ErrTableAlreadyExists) {
+	err = retryCatalog(ctx, func() error {
+		_, err := w.p.cat.CreateTable(ctx, w.ident, m.Schema, catalog.WithProperties(props))
+		if err == nil || errors.Is(err, catalog.ErrTableAlreadyExists) {
+			return nil
+		}
+		if ok, cerr := w.p.cat.CheckTableExists(ctx, w.ident); cerr == nil && ok {
+			return nil
+		}
 		return fmt.Errorf("creating table %v: %w", w.ident, err)
+	})
+	if err != nil {
+		return err
 	}
 	w.log.Info("created table", "columns", len(m.Columns), "key", key)
 	return nil
@@ -338,4 +363,24 @@ func (w *worker) setBuffered() {
 		n, b = w.buf.Len(), w.buf.Bytes()
 	}
 	w.p.cfg.Metrics.setBuffer(w.ident, n, b)
+}
+
+// retryCatalog retries a catalog call for up to a minute with backoff: a
+// REST catalog's 5xx answers (S3 Tables throttling, a busy reference
+// catalog) are usually passing. Cancellation wins.
+func retryCatalog(ctx context.Context, f func() error) error {
+	wait := 200 * time.Millisecond
+	deadline := time.Now().Add(time.Minute)
+	for {
+		err := f()
+		if err == nil || ctx.Err() != nil || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
 }
