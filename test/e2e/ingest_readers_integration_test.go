@@ -60,7 +60,9 @@ func TestIngestBothProducersJavaReader(t *testing.T) {
 		"DELETE FROM pairs WHERE a = 2",
 		"TRUNCATE TABLE pairs",
 		"INSERT INTO pairs VALUES (5, 'q', 5)",
-		"ALTER TABLE items ADD COLUMN extra VARCHAR(10) DEFAULT 'dflt'",
+		// No DEFAULT: MariaDB fills a default into existing rows without
+		// writing row events, which no binlog reader can see (README, ingest).
+		"ALTER TABLE items ADD COLUMN extra VARCHAR(10)",
 		"INSERT INTO items (id, name, extra) VALUES (4, 'four', 'x'), (5, 'five', DEFAULT)",
 		"UPDATE items SET extra = 'set' WHERE id = 20",
 	)
