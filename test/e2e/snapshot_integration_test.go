@@ -296,9 +296,11 @@ func runSnapshot(t *testing.T, kills, chunk int) {
 	p := start(t, bin, f.c.env, "capture-0.log")
 	rng := rand.New(rand.NewPCG(11, uint64(time.Now().UnixNano())))
 	var logs strings.Builder
+	// Kill until at least `kills` kills hit the running snapshot (the
+	// snapshot's speed depends on the machine), at most 4×kills times.
 	done, during := false, 0
-	for i := range kills {
-		time.Sleep(time.Duration(400+rng.IntN(1600)) * time.Millisecond)
+	for i := 0; kills > 0 && during < kills && !done && i < 4*kills; i++ {
+		time.Sleep(time.Duration(300+rng.IntN(900)) * time.Millisecond)
 		if p.exited() {
 			t.Fatalf("capture exited on its own before kill %d: %v\n%s", i, p.err, p.output())
 		}
@@ -325,9 +327,9 @@ func runSnapshot(t *testing.T, kills, chunk int) {
 		}
 	}
 	if kills > 0 {
-		t.Logf("%d of %d kills hit the running snapshot", during, kills)
-		if during < 10 {
-			t.Errorf("only %d kills hit the running snapshot; want at least 10", during)
+		t.Logf("%d kills hit the running snapshot", during)
+		if during < kills {
+			t.Errorf("only %d kills hit the running snapshot; want at least %d", during, kills)
 		}
 	}
 	time.Sleep(time.Second) // changes after the snapshot stream too
@@ -373,4 +375,4 @@ func TestSnapshotConcurrentWrites(t *testing.T) { runSnapshot(t, 0, 5000) }
 // TestSnapshotKill9Resume is TestSnapshotConcurrentWrites with capture
 // killed (SIGKILL) and restarted at random moments: the snapshot resumes at
 // the chunk after the last one committed.
-func TestSnapshotKill9Resume(t *testing.T) { runSnapshot(t, 13, 2000) }
+func TestSnapshotKill9Resume(t *testing.T) { runSnapshot(t, 12, 200) }
