@@ -52,17 +52,7 @@ func TestBenchCapture(t *testing.T) {
 	}
 	t.Cleanup(func() { _, _ = admin.Exec("DROP DATABASE IF EXISTS " + db) })
 	conn := m.AdminDB(t, db)
-	mustExec(t, conn, `CREATE TABLE orders (
-		id BIGINT NOT NULL PRIMARY KEY,
-		customer_id INT NOT NULL,
-		status ENUM('new','paid','shipped','cancelled') NOT NULL,
-		amount DECIMAL(12,2) NOT NULL,
-		currency CHAR(3) NOT NULL,
-		note VARCHAR(200),
-		created_at DATETIME(6) NOT NULL,
-		updated_at TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
-		flags TINYINT UNSIGNED NOT NULL,
-		attrs JSON)`)
+	mustExec(t, conn, ordersDDL)
 
 	// Debezium must know the table before the backlog: start it, let it
 	// store its offsets, stop it (offsets kept), and restart it later.
@@ -100,19 +90,7 @@ func TestBenchCapture(t *testing.T) {
 
 	// The backlog.
 	start := time.Now()
-	for lo := 1; lo <= inserts; lo += chunk {
-		mustExec(t, conn, fmt.Sprintf(`INSERT INTO orders (id, customer_id, status, amount, currency, note, created_at, updated_at, flags, attrs)
-			SELECT seq, seq %% 10007, ELT(1 + seq %% 4, 'new','paid','shipped','cancelled'), (seq * 7919 %% 10000000) / 100, 'EUR',
-			       CONCAT('order ', seq, ' ', MD5(seq)), TIMESTAMP('2024-01-01') + INTERVAL seq SECOND + INTERVAL (seq %% 1000000) MICROSECOND,
-			       TIMESTAMP('2024-06-01') + INTERVAL seq SECOND, seq %% 256, JSON_OBJECT('k', seq, 'tag', MD5(seq + 1))
-			FROM seq_%d_to_%d`, lo, lo+chunk-1))
-	}
-	for lo := 1; lo <= updates; lo += chunk {
-		mustExec(t, conn, fmt.Sprintf("UPDATE orders SET status = 'paid', amount = amount + 1, note = CONCAT(note, '+') WHERE id BETWEEN %d AND %d", lo, lo+chunk-1))
-	}
-	for lo := inserts - deletes + 1; lo <= inserts; lo += chunk {
-		mustExec(t, conn, fmt.Sprintf("DELETE FROM orders WHERE id BETWEEN %d AND %d", lo, lo+chunk-1))
-	}
+	writeOrders(t, conn, inserts, updates, deletes, chunk)
 	var gtidAfter string
 	if err := admin.QueryRowContext(ctx, "SELECT @@gtid_binlog_pos").Scan(&gtidAfter); err != nil {
 		t.Fatal(err)

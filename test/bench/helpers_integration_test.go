@@ -3,6 +3,8 @@
 package bench
 
 import (
+	"database/sql"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,4 +31,30 @@ func captureEnv(t *testing.T, m testenv.MariaDB, prefix, db string, extra ...str
 		"CAPTURE_MYSQL_ADDR="+m.Addr, "CAPTURE_MYSQL_USER="+m.CaptureUser, "CAPTURE_MYSQL_PASSWORD="+m.CapturePassword,
 		"CAPTURE_KAFKA_BROKERS="+strings.Join(testenv.KafkaBrokers(t), ","), "CAPTURE_SCHEMA_REGISTRY_URL="+testenv.RegistryURL(t),
 		"CAPTURE_TOPIC_PREFIX="+prefix, "CAPTURE_DATABASE_INCLUDE_LIST="+db, "CAPTURE_METRICS_ADDR=off"), extra...)
+}
+
+// ordersDDL is the benchmarks' table: a realistic mix of types.
+const ordersDDL = `CREATE TABLE orders (id BIGINT NOT NULL PRIMARY KEY, customer_id INT NOT NULL,
+	status ENUM('new','paid','shipped','cancelled') NOT NULL, amount DECIMAL(12,2) NOT NULL, currency CHAR(3) NOT NULL,
+	note VARCHAR(200), created_at DATETIME(6) NOT NULL, updated_at TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+	flags TINYINT UNSIGNED NOT NULL, attrs JSON)`
+
+// writeOrders inserts ids 1..ins, then updates ids 1..upd and deletes the
+// last del ids, chunk rows per statement (one transaction each), with
+// varied values so that compression does not flatter anyone.
+func writeOrders(t *testing.T, conn *sql.DB, ins, upd, del, chunk int) {
+	t.Helper()
+	for lo := 1; lo <= ins; lo += chunk {
+		mustExec(t, conn, fmt.Sprintf(`INSERT INTO orders (id, customer_id, status, amount, currency, note, created_at, updated_at, flags, attrs)
+			SELECT seq, seq %% 10007, ELT(1 + seq %% 4, 'new','paid','shipped','cancelled'), (seq * 7919 %% 10000000) / 100, 'EUR',
+			       CONCAT('order ', seq, ' ', MD5(seq)), TIMESTAMP('2024-01-01') + INTERVAL seq SECOND + INTERVAL (seq %% 1000000) MICROSECOND,
+			       TIMESTAMP('2024-06-01') + INTERVAL seq SECOND, seq %% 256, JSON_OBJECT('k', seq, 'tag', MD5(seq + 1))
+			FROM seq_%d_to_%d`, lo, min(lo+chunk-1, ins)))
+	}
+	for lo := 1; lo <= upd; lo += chunk {
+		mustExec(t, conn, fmt.Sprintf("UPDATE orders SET status = 'paid', amount = amount + 1, note = CONCAT(note, '+') WHERE id BETWEEN %d AND %d", lo, min(lo+chunk-1, upd)))
+	}
+	for lo := ins - del + 1; lo <= ins; lo += chunk {
+		mustExec(t, conn, fmt.Sprintf("DELETE FROM orders WHERE id BETWEEN %d AND %d", lo, min(lo+chunk-1, ins)))
+	}
 }
