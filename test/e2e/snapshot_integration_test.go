@@ -300,7 +300,13 @@ func runSnapshot(t *testing.T, kills, chunk int) {
 	// snapshot's speed depends on the machine), at most 4×kills times.
 	done, during := false, 0
 	for i := 0; kills > 0 && during < kills && !done && i < 4*kills; i++ {
-		time.Sleep(time.Duration(300+rng.IntN(900)) * time.Millisecond)
+		// Kill a random moment after this process took up the snapshot, so
+		// that kills land on it however fast the machine is.
+		testenv.Eventually(t, time.Minute, 20*time.Millisecond, func() bool {
+			out := p.output()
+			return p.exited() || strings.Contains(out, "snapshot: running") || strings.Contains(out, "snapshot: done")
+		}, "capture to take up the snapshot")
+		time.Sleep(time.Duration(50+rng.IntN(400)) * time.Millisecond)
 		if p.exited() {
 			t.Fatalf("capture exited on its own before kill %d: %v\n%s", i, p.err, p.output())
 		}
