@@ -73,11 +73,12 @@ type Publisher struct {
 	closeOnce sync.Once
 }
 
-// RecordInfo travels in a record's Context so that a failure can name what
-// failed without logging row values.
-type RecordInfo struct {
-	Table string // db.table
-	Key   string // the primary key, rendered for error messages
+// Describer says what a record is, for error messages, without logging row
+// values. It travels in the record's Context and is only called when the
+// record fails, so a description costs nothing on the hot path.
+type Describer interface {
+	// Describe returns the source table (db.table) and the rendered key.
+	Describe() (table, key string)
 }
 
 // New connects, creates the offsets topic if needed and fences any older
@@ -298,9 +299,12 @@ func (p *Publisher) promise(r *kgo.Record, err error) {
 		return
 	}
 	if errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge) {
-		info, _ := r.Context.Value(recordInfoKey{}).(RecordInfo)
+		table, key := "?", "?"
+		if d, ok := r.Context.Value(describerKey{}).(Describer); ok {
+			table, key = d.Describe()
+		}
 		err = fmt.Errorf("%w: a change of table %s with key %s is %d bytes in topic %s; raise the capture setting max-record-bytes (CAPTURE_MAX_RECORD_BYTES) and the topic's max.message.bytes: %w",
-			ErrTooLarge, info.Table, info.Key, len(r.Key)+len(r.Value), r.Topic, err)
+			ErrTooLarge, table, key, len(r.Key)+len(r.Value), r.Topic, err)
 	}
 	p.errMu.Lock()
 	if p.err == nil {
@@ -309,11 +313,11 @@ func (p *Publisher) promise(r *kgo.Record, err error) {
 	p.errMu.Unlock()
 }
 
-type recordInfoKey struct{}
+type describerKey struct{}
 
-// WithInfo returns a context carrying what a record is, for error messages.
-func WithInfo(ctx context.Context, info RecordInfo) context.Context {
-	return context.WithValue(ctx, recordInfoKey{}, info)
+// WithDescriber returns a context carrying what a record is, for error messages.
+func WithDescriber(ctx context.Context, d Describer) context.Context {
+	return context.WithValue(ctx, describerKey{}, d)
 }
 
 // Err returns the first produce error of the open transaction, if any.

@@ -9,11 +9,13 @@
 package stream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"strings"
 	"time"
 
@@ -564,13 +566,51 @@ func keyStruct(t *table, row debezium.Struct) debezium.Struct {
 	return k
 }
 
+// sameKey compares the key columns of two converted rows. Converted
+// values are scalars or []byte (decimals, binary), so this needs no
+// formatting: it runs for every update.
 func sameKey(t *table, a, b debezium.Struct) bool {
 	for _, j := range t.KeyIdx {
-		if fmt.Sprint(a[j]) != fmt.Sprint(b[j]) {
+		x, y := a[j], b[j]
+		if xb, ok := x.([]byte); ok {
+			yb, ok := y.([]byte)
+			if !ok || !bytes.Equal(xb, yb) {
+				return false
+			}
+			continue
+		}
+		if _, ok := y.([]byte); ok || !scalarEqual(x, y) {
 			return false
 		}
 	}
 	return true
+}
+
+// scalarEqual is == for comparable values (all key column types) and a
+// deep comparison otherwise, so that it never panics.
+func scalarEqual(x, y any) bool {
+	if x == nil || y == nil {
+		return x == y
+	}
+	if reflect.TypeOf(x).Comparable() && reflect.TypeOf(y).Comparable() {
+		return x == y
+	}
+	return reflect.DeepEqual(x, y)
+}
+
+// recordDesc describes a record for publish's error messages, rendering
+// the key only if the record fails.
+type recordDesc struct {
+	t   *table
+	row debezium.Struct
+}
+
+func (d recordDesc) Describe() (string, string) {
+	key := "(none)"
+	if d.t.Key != nil {
+		key = keyString(d.t, d.row)
+	}
+	return d.t.Def.DB + "." + d.t.Def.Table, key
 }
 
 // keyString renders a key as Debezium's primary-key-change headers carry
@@ -585,7 +625,8 @@ func keyString(t *table, row debezium.Struct) string {
 		name, _ := json.Marshal(t.Key.Fields[i].Name)
 		b.Write(name)
 		b.WriteByte(':')
-		v, err := json.Marshal(jsonValue(row[j]))
+		// Kafka Connect's JSON form; []byte (decimals, binary keys) as base64.
+		v, err := json.Marshal(row[j])
 		if err != nil {
 			v = []byte("null")
 		}
@@ -594,10 +635,6 @@ func keyString(t *table, row debezium.Struct) string {
 	b.WriteByte('}')
 	return b.String()
 }
-
-// jsonValue renders a converted value as Kafka Connect's JSON form does:
-// bytes (decimals, binary keys) as base64, which encoding/json does for []byte.
-func jsonValue(v any) any { return v }
 
 func (s *Stream) frame(id int) []byte {
 	b := make([]byte, 5, 256)
@@ -611,7 +648,6 @@ func (s *Stream) emit(ctx context.Context, t *table, op debezium.Op, before, aft
 		row = before
 	}
 	var key []byte
-	var keyDesc string
 	if t.Key != nil {
 		ks := keyStruct(t, row)
 		var err error
@@ -619,7 +655,6 @@ func (s *Stream) emit(ctx context.Context, t *table, op debezium.Op, before, aft
 		if err != nil {
 			return fmt.Errorf("encoding a key of %s: %w", t.topic, err)
 		}
-		keyDesc = keyString(t, row)
 	}
 	env := debezium.Envelope{Before: before, After: after, Source: src, Op: op,
 		TsMs: now.UnixMilli(), TsUs: now.UnixMicro(), TsNs: now.UnixNano()}
@@ -627,8 +662,13 @@ func (s *Stream) emit(ctx context.Context, t *table, op debezium.Op, before, aft
 	if err != nil {
 		return fmt.Errorf("encoding a change of %s: %w", t.topic, err)
 	}
-	rctx := publish.WithInfo(ctx, publish.RecordInfo{Table: t.Def.DB + "." + t.Def.Table, Key: keyDesc})
-	hs := append(headers[:len(headers):len(headers)], s.contextHeaders...)
+	rctx := publish.WithDescriber(ctx, recordDesc{t: t, row: row})
+	// Records only read their headers: share the context headers unless
+	// this record has its own (primary-key changes).
+	hs := s.contextHeaders
+	if len(headers) > 0 {
+		hs = append(headers[:len(headers):len(headers)], s.contextHeaders...)
+	}
 	s.pub.Produce(rctx, &kgo.Record{Topic: t.topic, Key: key, Value: val, Headers: hs})
 	s.txnRecords++
 	s.cfg.Metrics.event(t.topic, op, len(key)+len(val))
