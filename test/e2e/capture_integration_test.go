@@ -41,8 +41,8 @@ func newCaptureEnv(t *testing.T, extra ...string) *captureEnv {
 
 func (c *captureEnv) topic(table string) string { return c.prefix + "." + c.dbName + "." + table }
 
-// waitStreaming waits until capture has stored its first position, which
-// it does right after it starts streaming... approximated by its log line.
+// waitLog waits until a process's log contains substr, failing the test if
+// the process exits first.
 func waitLog(t *testing.T, p *proc, substr string, timeout time.Duration) {
 	t.Helper()
 	testenv.Eventually(t, timeout, 100*time.Millisecond, func() bool {
