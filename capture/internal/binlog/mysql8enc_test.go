@@ -472,4 +472,3 @@ func jsonDiff(op byte, path string, value []byte) []byte {
 	}
 	return append(lenenc(b, uint64(len(value))), value...)
 }
-
