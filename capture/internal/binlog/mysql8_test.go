@@ -464,3 +464,18 @@ func TestMySQL8CompressedTransaction(t *testing.T) {
 		t.Errorf("rows %v", rows)
 	}
 }
+
+// TestCheckRefusesPartialJSON checks the start-up check of MySQL's
+// binlog_row_value_options.
+func TestCheckRefusesPartialJSON(t *testing.T) {
+	ok := Server{Flavor: FlavorMySQL, LogBin: "1", Format: "ROW", RowImage: "FULL", RowMetadata: "FULL"}
+	if err := ok.Check(); err != nil {
+		t.Fatal(err)
+	}
+	bad := ok
+	bad.RowValueOptions = "PARTIAL_JSON"
+	err := bad.Check()
+	if !errors.Is(err, ErrNotReady) || !strings.Contains(err.Error(), "binlog_row_value_options=''") {
+		t.Fatalf("PARTIAL_JSON: %v", err)
+	}
+}
