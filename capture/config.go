@@ -33,6 +33,7 @@ type Config struct {
 
 	// Kafka and the registry.
 	KafkaBrokers        string
+	Kafka               KafkaSecurity // TLS and SASL (MSK)
 	RegistryURL         string
 	OffsetsTopic        string
 	HistoryTopic        string
@@ -71,6 +72,7 @@ func (c *Config) bind(f *envFlags) {
 	f.String(&c.TopicPrefix, "topic-prefix", "", "Debezium topic.prefix: change topics are <prefix>.<db>.<table> (required)")
 	f.String(&c.ID, "id", "", "capture id: its Kafka transactional id is binlake-capture-<id> and its position is stored under it (default: the topic prefix)")
 	f.String(&c.KafkaBrokers, "kafka-brokers", "127.0.0.1:9092", "comma-separated Kafka seed brokers")
+	c.Kafka.bind(f)
 	f.String(&c.RegistryURL, "schema-registry-url", "http://127.0.0.1:8081", "Confluent-compatible schema registry URL (Apicurio: .../apis/ccompat/v7)")
 	f.String(&c.OffsetsTopic, "offsets-topic", "__binlake-capture-offsets", "compacted topic holding capture positions")
 	f.String(&c.HistoryTopic, "schema-history-topic", "", "topic holding table definitions as they change (default __binlake-schema-history.<prefix>)")
@@ -117,6 +119,9 @@ func (c *Config) Validate() error {
 	}
 	if strings.TrimSpace(c.KafkaBrokers) == "" {
 		bad("kafka-brokers is empty")
+	}
+	if err := c.Kafka.Validate(strings.Split(c.KafkaBrokers, ",")); err != nil {
+		errs = append(errs, err)
 	}
 	if !strings.Contains(c.MySQLAddr, ":") {
 		bad("mysql-addr %q is not host:port", c.MySQLAddr)
@@ -210,6 +215,7 @@ func (c *Config) redacted() []any {
 	return []any{
 		"mysql_addr", c.MySQLAddr, "mysql_user", c.MySQLUser, "mysql_password_set", c.MySQLPassword != "",
 		"topic_prefix", c.TopicPrefix, "id", c.ID, "kafka_brokers", c.KafkaBrokers,
+		"kafka_tls", c.Kafka.TLS, "kafka_sasl_mechanism", c.Kafka.SASLMechanism, "kafka_sasl_username", c.Kafka.SASLUsername,
 		"schema_registry_url", redactURL(c.RegistryURL), "offsets_topic", c.OffsetsTopic, "schema_history_topic", c.HistoryTopic,
 		"server_id", c.ServerID, "flavor", c.Flavor, "snapshot_mode", c.SnapshotMode, "snapshot_chunk_rows", c.SnapshotChunkRows, "commit_interval", c.CommitInterval,
 	}

@@ -178,6 +178,10 @@ func stream1(ctx context.Context, cfg Config, logger *slog.Logger, metrics *stre
 		return fmt.Errorf("%w (check schema-registry-url %s)", err, redactURL(cfg.RegistryURL))
 	}
 
+	kafkaOpts, err := cfg.Kafka.clientOpts(ctx, "binlake-capture")
+	if err != nil {
+		return err
+	}
 	pub, err := publish.New(ctx, publish.Config{
 		Brokers:            strings.Split(cfg.KafkaBrokers, ","),
 		ID:                 cfg.ID,
@@ -188,6 +192,7 @@ func stream1(ctx context.Context, cfg Config, logger *slog.Logger, metrics *stre
 		MaxRecordBytes:     int32(cfg.MaxRecordBytes),
 		TransactionTimeout: cfg.TransactionTimeout,
 		MaxBufferedBytes:   cfg.MaxBufferedBytes,
+		Opts:               kafkaOpts,
 		Logger:             logger,
 	})
 	if err != nil {

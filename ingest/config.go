@@ -14,7 +14,8 @@ import (
 // variable and default are in bind.
 type Config struct {
 	// Kafka.
-	KafkaBrokers string // comma-separated seed brokers
+	KafkaBrokers string        // comma-separated seed brokers
+	Kafka        KafkaSecurity // TLS and SASL (MSK)
 	GroupID      string
 	Topics       string // comma-separated topic names
 	TopicRegex   string // or: a regex matching whole topic names
@@ -50,6 +51,7 @@ type Config struct {
 
 func (c *Config) bind(f *envFlags) {
 	f.String(&c.KafkaBrokers, "kafka-brokers", "127.0.0.1:9092", "comma-separated Kafka seed brokers")
+	c.Kafka.bind(f)
 	f.String(&c.GroupID, "group-id", "binlake-ingest", "Kafka consumer group; its offsets are advisory (the tables hold the real ones)")
 	f.String(&c.Topics, "topics", "", "comma-separated change topics <prefix>.<db>.<table> to consume (or use -topic-regex)")
 	f.String(&c.TopicRegex, "topic-regex", "", "regex matching whole change topic names to consume, e.g. 'dbserver1\\.inventory\\..*'")
@@ -87,6 +89,9 @@ func (c *Config) Validate() error {
 	}
 	if strings.TrimSpace(c.KafkaBrokers) == "" {
 		bad("kafka-brokers is empty")
+	}
+	if err := c.Kafka.Validate(c.brokers()); err != nil {
+		errs = append(errs, err)
 	}
 	if c.GroupID == "" {
 		bad("group-id is empty")
@@ -150,7 +155,8 @@ func (c *Config) brokers() []string {
 // redacted is the configuration as logged: no secrets.
 func (c *Config) redacted() []any {
 	return []any{
-		"kafka_brokers", c.KafkaBrokers, "group_id", c.GroupID, "topics", c.Topics, "topic_regex", c.TopicRegex,
+		"kafka_brokers", c.KafkaBrokers, "kafka_tls", c.Kafka.TLS, "kafka_sasl_mechanism", c.Kafka.SASLMechanism,
+		"kafka_sasl_username", c.Kafka.SASLUsername, "group_id", c.GroupID, "topics", c.Topics, "topic_regex", c.TopicRegex,
 		"schema_registry_url", redactURL(c.RegistryURL), "catalog_uri", redactURL(c.CatalogURI), "warehouse", c.Warehouse,
 		"catalog_credential_set", c.CatalogCredential != "", "catalog_token_set", c.CatalogToken != "",
 		"sigv4", c.SigV4, "s3_endpoint", c.S3Endpoint, "s3_region", c.S3Region,

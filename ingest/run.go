@@ -130,6 +130,10 @@ func ingest(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		}
 		registry = cl
 	}
+	kafkaOpts, err := cfg.Kafka.clientOpts(ctx, "binlake-ingest")
+	if err != nil {
+		return err
+	}
 	p, err := pipeline.New(pipeline.Config{
 		Brokers:          cfg.brokers(),
 		Group:            cfg.GroupID,
@@ -143,6 +147,7 @@ func ingest(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		ShutdownTimeout:  cfg.ShutdownTimeout,
 		Logger:           logger,
 		Metrics:          metrics,
+		ClientOpts:       kafkaOpts,
 	}, cat, decode.New(registry))
 	if err != nil {
 		return fmt.Errorf("kafka %s: %w", cfg.KafkaBrokers, err)

@@ -128,23 +128,7 @@ func Open(ctx context.Context, cfg Config, start Position) (*Reader, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	syncer := replication.NewBinlogSyncer(replication.BinlogSyncerConfig{
-		ServerID:                cfg.ServerID,
-		Flavor:                  string(cfg.Flavor),
-		Host:                    host,
-		Port:                    uint16(port),
-		User:                    cfg.User,
-		Password:                cfg.Password,
-		HeartbeatPeriod:         hb,
-		ReadTimeout:             3 * hb,
-		TimestampStringLocation: time.UTC,
-		MaxReconnectAttempts:    10,
-		Logger:                  logger.With("component", "binlog"),
-		// Events decoded ahead of capture. A rows event holds up to
-		// max_binlog_cache-sized batches of rows, so this bounds memory:
-		// capture, not the syncer, owns back-pressure.
-		EventCacheCount: cfg.EventBuffer,
-	})
+	syncer := replication.NewBinlogSyncer(syncerConfig(cfg, host, uint16(port), hb, logger))
 	r := &Reader{syncer: syncer, flavor: cfg.Flavor, file: start.File, pos: start.Pos}
 	switch {
 	case start.GTIDSet != "" || (start.File == "" && cfg.Flavor == FlavorMariaDB):
@@ -160,6 +144,28 @@ func Open(ctx context.Context, cfg Config, start Position) (*Reader, error) {
 		return nil, fmt.Errorf("starting binlog stream at %s: %w", start, err)
 	}
 	return r, nil
+}
+
+// syncerConfig is how go-mysql connects and decodes. Tests build a parser
+// with the same decoding settings from it.
+func syncerConfig(cfg Config, host string, port uint16, hb time.Duration, logger *slog.Logger) replication.BinlogSyncerConfig {
+	return replication.BinlogSyncerConfig{
+		ServerID:                cfg.ServerID,
+		Flavor:                  string(cfg.Flavor),
+		Host:                    host,
+		Port:                    port,
+		User:                    cfg.User,
+		Password:                cfg.Password,
+		HeartbeatPeriod:         hb,
+		ReadTimeout:             3 * hb,
+		TimestampStringLocation: time.UTC,
+		MaxReconnectAttempts:    10,
+		Logger:                  logger.With("component", "binlog"),
+		// Events decoded ahead of capture. A rows event holds up to
+		// max_binlog_cache-sized batches of rows, so this bounds memory:
+		// capture, not the syncer, owns back-pressure.
+		EventCacheCount: cfg.EventBuffer,
+	}
 }
 
 // Close stops streaming. It is safe to call more than once.
@@ -259,7 +265,15 @@ func (r *Reader) decode(raw *replication.BinlogEvent) error {
 			replication.MARIADB_WRITE_ROWS_COMPRESSED_EVENT_V1:
 			ev.RowsType = Insert
 		case replication.UPDATE_ROWS_EVENTv0, replication.UPDATE_ROWS_EVENTv1, replication.UPDATE_ROWS_EVENTv2,
-			replication.MARIADB_UPDATE_ROWS_COMPRESSED_EVENT_V1, replication.PARTIAL_UPDATE_ROWS_EVENT:
+			replication.MARIADB_UPDATE_ROWS_COMPRESSED_EVENT_V1:
+			ev.RowsType = Update
+		case replication.PARTIAL_UPDATE_ROWS_EVENT:
+			// binlog_row_value_options=PARTIAL_JSON. MySQL still writes
+			// whole documents when it cannot log a diff; a diff is refused
+			// (see ErrPartialJSON).
+			if err := refusePartialJSON(e, r.file, h.LogPos); err != nil {
+				return err
+			}
 			ev.RowsType = Update
 		case replication.DELETE_ROWS_EVENTv0, replication.DELETE_ROWS_EVENTv1, replication.DELETE_ROWS_EVENTv2,
 			replication.MARIADB_DELETE_ROWS_COMPRESSED_EVENT_V1:
@@ -310,6 +324,31 @@ func (r *Reader) commit(h *replication.EventHeader) error {
 	ev.Position = r.Position()
 	r.pending = append(r.pending, ev)
 	r.inTxn, r.gtid, r.thread = false, "", 0
+	return nil
+}
+
+// ErrPartialJSON reports a JSON column logged as a diff
+// (binlog_row_value_options=PARTIAL_JSON). Debezium does not rebuild such
+// documents either (its MySQL setup requires the option unset). Capture
+// could apply the diffs to the before image, but go-mysql v1.16.0 keeps
+// only the first diff of each column, so the document cannot be rebuilt
+// faithfully: capture stops rather than emit a wrong after image.
+var ErrPartialJSON = errors.New("binlog: partial JSON update (binlog_row_value_options=PARTIAL_JSON)")
+
+// refusePartialJSON fails on an update whose after image holds a JSON diff.
+func refusePartialJSON(e *replication.RowsEvent, file string, pos uint32) error {
+	for i := 1; i < len(e.Rows); i += 2 {
+		for c, v := range e.Rows[i] {
+			if _, ok := v.(*replication.JsonDiff); ok {
+				name := strconv.Itoa(c)
+				if names := e.Table.ColumnNameString(); c < len(names) {
+					name = names[c]
+				}
+				return fmt.Errorf("%w: %s.%s column %s at %s:%d: set binlog_row_value_options='' (SET GLOBAL and in the server configuration) so updates carry whole documents, then restart capture from a position before this event",
+					ErrPartialJSON, e.Table.Schema, e.Table.Table, name, file, pos)
+			}
+		}
+	}
 	return nil
 }
 

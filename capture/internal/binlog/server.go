@@ -15,6 +15,8 @@ type Server struct {
 	ServerID uint32
 	// Settings, as the server reports them.
 	LogBin, Format, RowImage, RowMetadata string
+	// RowValueOptions is MySQL 8's binlog_row_value_options ("" elsewhere).
+	RowValueOptions string
 	// Current is the end of the binlog now.
 	Current Position
 }
@@ -35,6 +37,12 @@ func Inspect(ctx context.Context, db *sql.DB) (Server, error) {
 	// binlog_row_metadata exists on MySQL 8.0.1+ and MariaDB 10.5+.
 	if err := db.QueryRowContext(ctx, "SELECT @@binlog_row_metadata").Scan(&s.RowMetadata); err != nil {
 		s.RowMetadata = "UNSUPPORTED"
+	}
+	if s.Flavor == FlavorMySQL {
+		// MySQL 8.0.3+; older servers and MariaDB have no such variable.
+		if err := db.QueryRowContext(ctx, "SELECT @@GLOBAL.binlog_row_value_options").Scan(&s.RowValueOptions); err != nil {
+			s.RowValueOptions = ""
+		}
 	}
 	var gtidQuery string
 	if s.Flavor == FlavorMariaDB {
@@ -108,6 +116,9 @@ func (s Server) Check() error {
 	}
 	if !strings.EqualFold(s.RowMetadata, "FULL") {
 		bad("binlog_row_metadata is %s; set binlog_row_metadata=FULL (MySQL 8.0.1+, MariaDB 10.5+) so each row event names its columns", s.RowMetadata)
+	}
+	if strings.Contains(strings.ToUpper(s.RowValueOptions), "PARTIAL_JSON") {
+		bad("binlog_row_value_options is %s; set binlog_row_value_options='' so JSON updates carry whole documents (Debezium requires the same)", s.RowValueOptions)
 	}
 	return errors.Join(errs...)
 }
