@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -92,8 +93,12 @@ func runAdhoc(t *testing.T, rows, kills, chunk int) {
 	rng := rand.New(rand.NewPCG(7, uint64(time.Now().UnixNano())))
 	during := 0
 	for i := 0; during < kills && i < 4*kills; i++ {
-		waitLog(t, p, "incremental snapshot: ", time.Minute)
-		time.Sleep(time.Duration(100+rng.IntN(700)) * time.Millisecond)
+		// Kill a random moment after this process read its first chunk (its
+		// own metrics), so that kills land on the running snapshot.
+		testenv.Eventually(t, time.Minute, 20*time.Millisecond, func() bool {
+			return p.exited() || f.cursor() > 0 || strings.Contains(fullLog(t, p), "incremental snapshot: finished")
+		}, "capture to read a chunk")
+		time.Sleep(time.Duration(50+rng.IntN(600)) * time.Millisecond)
 		if p.exited() {
 			t.Fatalf("capture exited on its own before kill %d: %v\n%s", i, p.err, p.output())
 		}
@@ -128,6 +133,9 @@ func runAdhoc(t *testing.T, rows, kills, chunk int) {
 	time.Sleep(time.Second) // changes after the snapshot stream too
 	stopWriter()
 	wg.Wait()
+	// A statement the writer gave up on when its context ended may still
+	// run on the server: let it finish before the table is read.
+	time.Sleep(time.Second)
 	t.Logf("writer made %d changes (%d failed statements)", f.ops.Load(), f.writeErr.Load())
 	if f.ops.Load() < 500 {
 		t.Fatalf("the writer made only %d changes; the test proves little", f.ops.Load())
@@ -152,8 +160,8 @@ func runAdhoc(t *testing.T, rows, kills, chunk int) {
 		if during < kills {
 			t.Errorf("only %d kills hit the running snapshot; want at least %d", during, kills)
 		}
-		if !strings.Contains(logs, "incremental snapshot: resuming") {
-			t.Error("no restart resumed the incremental snapshot")
+		if !regexp.MustCompile(`incremental snapshot: resuming.* rows_emitted=[1-9]`).MatchString(logs) {
+			t.Error("no restart resumed the incremental snapshot after emitted rows")
 		}
 	}
 
