@@ -5,10 +5,13 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -45,6 +48,23 @@ func requestSnapshot(t *testing.T, env []string, tables string) string {
 		t.Fatalf("capture snapshot --tables %s: %v\n%s", tables, err, out)
 	}
 	return string(out)
+}
+
+// emittedReads is the op=r events a capture process published (its
+// /metrics at addr), -1 if they cannot be read.
+func emittedReads(addr string) int {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	m := regexp.MustCompile(`capture_events_total\{op="r",[^}]*\} ([0-9.e+]+)`).FindSubmatch(b)
+	if m == nil {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(string(m[1]), 64)
+	return int(v)
 }
 
 func fullLog(t *testing.T, p *proc) string {
@@ -93,11 +113,12 @@ func runAdhoc(t *testing.T, rows, kills, chunk int) {
 	rng := rand.New(rand.NewPCG(7, uint64(time.Now().UnixNano())))
 	during := 0
 	for i := 0; during < kills && i < 4*kills; i++ {
-		// Kill a random moment after this process read its first chunk (its
-		// own metrics), so that kills land on the running snapshot.
-		testenv.Eventually(t, time.Minute, 20*time.Millisecond, func() bool {
-			return p.exited() || f.cursor() > 0 || strings.Contains(fullLog(t, p), "incremental snapshot: finished")
-		}, "capture to read a chunk")
+		// Kill a random moment after this process emitted snapshot rows
+		// (its own metrics), so that kills land on the running snapshot
+		// after progress it may have committed.
+		testenv.Eventually(t, 2*time.Minute, 20*time.Millisecond, func() bool {
+			return p.exited() || emittedReads(f.metrics) > 0 || strings.Contains(fullLog(t, p), "incremental snapshot: finished")
+		}, "capture to emit snapshot rows")
 		time.Sleep(time.Duration(50+rng.IntN(600)) * time.Millisecond)
 		if p.exited() {
 			t.Fatalf("capture exited on its own before kill %d: %v\n%s", i, p.err, p.output())
@@ -212,8 +233,8 @@ func TestAdhocSnapshotKill9(t *testing.T) { runAdhoc(t, 200000, 6, 300) }
 func TestAdhocSnapshotWidenedIncludeList(t *testing.T) {
 	c := newCaptureEnv(t, "CAPTURE_LOG_LEVEL=info", "CAPTURE_COMMIT_INTERVAL=100ms", "CAPTURE_SNAPSHOT_CHUNK_ROWS=700")
 	exec1(t, c,
-		"CREATE TABLE a (id INT PRIMARY KEY, v VARCHAR(20))",
-		"CREATE TABLE b (id INT PRIMARY KEY, v VARCHAR(20))",
+		"CREATE TABLE a (id INT PRIMARY KEY, v VARCHAR(64))",
+		"CREATE TABLE b (id INT PRIMARY KEY, v VARCHAR(64))",
 		"INSERT INTO a SELECT seq, CONCAT('a', seq) FROM seq_1_to_500",
 		"INSERT INTO b SELECT seq, CONCAT('b', seq) FROM seq_1_to_3000")
 	bin := binary(t, "capture")
@@ -230,7 +251,7 @@ func TestAdhocSnapshotWidenedIncludeList(t *testing.T) {
 	if l := fullLog(t, p); !strings.Contains(l, "newly captured by the include lists") || !strings.Contains(l, c.dbName+".b") {
 		t.Fatalf("capture did not name b as newly captured:\n%s", l)
 	}
-	exec1(t, c, "CREATE TABLE d (id INT PRIMARY KEY, v VARCHAR(20))", "INSERT INTO d SELECT seq, CONCAT('d', seq) FROM seq_1_to_50",
+	exec1(t, c, "CREATE TABLE d (id INT PRIMARY KEY, v VARCHAR(64))", "INSERT INTO d SELECT seq, CONCAT('d', seq) FROM seq_1_to_50",
 		"UPDATE b SET v = 'after' WHERE id = 3000")
 	time.Sleep(time.Second)
 	p.stop(t, 30*time.Second)
