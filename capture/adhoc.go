@@ -143,7 +143,7 @@ func incrementalSetup(ctx context.Context, cfg Config, state *stream.State, stor
 	if err != nil || !kafka {
 		return ic, nil, store, err
 	}
-	if err := pub.EnsureTopic(ctx, cfg.SignalKafkaTopic, signal.TopicConfigs, 1); err != nil {
+	if err := pub.EnsureTopic(ctx, cfg.SignalKafkaTopic, signal.TopicConfigs(), 1); err != nil {
 		return ic, nil, false, err
 	}
 	from := int64(-1)

@@ -97,7 +97,7 @@ func runSnapshotCommand(ctx context.Context, args []string, getenv func(string) 
 	defer cl.Close()
 	sctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	resp, err := kadm.NewClient(cl).CreateTopic(sctx, 1, int16(cfg.TopicReplication), signal.TopicConfigs, cfg.SignalKafkaTopic)
+	resp, err := kadm.NewClient(cl).CreateTopic(sctx, 1, int16(cfg.TopicReplication), signal.TopicConfigs(), cfg.SignalKafkaTopic)
 	if err == nil {
 		err = resp.Err
 	}

@@ -25,9 +25,11 @@ type Reader struct {
 	topic string
 }
 
-// TopicConfigs are the settings of a signal topic capture creates: deletion
-// by time, never compaction (every signal has the same key).
-var TopicConfigs = map[string]*string{"cleanup.policy": kadm.StringPtr("delete")}
+// TopicConfigs returns the settings of a signal topic capture creates:
+// deletion by time, never compaction (every signal has the same key).
+func TopicConfigs() map[string]*string {
+	return map[string]*string{"cleanup.policy": kadm.StringPtr("delete")}
+}
 
 // NewReader returns a Reader of topic starting at offset from, or, when
 // from is negative, at the end of the topic as it is now (signals sent
