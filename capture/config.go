@@ -26,6 +26,10 @@ type Config struct {
 	// SnapshotMode is Debezium's snapshot.mode; SnapshotChunkRows the rows per snapshot SELECT.
 	SnapshotMode      string
 	SnapshotChunkRows int
+	// SignalEnabledChannels and SignalKafkaTopic are Debezium's
+	// signal.enabled.channels (kafka only) and signal.kafka.topic.
+	SignalEnabledChannels string
+	SignalKafkaTopic      string
 
 	// Naming.
 	TopicPrefix string // topic.prefix
@@ -69,6 +73,8 @@ func (c *Config) bind(f *envFlags) {
 	f.String(&c.StartPosition, "start-position", "current", "where to start when no position is stored: current (the end of the binlog), earliest, gtid:<set> or file:<name>:<pos>")
 	f.String(&c.SnapshotMode, "snapshot-mode", "initial", "Debezium snapshot.mode: initial (snapshot when no position is stored, then stream), initial_only, no_data (no rows, stream from current), never (no rows, stream from start-position) or when_needed (also when the stored position left the binlog)")
 	f.Int(&c.SnapshotChunkRows, "snapshot-chunk-rows", 10000, "rows per snapshot SELECT (primary-key ordered chunk); the snapshot can resume after each chunk")
+	f.String(&c.SignalEnabledChannels, "signal-enabled-channels", "", "Debezium signal.enabled.channels: kafka reads ad-hoc snapshot signals from signal-kafka-topic (the only channel supported); empty: none")
+	f.String(&c.SignalKafkaTopic, "signal-kafka-topic", "", "Debezium signal.kafka.topic: topic of signals such as execute-snapshot, read from partition 0 (default <prefix>-signal when the kafka channel is enabled)")
 	f.String(&c.TopicPrefix, "topic-prefix", "", "Debezium topic.prefix: change topics are <prefix>.<db>.<table> (required)")
 	f.String(&c.ID, "id", "", "capture id: its Kafka transactional id is binlake-capture-<id> and its position is stored under it (default: the topic prefix)")
 	f.String(&c.KafkaBrokers, "kafka-brokers", "127.0.0.1:9092", "comma-separated Kafka seed brokers")
@@ -127,6 +133,9 @@ func (c *Config) Validate() error {
 		bad("mysql-addr %q is not host:port", c.MySQLAddr)
 	}
 	if err := snapshot.Mode(c.SnapshotMode).Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.validateSignals(); err != nil {
 		errs = append(errs, err)
 	}
 	if c.SnapshotChunkRows < 1 {
@@ -217,7 +226,7 @@ func (c *Config) redacted() []any {
 		"topic_prefix", c.TopicPrefix, "id", c.ID, "kafka_brokers", c.KafkaBrokers,
 		"kafka_tls", c.Kafka.TLS, "kafka_sasl_mechanism", c.Kafka.SASLMechanism, "kafka_sasl_username", c.Kafka.SASLUsername,
 		"schema_registry_url", redactURL(c.RegistryURL), "offsets_topic", c.OffsetsTopic, "schema_history_topic", c.HistoryTopic,
-		"server_id", c.ServerID, "flavor", c.Flavor, "snapshot_mode", c.SnapshotMode, "snapshot_chunk_rows", c.SnapshotChunkRows, "commit_interval", c.CommitInterval,
+		"server_id", c.ServerID, "flavor", c.Flavor, "snapshot_mode", c.SnapshotMode, "signal_kafka_topic", c.SignalKafkaTopic, "snapshot_chunk_rows", c.SnapshotChunkRows, "commit_interval", c.CommitInterval,
 	}
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/binlake/binlake/capture/internal/filter"
 	"github.com/binlake/binlake/capture/internal/publish"
 	"github.com/binlake/binlake/capture/internal/schemahist"
+	"github.com/binlake/binlake/capture/internal/signal"
 	"github.com/binlake/binlake/capture/internal/snapshot"
 	"github.com/binlake/binlake/capture/internal/stream"
 	"github.com/binlake/binlake/schemas/debezium"
@@ -39,6 +40,9 @@ var errHelp = flag.ErrHelp
 // run is the whole program: it parses the settings and wires the components
 // together. main only provides the process environment.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) > 1 && args[1] == "snapshot" {
+		return runSnapshotCommand(ctx, args, getenv, stdout)
+	}
 	fs := flag.NewFlagSet("capture", flag.ContinueOnError)
 	fs.SetOutput(stdout)
 	ef := &envFlags{fs: fs, prefix: "CAPTURE_", getenv: getenv}
@@ -46,7 +50,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	cfg.bind(ef)
 	checkOnly := fs.Bool("check-config", false, "validate the configuration and exit")
 	fs.Usage = func() {
-		fmt.Fprintf(stdout, "Usage: capture [flags]\n\n"+
+		fmt.Fprintf(stdout, "Usage: capture [flags]\n       capture snapshot --tables db.t1,db.t2 [flags]   (ad-hoc snapshot: see capture snapshot --help)\n\n"+
 			"capture streams MySQL/MariaDB binlog changes to Kafka as Debezium-compatible Avro events.\n"+
 			"Every flag can also be set through the environment variable shown; secrets only through the environment.\n\n")
 		fs.PrintDefaults()
@@ -212,7 +216,18 @@ func stream1(ctx context.Context, cfg Config, logger *slog.Logger, metrics *stre
 		logger.Info("snapshot-mode initial_only: the snapshot is complete, nothing to do")
 		return nil
 	}
-	if !stored {
+	history, err := stream.LoadHistory(ctx, pub, cfg.HistoryTopic)
+	if err != nil {
+		return err
+	}
+	incCfg, signals, storeNow, err := incrementalSetup(ctx, cfg, &state, stored, db, filt, history, pub, logger)
+	if err != nil {
+		return err
+	}
+	if signals != nil {
+		defer signals.Close()
+	}
+	if !stored || storeNow {
 		// Store the start at once: a capture stopped before its first
 		// change must resume here, not at a later "current".
 		b, err := stream.MarshalState(state)
@@ -226,23 +241,19 @@ func stream1(ctx context.Context, cfg Config, logger *slog.Logger, metrics *stre
 			return fmt.Errorf("storing the start position: %w", err)
 		}
 	}
+	sdb, err := openSnapshotDB(cfg)
+	if err != nil {
+		return err
+	}
+	defer sdb.Close()
 	var snapCfg *stream.SnapshotConfig
 	if state.Snapshot != nil && !state.Snapshot.Done() {
-		sdb, err := openSnapshotDB(cfg)
-		if err != nil {
-			return err
-		}
-		defer sdb.Close()
 		snapCfg = &stream.SnapshotConfig{
 			DB: sdb, Progress: *state.Snapshot, ChunkRows: cfg.SnapshotChunkRows,
 			StopWhenDone: snapshot.Mode(cfg.SnapshotMode) == snapshot.ModeInitialOnly,
 		}
 		logger.Info("snapshot: running", "tables", len(state.Snapshot.Tables), "table_index", state.Snapshot.Table,
 			"rows_emitted", state.Snapshot.Rows, "resumed", stored)
-	}
-	history, err := stream.LoadHistory(ctx, pub, cfg.HistoryTopic)
-	if err != nil {
-		return err
 	}
 	logger.Info("resuming", "gtid", start.GTIDSet, "binlog_file", start.File, "binlog_pos", start.Pos,
 		"flavor", flavor, "server_version", server.Version, "known_tables", len(history))
@@ -268,6 +279,12 @@ func stream1(ctx context.Context, cfg Config, logger *slog.Logger, metrics *stre
 	if err != nil {
 		return err
 	}
+	incCfg.DB = sdb
+	sigCh := make(chan signal.Record, 16)
+	if signals != nil {
+		incCfg.Signals = sigCh
+	}
+	st.EnableIncremental(incCfg)
 	reader, err := binlog.Open(ctx, binlog.Config{
 		Addr: cfg.MySQLAddr, User: cfg.MySQLUser, Password: cfg.MySQLPassword,
 		Flavor: flavor, ServerID: uint32(cfg.ServerID), HeartbeatPeriod: cfg.HeartbeatInterval, EventBuffer: cfg.EventBuffer, Logger: logger,
@@ -277,7 +294,19 @@ func stream1(ctx context.Context, cfg Config, logger *slog.Logger, metrics *stre
 	}
 	defer reader.Close()
 	ready.Store(true)
-	return st.Run(ctx, reader)
+	if signals == nil {
+		return st.Run(ctx, reader)
+	}
+	// The signal reader lives as long as the stream; if it fails, the
+	// stream stops too.
+	g, gctx := errgroup.WithContext(ctx)
+	sctx, stopSignals := context.WithCancel(gctx)
+	g.Go(func() error { return signals.Run(sctx, sigCh) })
+	g.Go(func() error {
+		defer stopSignals()
+		return st.Run(gctx, reader)
+	})
+	return g.Wait()
 }
 
 func ptr(s string) *string { return &s }

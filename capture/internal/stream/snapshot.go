@@ -54,6 +54,7 @@ type SnapshotConfig struct {
 type State struct {
 	binlog.Position
 	Snapshot *snapshot.Progress `json:"snapshot,omitempty"`
+	IncrementalState
 }
 
 // MarshalState encodes a state for the offsets topic.
@@ -92,6 +93,9 @@ type snapRun struct {
 	tableStart time.Time
 	tableRows  int64
 	done       bool
+	// incremental: an ad-hoc snapshot (incremental.go): every row is
+	// marked "incremental" and none is held back.
+	incremental bool
 }
 
 type pendingChunk struct {
@@ -161,6 +165,9 @@ func (s *Stream) snapStep(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	if r.pending == nil {
+		if r.incremental && s.incrPaused() {
+			return false, nil
+		}
 		if r.cur >= len(r.prog.Tables) {
 			return true, s.snapFinish(ctx)
 		}
@@ -340,6 +347,9 @@ func (s *Stream) snapSurvivor(ctx context.Context, row *heldRow) error {
 		}
 	}
 	s.snap.held = row
+	if s.snap.incremental {
+		return s.snapEmitHeld(ctx, false, false)
+	}
 	return nil
 }
 
@@ -352,6 +362,8 @@ func (s *Stream) snapEmitHeld(ctx context.Context, lastOverall, lastInTable bool
 	}
 	var m debezium.SnapshotMarker
 	switch {
+	case r.incremental:
+		m = debezium.SnapshotIncremental
 	case r.prog.Rows == 0 && !lastOverall:
 		m = debezium.SnapshotFirst
 	case lastOverall:
@@ -392,6 +404,10 @@ func (s *Stream) snapFinish(ctx context.Context) error {
 	r.changed, r.prevChanged = nil, nil
 	pos := s.readPos
 	s.pendingPos = &pos
+	if r.incremental {
+		s.log.Info("incremental snapshot: finished", "tables", len(r.prog.Tables), "rows", r.prog.Rows)
+		return nil
+	}
 	s.log.Info("snapshot: done", "tables", len(r.prog.Tables), "rows", r.prog.Rows)
 	return nil
 }
@@ -401,7 +417,12 @@ func (s *Stream) stateBytes(pos binlog.Position) ([]byte, error) {
 	st := State{Position: pos}
 	if s.snap != nil && !s.snap.done {
 		p := s.snap.prog
-		st.Snapshot = &p
+		if s.snap.incremental {
+			st.Incremental = &p
+		} else {
+			st.Snapshot = &p
+		}
 	}
+	s.addIncrementalState(&st)
 	return MarshalState(st)
 }

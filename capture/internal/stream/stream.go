@@ -93,6 +93,7 @@ type Stream struct {
 	readPos   binlog.Position // after the last complete binlog transaction read
 	readMoved bool            // readPos changed since the snapshot last looked
 	snap      *snapRun        // nil: no snapshot
+	incr      *incrState      // nil: no ad-hoc snapshots (incremental.go)
 }
 
 type table struct {
@@ -183,12 +184,17 @@ func (s *Stream) Run(ctx context.Context, r *binlog.Reader) (err error) {
 	s.atBoundary = true
 	s.readPos = r.Position()
 	for {
+		if s.atBoundary {
+			if err := s.signalStep(ctx); err != nil {
+				return err
+			}
+		}
 		if s.snap != nil && s.atBoundary {
 			did, err := s.snapStep(ctx)
 			if err != nil {
 				return err
 			}
-			if s.snap.done && s.cfg.Snapshot.StopWhenDone {
+			if s.snap != nil && s.snap.done && !s.snap.incremental && s.cfg.Snapshot != nil && s.cfg.Snapshot.StopWhenDone {
 				return s.commit(ctx)
 			}
 			if did {
@@ -207,7 +213,15 @@ func (s *Stream) Run(ctx context.Context, r *binlog.Reader) (err error) {
 		if s.pendingPos != nil && s.atBoundary {
 			readCtx = s.window
 		}
+		var cancelPoll context.CancelFunc
+		if readCtx == ctx && s.atBoundary && s.pollsSignals() {
+			// Idle: wake up now and then to look at the signal channel.
+			readCtx, cancelPoll = context.WithTimeout(ctx, signalPollInterval)
+		}
 		ev, err := r.Next(readCtx)
+		if cancelPoll != nil {
+			cancelPoll()
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+
+	"github.com/binlake/binlake/capture/internal/filter"
+	"github.com/binlake/binlake/capture/internal/publish"
+	"github.com/binlake/binlake/capture/internal/schemahist"
+	"github.com/binlake/binlake/capture/internal/signal"
+	"github.com/binlake/binlake/capture/internal/snapshot"
+	"github.com/binlake/binlake/capture/internal/stream"
+)
+
+// Ad-hoc snapshots: the signal channel and the tables the include lists
+// newly capture (README "Snapshots").
+
+// signalChannels parses signal-enabled-channels (Debezium's
+// signal.enabled.channels): binlake reads signals from Kafka only.
+func (c *Config) signalChannels() (kafka bool, err error) {
+	for _, ch := range strings.Split(c.SignalEnabledChannels, ",") {
+		switch ch = strings.TrimSpace(ch); ch {
+		case "":
+		case "kafka":
+			kafka = true
+		case "source", "jmx", "file", "in-process":
+			return false, fmt.Errorf("signal-enabled-channels: the %s channel is not supported; binlake reads signals from Kafka only (kafka)", ch)
+		default:
+			return false, fmt.Errorf("signal-enabled-channels %q: want kafka (or nothing)", ch)
+		}
+	}
+	return kafka, nil
+}
+
+// validateSignals checks the signal settings and fills the topic's default
+// (Debezium's <topic.prefix>-signal).
+func (c *Config) validateSignals() error {
+	kafka, err := c.signalChannels()
+	if err != nil {
+		return err
+	}
+	if !kafka {
+		if c.SignalKafkaTopic != "" {
+			return fmt.Errorf("signal-kafka-topic is set but signal-enabled-channels does not include kafka; set CAPTURE_SIGNAL_ENABLED_CHANNELS=kafka")
+		}
+		return nil
+	}
+	if c.SignalKafkaTopic == "" && c.TopicPrefix != "" {
+		c.SignalKafkaTopic = c.TopicPrefix + "-signal"
+	}
+	return nil
+}
+
+// tableLists are the filter lists stored with the position.
+func (c *Config) tableLists() *stream.TableLists {
+	return &stream.TableLists{
+		DatabaseInclude: c.Filters.DatabaseInclude, DatabaseExclude: c.Filters.DatabaseExclude,
+		TableInclude: c.Filters.TableInclude, TableExclude: c.Filters.TableExclude,
+	}
+}
+
+// newlyCaptured returns the existing tables that the current filter
+// captures and the one stored with the position did not: the include lists
+// were widened (or the exclude lists narrowed) between runs. Their rows are
+// not in the binlog still to be read, so they need a snapshot. Tables in
+// the schema history were captured before and are never included. A state
+// stored without lists (older capture) gives none.
+func newlyCaptured(ctx context.Context, db *sql.DB, stored *stream.TableLists, cur *filter.Filter, history map[string]schemahist.Definition) ([]string, error) {
+	if stored == nil {
+		return nil, nil
+	}
+	old, err := filter.New(filter.Lists{
+		DatabaseInclude: stored.DatabaseInclude, DatabaseExclude: stored.DatabaseExclude,
+		TableInclude: stored.TableInclude, TableExclude: stored.TableExclude,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("the table lists stored with the position: %w", err)
+	}
+	tables, err := snapshot.ListTables(ctx, db, cur)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, t := range tables {
+		d, tbl := snapshot.SplitTable(t)
+		if _, known := history[t]; known || old.Table(d, tbl) {
+			continue
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// incrementalSetup prepares ad-hoc snapshots for stream1: the tables to
+// snapshot because the lists were widened, and the signal reader when the
+// kafka channel is enabled (nil otherwise). It sets state's signal offset
+// and lists when they are not stored yet, and then reports store: the
+// state must be stored before streaming starts, so that a signal sent from
+// now on is read after a restart.
+func incrementalSetup(ctx context.Context, cfg Config, state *stream.State, stored bool, db *sql.DB, filt *filter.Filter,
+	history map[string]schemahist.Definition, pub *publish.Publisher, logger *slog.Logger,
+) (ic stream.IncrementalConfig, rd *signal.Reader, store bool, err error) {
+	ic = stream.IncrementalConfig{
+		ChunkRows: cfg.SnapshotChunkRows,
+		Tables:    func(ctx context.Context) ([]string, error) { return snapshot.ListTables(ctx, db, filt) },
+		Lists:     cfg.tableLists(),
+	}
+	defer func() { ic.Resume = state.IncrementalState }()
+	if stored {
+		added, err := newlyCaptured(ctx, db, state.Lists, filt, history)
+		if err != nil {
+			return ic, nil, false, err
+		}
+		p := state.Incremental
+		if p != nil {
+			added = slices.DeleteFunc(added, func(t string) bool { return slices.Contains(p.Tables[p.Table:], t) })
+		}
+		if len(added) > 0 {
+			switch snapshot.Mode(cfg.SnapshotMode) {
+			case snapshot.ModeInitial, snapshot.ModeWhenNeeded:
+				logger.Info("incremental snapshot: tables newly captured by the include lists", "tables", added)
+				// Stored at once with the new lists, so a restart neither
+				// forgets them nor snapshots them twice.
+				if p == nil {
+					p = &snapshot.Progress{}
+				}
+				p.Tables = append(p.Tables, added...)
+				state.Incremental = p
+			default:
+				logger.Warn("tables newly captured by the include lists are not snapshotted with this snapshot-mode; their existing rows are missing until `capture snapshot --tables` is run",
+					"tables", added, "snapshot_mode", cfg.SnapshotMode)
+			}
+		}
+	}
+	if state.Lists == nil || *state.Lists != *ic.Lists {
+		state.Lists, store = ic.Lists, true
+	}
+	kafka, err := cfg.signalChannels()
+	if err != nil || !kafka {
+		return ic, nil, store, err
+	}
+	if err := pub.EnsureTopic(ctx, cfg.SignalKafkaTopic, signal.TopicConfigs(), 1); err != nil {
+		return ic, nil, false, err
+	}
+	from := int64(-1)
+	if state.SignalOffset != nil {
+		from = *state.SignalOffset + 1
+	}
+	rd, at, err := signal.NewReader(ctx, strings.Split(cfg.KafkaBrokers, ","), cfg.SignalKafkaTopic, from)
+	if err != nil {
+		return ic, nil, false, err
+	}
+	if state.SignalOffset == nil {
+		last := at - 1
+		state.SignalOffset, ic.Resume.SignalOffset, store = &last, &last, true
+	}
+	logger.Info("reading signals", "topic", cfg.SignalKafkaTopic, "offset", at)
+	return ic, rd, store, nil
+}

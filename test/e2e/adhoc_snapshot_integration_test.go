@@ -1,0 +1,339 @@
+//go:build integration
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/binlake/binlake/test/kafkatest"
+	"github.com/binlake/binlake/test/testenv"
+)
+
+// newAdhocFixture is a table of n rows in a database a capture streams
+// without an initial snapshot (snapshot-mode no_data), with the kafka
+// signal channel enabled.
+func newAdhocFixture(t *testing.T, n, chunk int) *snapFixture {
+	metrics := freePort(t)
+	c := newCaptureEnv(t, "CAPTURE_LOG_LEVEL=info", "CAPTURE_METRICS_ADDR="+metrics,
+		fmt.Sprintf("CAPTURE_SNAPSHOT_CHUNK_ROWS=%d", chunk), "CAPTURE_COMMIT_INTERVAL=100ms",
+		"CAPTURE_SNAPSHOT_MODE=no_data", "CAPTURE_SIGNAL_ENABLED_CHANNELS=kafka")
+	f := &snapFixture{c: c, admin: c.db.AdminDB(t, c.dbName), n: n, metrics: metrics}
+	exec1(t, c, `CREATE TABLE big (id BIGINT PRIMARY KEY, v BIGINT NOT NULL, name VARCHAR(64),
+		amount DECIMAL(12,2) NOT NULL, created DATETIME(3) NOT NULL)`)
+	exec1(t, c, fmt.Sprintf(`INSERT INTO big SELECT seq, 0, CONCAT('n', seq), seq / 100, '2024-01-01' + INTERVAL seq SECOND
+		FROM seq_1_to_%d`, n))
+	return f
+}
+
+// requestSnapshot runs `capture snapshot --tables` with capture's
+// environment and returns its output.
+func requestSnapshot(t *testing.T, env []string, tables string) string {
+	t.Helper()
+	cmd := exec.Command(binary(t, "capture"), "snapshot", "--tables", tables)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("capture snapshot --tables %s: %v\n%s", tables, err, out)
+	}
+	return string(out)
+}
+
+// emittedReads is the op=r events a capture process published (its
+// /metrics at addr), -1 if they cannot be read.
+func emittedReads(addr string) int {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	m := regexp.MustCompile(`capture_events_total\{op="r",[^}]*\} ([0-9.e+]+)`).FindSubmatch(b)
+	if m == nil {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(string(m[1]), 64)
+	return int(v)
+}
+
+func fullLog(t *testing.T, p *proc) string {
+	b, err := os.ReadFile(p.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// runAdhoc drives the ad-hoc snapshot tests: capture streams a table with
+// existing rows while a writer changes it, `capture snapshot --tables`
+// asks for an incremental snapshot of it, and kills > 0 kills capture
+// (SIGKILL) at random moments of the snapshot. The compacted topic must
+// equal the table.
+func runAdhoc(t *testing.T, rows, kills, chunk int) {
+	f := newAdhocFixture(t, rows, chunk)
+	bin := binary(t, "capture")
+	p := start(t, bin, f.c.env, "capture-0.log")
+	waitLog(t, p, "Connected to server", time.Minute)
+
+	wctx, stopWriter := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); f.write(wctx) }()
+	defer func() { stopWriter(); wg.Wait() }()
+	time.Sleep(time.Second) // streaming before the snapshot
+
+	// No signal channel: the command says what is missing.
+	var noSignal []string
+	for _, e := range f.c.env {
+		if !strings.HasPrefix(e, "CAPTURE_SIGNAL_ENABLED_CHANNELS=") {
+			noSignal = append(noSignal, e)
+		}
+	}
+	cmd := exec.Command(bin, "snapshot", "--tables", f.c.dbName+".big")
+	cmd.Env = append(os.Environ(), append(noSignal, "CAPTURE_SIGNAL_ENABLED_CHANNELS=")...)
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "no signal topic is configured") {
+		t.Fatalf("capture snapshot without a signal channel: err=%v\n%s", err, out)
+	}
+
+	out := requestSnapshot(t, f.c.env, f.c.dbName+".big")
+	t.Logf("capture snapshot: %s", strings.TrimSpace(out))
+	began := time.Now()
+	procs := []*proc{p}
+	rng := rand.New(rand.NewPCG(7, uint64(time.Now().UnixNano())))
+	during := 0
+	for i := 0; during < kills && i < 4*kills; i++ {
+		// Kill a random moment after this process emitted snapshot rows
+		// (its own metrics), so that kills land on the running snapshot
+		// after progress it may have committed.
+		testenv.Eventually(t, 2*time.Minute, 20*time.Millisecond, func() bool {
+			return p.exited() || emittedReads(f.metrics) > 0 || strings.Contains(fullLog(t, p), "incremental snapshot: finished")
+		}, "capture to emit snapshot rows")
+		time.Sleep(time.Duration(50+rng.IntN(600)) * time.Millisecond)
+		if p.exited() {
+			t.Fatalf("capture exited on its own before kill %d: %v\n%s", i, p.err, p.output())
+		}
+		p.kill()
+		if strings.Contains(fullLog(t, p), "incremental snapshot: finished") {
+			t.Logf("the snapshot finished before kill %d", i)
+			p = start(t, bin, f.c.env, fmt.Sprintf("capture-%d.log", i+1))
+			procs = append(procs, p)
+			break
+		}
+		during++
+		p = start(t, bin, f.c.env, fmt.Sprintf("capture-%d.log", i+1))
+		procs = append(procs, p)
+	}
+	testenv.Eventually(t, 5*time.Minute, 200*time.Millisecond, func() bool {
+		if p.exited() {
+			t.Fatalf("capture exited: %v\n%s", p.err, p.output())
+		}
+		return strings.Contains(fullLog(t, p), "incremental snapshot: finished")
+	}, "the incremental snapshot to finish")
+	took := time.Since(began)
+	var all strings.Builder
+	for _, q := range procs {
+		all.WriteString(fullLog(t, q))
+	}
+	logs := all.String()
+	for _, l := range strings.Split(logs, "\n") {
+		if strings.Contains(l, "signal") || strings.Contains(l, "incremental snapshot") || strings.Contains(l, "level=ERROR") {
+			t.Log(l)
+		}
+	}
+	time.Sleep(time.Second) // changes after the snapshot stream too
+	stopWriter()
+	wg.Wait()
+	// A statement the writer gave up on when its context ended may still
+	// run on the server: let it finish before the table is read.
+	time.Sleep(time.Second)
+	t.Logf("writer made %d changes (%d failed statements)", f.ops.Load(), f.writeErr.Load())
+	if f.ops.Load() < 500 {
+		t.Fatalf("the writer made only %d changes; the test proves little", f.ops.Load())
+	}
+
+	want := f.table(t)
+	got, cnt := f.compacted(t, len(want))
+	p.stop(t, 30*time.Second)
+	t.Logf("ad-hoc snapshot of %d rows, chunks of %d, %d kills during it, took %s; topic: %d records, %d op=r, markers %v",
+		f.n, chunk, during, took.Round(time.Millisecond), cnt.records, cnt.reads, cnt.markers)
+	diffViews(t, got, want)
+	if len(cnt.markers) != 1 || cnt.markers["incremental"] != cnt.reads {
+		t.Errorf("op=r markers %v: want every one \"incremental\"", cnt.markers)
+	}
+	if cnt.reads < f.n/2 {
+		t.Errorf("only %d op=r events for %d rows: the snapshot did not run", cnt.reads, f.n)
+	}
+	if cnt.reads >= 2*f.n || (kills > 0 && cnt.reads > f.n+f.n/2) {
+		t.Errorf("%d op=r events for %d rows: the signal was executed again from scratch", cnt.reads, f.n)
+	}
+	if kills > 0 {
+		if during < kills {
+			t.Errorf("only %d kills hit the running snapshot; want at least %d", during, kills)
+		}
+		if !regexp.MustCompile(`incremental snapshot: resuming.* rows_emitted=[1-9]`).MatchString(logs) {
+			t.Error("no restart resumed the incremental snapshot after emitted rows")
+		}
+	}
+
+	// Streaming went on during the snapshot: between the first and the last
+	// op=r event of the topic there are change events of the writer.
+	dec, err := kafkatest.NewDecoder(testenv.RegistryURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := kafkatest.ReadAll(t, testenv.KafkaBrokers(t), dec, f.c.topic("big"), cnt.records, 2*time.Second, 2*time.Minute)
+	first, last := -1, -1
+	for i, r := range recs {
+		if r.Op() == "r" {
+			if first < 0 {
+				first = i
+			}
+			last = i
+		}
+	}
+	between := 0
+	for _, r := range recs[max(first, 0):max(last, 0)] {
+		switch r.Op() {
+		case "c", "u", "d":
+			between++
+		}
+	}
+	t.Logf("%d streamed changes between the first and the last op=r event", between)
+	if between < 20 {
+		t.Errorf("only %d streamed changes between the first and the last op=r event: streaming did not go on during the snapshot", between)
+	}
+}
+
+// TestAdhocSnapshotWhileStreaming: an incremental snapshot requested with
+// `capture snapshot --tables` while capture streams a table a writer
+// changes: the compacted topic equals the table and the changes kept
+// streaming between the snapshot's chunks.
+func TestAdhocSnapshotWhileStreaming(t *testing.T) { runAdhoc(t, 100000, 0, 1000) }
+
+// TestAdhocSnapshotKill9: the same with capture killed (SIGKILL) several
+// times during the snapshot: it resumes at the chunk after the last one
+// committed and the signal is not executed again.
+func TestAdhocSnapshotKill9(t *testing.T) { runAdhoc(t, 200000, 6, 300) }
+
+// TestAdhocSnapshotWidenedIncludeList: a table added to the include list
+// between runs is snapshotted incrementally at the next start; a table
+// created while capture runs needs no snapshot (its rows are in the
+// binlog); a further restart snapshots nothing.
+func TestAdhocSnapshotWidenedIncludeList(t *testing.T) {
+	c := newCaptureEnv(t, "CAPTURE_LOG_LEVEL=info", "CAPTURE_COMMIT_INTERVAL=100ms", "CAPTURE_SNAPSHOT_CHUNK_ROWS=700")
+	exec1(t, c,
+		"CREATE TABLE a (id INT PRIMARY KEY, v VARCHAR(64))",
+		"CREATE TABLE b (id INT PRIMARY KEY, v VARCHAR(64))",
+		"INSERT INTO a SELECT seq, CONCAT('a', seq) FROM seq_1_to_500",
+		"INSERT INTO b SELECT seq, CONCAT('b', seq) FROM seq_1_to_3000")
+	bin := binary(t, "capture")
+	env1 := append(append([]string{}, c.env...), "CAPTURE_TABLE_INCLUDE_LIST="+c.dbName+`\.a`)
+	p := start(t, bin, env1, "capture-1.log")
+	waitLog(t, p, "snapshot: done", time.Minute)
+	exec1(t, c, "UPDATE b SET v = 'changed while b was not captured' WHERE id <= 10")
+	p.stop(t, 30*time.Second)
+	exec1(t, c, "INSERT INTO b SELECT seq, CONCAT('b', seq) FROM seq_3001_to_3100", "DELETE FROM b WHERE id BETWEEN 11 AND 20")
+
+	env2 := append(append([]string{}, c.env...), "CAPTURE_TABLE_INCLUDE_LIST="+c.dbName+`\.(a|b|d)`)
+	p = start(t, bin, env2, "capture-2.log")
+	waitLog(t, p, "incremental snapshot: finished", 2*time.Minute)
+	if l := fullLog(t, p); !strings.Contains(l, "newly captured by the include lists") || !strings.Contains(l, c.dbName+".b") {
+		t.Fatalf("capture did not name b as newly captured:\n%s", l)
+	}
+	exec1(t, c, "CREATE TABLE d (id INT PRIMARY KEY, v VARCHAR(64))", "INSERT INTO d SELECT seq, CONCAT('d', seq) FROM seq_1_to_50",
+		"UPDATE b SET v = 'after' WHERE id = 3000")
+	time.Sleep(time.Second)
+	p.stop(t, 30*time.Second)
+
+	p = start(t, bin, env2, "capture-3.log")
+	waitLog(t, p, "Connected to server", time.Minute)
+	time.Sleep(2 * time.Second)
+	p.stop(t, 30*time.Second)
+	if l := fullLog(t, p); strings.Contains(l, "newly captured") || strings.Contains(l, "incremental snapshot: starting") {
+		t.Errorf("a restart with unchanged lists snapshotted again:\n%s", l)
+	}
+
+	dec, err := kafkatest.NewDecoder(testenv.RegistryURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := c.db.AdminDB(t, c.dbName)
+	for _, tc := range []struct {
+		table                string
+		minRecords, wantRead int // wantRead < 0: at least the table's rows
+		marker               string
+	}{
+		{"a", 500, 500, "first"}, // the initial snapshot only
+		{"b", 3090, -1, "incremental"},
+		{"d", 50, 0, ""}, // created while captured: no snapshot
+	} {
+		recs := kafkatest.ReadAll(t, testenv.KafkaBrokers(t), dec, c.topic(tc.table), tc.minRecords, 2*time.Second, 2*time.Minute)
+		view := map[int32]string{}
+		reads := 0
+		markers := map[string]int{}
+		for _, r := range recs {
+			k := r.Key["id"].(int32)
+			if r.Value == nil || r.Op() == "d" {
+				delete(view, k)
+				continue
+			}
+			if r.Op() == "r" {
+				reads++
+				markers[r.Value["source"].(map[string]any)["snapshot"].(string)]++
+			}
+			view[k] = r.Value["after"].(map[string]any)["v"].(string)
+		}
+		rows, err := admin.QueryContext(t.Context(), "SELECT id, v FROM "+tc.table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[int32]string{}
+		for rows.Next() {
+			var id int32
+			var v string
+			if err := rows.Scan(&id, &v); err != nil {
+				t.Fatal(err)
+			}
+			want[id] = v
+		}
+		rows.Close()
+		bad := 0
+		for k, v := range want {
+			if view[k] != v {
+				bad++
+				if bad < 5 {
+					t.Errorf("%s: key %d is %q in the topic, %q in the table", tc.table, k, view[k], v)
+				}
+			}
+		}
+		if len(view) != len(want) || bad > 0 {
+			t.Errorf("%s: topic has %d keys, table %d rows, %d differ", tc.table, len(view), len(want), bad)
+		}
+		t.Logf("%s: %d records, %d op=r %v, %d keys equal to the table", tc.table, len(recs), reads, markers, len(want)-bad)
+		switch {
+		case tc.wantRead >= 0 && reads != tc.wantRead:
+			t.Errorf("%s: %d op=r events, want %d", tc.table, reads, tc.wantRead)
+		case tc.wantRead < 0 && (reads < len(want)-150 || reads > len(want)):
+			// The changes streamed from the stored position (100 inserts,
+			// 10 deletes) may drop their keys from the first chunk.
+			t.Errorf("%s: %d op=r events for %d rows", tc.table, reads, len(want))
+		}
+		if tc.marker != "" && markers[tc.marker] == 0 {
+			t.Errorf("%s: no op=r marked %q: %v", tc.table, tc.marker, markers)
+		}
+		if tc.table == "b" && len(markers) != 1 {
+			t.Errorf("b: markers %v, want incremental only", markers)
+		}
+	}
+}
