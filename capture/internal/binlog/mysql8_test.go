@@ -497,3 +497,32 @@ func TestCheckRefusesPartialJSON(t *testing.T) {
 		t.Fatalf("PARTIAL_JSON: %v", err)
 	}
 }
+
+// TestMariaDBJSONTextUnchanged checks that MariaDB's JSON (LONGTEXT: a BLOB
+// in table maps, the text as written) is not touched by the binary JSON
+// renderer: spaces, key order and number spelling stay as stored.
+func TestMariaDBJSONTextUnchanged(t *testing.T) {
+	const doc = `{"b": 1.0E10, "a": [1, "x"], "c": 123.450}`
+	cols := []tmColumn{{name: "id", typ: 3}, {name: "doc", typ: 252, meta: []byte{4}, nullable: true}}
+	w := newBinlogWriter()
+	set, _ := ParseGTIDSet(FlavorMySQL, "")
+	r := &Reader{flavor: FlavorMySQL, gset: set, file: "binlog.000001"}
+	evs, err := feed(t, captureParser(t), r,
+		w.event(evFormatDescription, formatDescriptionBody("8.0.36")),
+		w.event(evTableMap, tableMapBody(5, "app", "docs", cols, []int{0})),
+		w.event(evWriteRowsV2, rowsBody(5, 2, [][][]byte{{le32(1), jsonColumn([]byte(doc))}}, false, false, nil, true)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv, err := mysqltype.NewTable([]mysqltype.Column{{Name: "id", Type: "int"}, {Name: "doc", Type: "json", Nullable: true}}, mysqltype.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	row, err := conv.ConvertRow(nil, evs[0].Rows[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row[1] != doc {
+		t.Errorf("MariaDB JSON %q, want it unchanged %q", row[1], doc)
+	}
+}
