@@ -510,7 +510,7 @@ func TestMariaDBJSONTextUnchanged(t *testing.T) {
 	evs, err := feed(t, captureParser(t), r,
 		w.event(evFormatDescription, formatDescriptionBody("8.0.36")),
 		w.event(evTableMap, tableMapBody(5, "app", "docs", cols, []int{0})),
-		w.event(evWriteRowsV2, rowsBody(5, 2, [][][]byte{{le32(1), jsonColumn([]byte(doc))}}, false, false, nil, true)))
+		w.event(evWriteRowsV2, rowsBody(5, 2, [][][]byte{{le32(1), jsonColumn([]byte(doc))}, {le32(2), jsonColumn(jsonDoc(jobj{"a": int16(1)}, false))}}, false, false, nil, true)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -524,5 +524,10 @@ func TestMariaDBJSONTextUnchanged(t *testing.T) {
 	}
 	if row[1] != doc {
 		t.Errorf("MariaDB JSON %q, want it unchanged %q", row[1], doc)
+	}
+	// A BLOB holding bytes that look like binary JSON stays bytes.
+	blob := jsonDoc(jobj{"a": int16(1)}, false)
+	if v, ok := evs[0].Rows[1][1].([]byte); !ok || string(v) != string(blob) {
+		t.Errorf("BLOB %#v, want the bytes %x", evs[0].Rows[1][1], blob)
 	}
 }
