@@ -165,6 +165,8 @@ func syncerConfig(cfg Config, host string, port uint16, hb time.Duration, logger
 		// max_binlog_cache-sized batches of rows, so this bounds memory:
 		// capture, not the syncer, owns back-pressure.
 		EventCacheCount: cfg.EventBuffer,
+		// MySQL binary JSON as Debezium's text (json.go).
+		RowsEventDecodeFunc: decodeRows,
 	}
 }
 

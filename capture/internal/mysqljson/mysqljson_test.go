@@ -1,0 +1,66 @@
+package mysqljson
+
+import (
+	"errors"
+	"math"
+	"testing"
+)
+
+// The expected texts were printed by JsonBinary.parseAsString of
+// io.debezium:mysql-binlog-connector-java 0.40.6 (test/jsonbinary) for
+// the same bytes; the integration test in capture/internal/binlog checks
+// thousands more against the library itself.
+func TestJavaDouble(t *testing.T) {
+	for _, c := range []struct {
+		x    float64
+		want string
+	}{
+		{1, "1.0"}, {-2.5, "-2.5"}, {100, "100.0"}, {0, "0.0"}, {math.Copysign(0, -1), "-0.0"},
+		{0.001, "0.001"}, {9999999, "9999999.0"}, {1234567.125, "1234567.125"}, {0.30000000000000004, "0.30000000000000004"},
+		{1e7, "10000000"}, {-1e7, "-10000000"}, {1e10, "10000000000"}, {1e21, "1000000000000000000000"},
+		{1e-4, "0.000100000000000000004792173602385929598312941379845142364501953125"},
+		{0.0009999, "0.00099989999999999996417587855290776133188046514987945556640625"},
+		{math.NaN(), "NaN"}, {math.Inf(1), "Infinity"}, {math.Inf(-1), "-Infinity"},
+	} {
+		if got := string(AppendJavaDouble(nil, c.x)); got != c.want {
+			t.Errorf("%v: %s, want %s", c.x, got, c.want)
+		}
+	}
+}
+
+func TestText(t *testing.T) {
+	le := func(v int64) []byte {
+		b := make([]byte, 8)
+		for i := range b {
+			b[i] = byte(v >> (8 * i))
+		}
+		return b
+	}
+	timeDoc := func(v int64) []byte { return append([]byte{typeOpaque, 11, 8}, le(v)...) }
+	packed := func(h, m, s, us int64) int64 { return (h<<12|m<<6|s)<<24 + us }
+	for _, c := range []struct {
+		name string
+		doc  []byte
+		want string
+	}{
+		{"time", timeDoc(packed(12, 34, 56, 789)), `"12:34:56.000789"`},
+		{"time fraction trimmed", timeDoc(packed(1, 2, 3, 120000)), `"01:02:03.12"`},
+		{"negative time, as the library prints it", timeDoc(-packed(0, 0, 1, 0)), `"01:0-1:0-1"`},
+		{"negative time with fraction", timeDoc(-packed(1, 2, 3, 500000)), `"02:0-3:0-4.00000-5"`},
+		{"string escapes", []byte{typeString, 6, '"', '\\', '\n', 0x01, 0x1f, 0x7f}, `"\"\\\n\u0001\u001F` + "\x7f" + `"`},
+		{"invalid UTF-8", []byte{typeString, 6, 0xff, 'x', 0xed, 0xa0, 0x80, 0xc3}, `"�x��"`},
+		{"uint32 as a Java int", []byte{typeUint32, 0xff, 0xff, 0xff, 0xff}, `-1`},
+		{"text already", []byte(`{"a": 1}`), `{"a": 1}`},
+		{"small object", []byte{typeSmallObject, 1, 0, 12, 0, 11, 0, 1, 0, typeInt16, 0xd2, 0x04, 'a'}, `{"a":1234}`},
+	} {
+		got, err := Text(c.doc)
+		if err != nil || got != c.want {
+			t.Errorf("%s: %q %v, want %q", c.name, got, err, c.want)
+		}
+	}
+	for _, bad := range [][]byte{{}, {0x0d}, {typeString, 0x85}, {typeOpaque, 20, 1, 0}, {typeLiteral, 7}, {typeSmallArray, 1, 0}} {
+		if _, err := Text(bad); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%x: %v, want ErrMalformed", bad, err)
+		}
+	}
+}
