@@ -14,13 +14,13 @@
 //
 //   - Objects keep the stored key order (MySQL sorts keys by length, then
 //     bytewise), arrays their order; separators "," and ":" with no spaces.
-//   - Integers (int16 … uint64) print in decimal, except two quirks of the
-//     library kept for equality: a uint32 prints as a signed 32-bit int
-//     (4294967295 → "-1"), and a uint32 inlined in a large (over 64 KiB)
-//     container prints as nothing ("[1,,2]", not valid JSON). MySQL
-//     writes uint32 only for unsigned values put into JSON from SQL
-//     (JSON_OBJECT('k', unsigned_column)); parsed JSON text uses int16,
-//     int32, int64 and uint64 only.
+//   - Integers (int16 … uint64) print in decimal. The library has two bugs
+//     here that capture does not copy (allowed differences, listed in the
+//     cross-check test): it reads a uint32 into a Java int (4294967295
+//     prints "-1") and prints nothing for a uint32 inlined in a large (over
+//     64 KiB) container ("[1,,2]", not JSON). MySQL writes uint32 only for
+//     unsigned values put into JSON from SQL (JSON_OBJECT('k', unsigned_col));
+//     parsed JSON text uses int16, int32, int64 and uint64 only.
 //   - A double prints as Java's Double.toString when that has no exponent
 //     (1e-3 ≤ |x| < 1e7, zero: "1.0", "0.001", "-0.0", "1234567.5");
 //     otherwise as the exact decimal expansion of the binary value
@@ -33,9 +33,10 @@
 //     no quotes, no sign on zero. DATE "yyyy-mm-dd", DATETIME/TIMESTAMP
 //     "yyyy-mm-dd hh:mm:ss[.ffffff]" and TIME "[-]hh:mm:ss[.ffffff]" in
 //     quotes, fraction without trailing zeros; the fields are taken from the
-//     packed value with Java's 32-bit int arithmetic, so out-of-range or
-//     negative values print as the library prints them (a negative TIME
-//     -00:00:01 is "01:0-1:0-1"). Any other opaque type: standard base64
+//     packed value with Java's 32-bit int arithmetic, so out-of-range
+//     values print as the library prints them. A negative TIME is the one
+//     exception: the library prints -00:00:01 as "01:0-1:0-1"; capture
+//     prints "-00:00:01" (an allowed difference). Any other opaque type: standard base64
 //     of its bytes, in quotes.
 //   - A document whose first byte is above 0x0f is taken to be JSON text
 //     already and returned as it is (decoded as UTF-8).
@@ -133,9 +134,8 @@ func appendValue(dst []byte, typ byte, b []byte, depth int) ([]byte, error) {
 		if len(b) < 4 {
 			return dst, malformed("truncated uint32")
 		}
-		// The library reads a uint32 into a Java int: values from 2^31
-		// print negative.
-		return strconv.AppendInt(dst, int64(int32(binary.LittleEndian.Uint32(b))), 10), nil
+		// Unsigned, as stored (the library prints values from 2^31 negative).
+		return strconv.AppendUint(dst, uint64(binary.LittleEndian.Uint32(b)), 10), nil
 	case typeInt64:
 		if len(b) < 8 {
 			return dst, malformed("truncated int64")
@@ -253,10 +253,9 @@ func appendContainer(dst []byte, b []byte, object, large bool, depth int) ([]byt
 		switch {
 		case typ == typeLiteral:
 			dst, err = appendLiteral(dst, e[1])
-		case large && typ == typeUint32:
-			// The library keeps an inlined uint32 aside and then prints
-			// nothing for it: "[1,,2]".
-		case typ == typeInt16, typ == typeUint16, large && typ == typeInt32:
+		case typ == typeInt16, typ == typeUint16, large && (typ == typeInt32 || typ == typeUint32):
+			// Inlined in the entry. (The library prints nothing for an
+			// inlined uint32: "[1,,2]"; capture prints the value.)
 			dst, err = appendValue(dst, typ, e[1:1+osz], depth)
 		default:
 			off := field(e[1:])
@@ -545,17 +544,13 @@ func appendJavaDatetime(dst []byte, v int64) []byte {
 }
 
 func appendJavaTime(dst []byte, v int64) []byte {
-	x := v >> 24
-	h := int32(x>>12) % 1024
-	if x < 0 {
-		h *= -1
-	}
 	dst = append(dst, '"')
-	if h < 0 {
+	if v < 0 { // a negative TIME is the negated packed value of its magnitude
 		dst = append(dst, '-')
-		h = -h
+		v = -v
 	}
-	dst = appendTime(dst, h, int32(x>>6)%64, int32(x)%64, int32(v%16777216))
+	x := v >> 24
+	dst = appendTime(dst, int32(x>>12)%1024, int32(x>>6)%64, int32(x)%64, int32(v%16777216))
 	return append(dst, '"')
 }
 

@@ -45,11 +45,13 @@ func TestText(t *testing.T) {
 	}{
 		{"time", timeDoc(packed(12, 34, 56, 789)), `"12:34:56.000789"`},
 		{"time fraction trimmed", timeDoc(packed(1, 2, 3, 120000)), `"01:02:03.12"`},
-		{"negative time, as the library prints it", timeDoc(-packed(0, 0, 1, 0)), `"01:0-1:0-1"`},
-		{"negative time with fraction", timeDoc(-packed(1, 2, 3, 500000)), `"02:0-3:0-4.00000-5"`},
+		{"negative time (the library prints \"01:0-1:0-1\")", timeDoc(-packed(0, 0, 1, 0)), `"-00:00:01"`},
+		{"negative time with fraction", timeDoc(-packed(1, 2, 3, 500000)), `"-01:02:03.5"`},
+		{"negative time over 24 hours", timeDoc(-packed(838, 59, 59, 0)), `"-838:59:59"`},
 		{"string escapes", []byte{typeString, 6, '"', '\\', '\n', 0x01, 0x1f, 0x7f}, `"\"\\\n\u0001\u001F` + "\x7f" + `"`},
 		{"invalid UTF-8", []byte{typeString, 6, 0xff, 'x', 0xed, 0xa0, 0x80, 0xc3}, `"�x��"`},
-		{"uint32 as a Java int", []byte{typeUint32, 0xff, 0xff, 0xff, 0xff}, `-1`},
+		{"uint32 unsigned (the library prints -1)", []byte{typeUint32, 0xff, 0xff, 0xff, 0xff}, `4294967295`},
+		{"uint32 inlined in a large array (the library prints [,])", []byte{typeLargeArray, 1, 0, 0, 0, 13, 0, 0, 0, typeUint32, 0x00, 0x00, 0x00, 0x80}, `[2147483648]`},
 		{"text already", []byte(`{"a": 1}`), `{"a": 1}`},
 		{"small object", []byte{typeSmallObject, 1, 0, 12, 0, 11, 0, 1, 0, typeInt16, 0xd2, 0x04, 'a'}, `{"a":1234}`},
 	} {
