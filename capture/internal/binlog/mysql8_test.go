@@ -307,8 +307,9 @@ func TestMySQL8BinaryJSON(t *testing.T) {
 	dt := binary.LittleEndian.AppendUint64(nil, uint64((ymd<<17|hms)<<24+456))
 	datetimeOpaque := jopaque{typ: 12, data: dt}
 	long := strings.Repeat("λ", 100) // 200 bytes: a two-byte varlen length
-	// want is Debezium's text (JsonBinary.parseAsString); wantLarge where
-	// the large container format prints differently.
+	// want is Debezium's text (JsonBinary.parseAsString), except for the
+	// library bugs capture does not copy (uint32 here, see mysqljson);
+	// wantLarge where the large container format prints differently.
 	cases := []struct {
 		name      string
 		doc       any
