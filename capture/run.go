@@ -309,14 +309,18 @@ func schemaSnapshot(ctx context.Context, db *sql.DB, filt *filter.Filter, state 
 	if snap.ServerCharset, snap.ServerCollation, err = schemahist.ServerCharset(ctx, db); err != nil {
 		return snap, err
 	}
-	if snap.Databases, err = schemahist.ListDatabases(ctx, db, filt.Database); err != nil {
-		return snap, err
-	}
 	tables, err := schemahist.ListTables(ctx, db, filt.Table)
 	if err != nil {
 		return snap, err
 	}
 	snap.Tables = tables
+	// Debezium's schema snapshot covers the databases of the captured
+	// tables (a captured database without tables gets no event).
+	for _, t := range tables {
+		if len(snap.Databases) == 0 || snap.Databases[len(snap.Databases)-1] != t[0] {
+			snap.Databases = append(snap.Databases, t[0])
+		}
+	}
 	return snap, nil
 }
 

@@ -31,7 +31,6 @@ var ErrUnparsedDDL = errors.New("schemahist: statement not understood by the tab
 // JDBC type codes (java.sql.Types) used by Debezium's MariaDB parser.
 const (
 	jdbcBit          = -7
-	jdbcTinyInt      = -6
 	jdbcBigInt       = -5
 	jdbcVarBinary    = -3
 	jdbcBinary       = -2
@@ -575,7 +574,10 @@ var types = map[string]typeInfo{
 	"MEDIUMTEXT": {jdbc: jdbcVarChar, kind: 's', defLength: -1, defScale: -1}, "LONGTEXT": {jdbc: jdbcVarChar, kind: 's', defLength: -1, defScale: -1},
 	"CHARACTER": {jdbc: jdbcChar, kind: 's', defLength: -1, defScale: -1},
 	"NCHAR":     {jdbc: jdbcNChar, kind: 'n', defLength: -1, defScale: -1}, "NVARCHAR": {jdbc: jdbcNVarChar, kind: 'n', defLength: -1, defScale: -1},
-	"TINYINT": {jdbc: jdbcTinyInt, kind: 'd', defLength: -1, defScale: -1, suffixTokens: numSuffix}, "INT1": {jdbc: jdbcTinyInt, kind: 'd', defLength: -1, defScale: -1, suffixTokens: numSuffix},
+	// TINYINT is SMALLINT's jdbc type in Debezium 3.5.0 (what its MariaDB
+	// connector wrote in make compat; the same release emits TINYINT
+	// values as INT16).
+	"TINYINT": {jdbc: jdbcSmallInt, kind: 'd', defLength: -1, defScale: -1, suffixTokens: numSuffix}, "INT1": {jdbc: jdbcSmallInt, kind: 'd', defLength: -1, defScale: -1, suffixTokens: numSuffix},
 	"SMALLINT": {jdbc: jdbcSmallInt, kind: 'd', defLength: -1, defScale: -1, suffixTokens: numSuffix}, "INT2": {jdbc: jdbcSmallInt, kind: 'd', defLength: -1, defScale: -1, suffixTokens: numSuffix},
 	"MEDIUMINT": {jdbc: jdbcInteger, kind: 'd', defLength: -1, defScale: -1, suffixTokens: numSuffix}, "INT3": {jdbc: jdbcInteger, kind: 'd', defLength: -1, defScale: -1, suffixTokens: numSuffix},
 	"MIDDLEINT": {jdbc: jdbcInteger, kind: 'd', defLength: -1, defScale: -1, suffixTokens: numSuffix},

@@ -238,25 +238,3 @@ func ServerCharset(ctx context.Context, db *sql.DB) (charset, collation string, 
 	}
 	return charset, collation, nil
 }
-
-// ListDatabases lists the databases include accepts, sorted, without the
-// system ones.
-func ListDatabases(ctx context.Context, db *sql.DB, include func(db string) bool) ([]string, error) {
-	rows, err := db.QueryContext(ctx, `SELECT SCHEMA_NAME FROM information_schema.SCHEMATA
-		WHERE SCHEMA_NAME NOT IN ('mysql','information_schema','performance_schema','sys') ORDER BY SCHEMA_NAME`)
-	if err != nil {
-		return nil, fmt.Errorf("listing databases: %w", err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			return nil, err
-		}
-		if include(s) {
-			out = append(out, s)
-		}
-	}
-	return out, rows.Err()
-}

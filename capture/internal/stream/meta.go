@@ -52,7 +52,7 @@ type SchemaSnapshot struct {
 	// ServerCharset and ServerCollation are character_set_server and
 	// collation_server.
 	ServerCharset, ServerCollation string
-	// Databases are the captured databases, Tables the captured tables
+	// Databases are the databases of the captured tables, Tables those tables
 	// ([db, table]), both sorted.
 	Databases []string
 	Tables    [][2]string
