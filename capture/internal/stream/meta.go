@@ -297,14 +297,13 @@ func (s *Stream) ddlEvents(ctx context.Context, ev binlog.Event, ddl schemahist.
 // dropPrefix returns "DROP TABLE " or "DROP TABLE IF EXISTS " as written.
 func dropPrefix(q string) string {
 	fields := strings.Fields(q)
-	n := 2
-	if len(fields) >= 5 && strings.EqualFold(fields[2], "IF") && strings.EqualFold(fields[3], "EXISTS") {
-		n = 4
+	n := 0
+	for _, w := range []string{"DROP", "TEMPORARY", "TABLE", "IF", "EXISTS"} {
+		if n < len(fields) && strings.EqualFold(fields[n], w) {
+			n++
+		}
 	}
-	if len(fields) > 1 && strings.EqualFold(fields[1], "TEMPORARY") {
-		n++
-	}
-	if len(fields) < n {
+	if n < 2 {
 		return "DROP TABLE "
 	}
 	return strings.Join(fields[:n], " ") + " "
