@@ -496,13 +496,13 @@ func (s *Stream) heartbeat(ctx context.Context) error {
 }
 
 // heartbeatContext returns a context that ends when the next heartbeat is
-// due (nil when heartbeats are off).
-func (s *Stream) heartbeatContext() context.Context {
+// due or ctx (Run's) ends; nil when heartbeats are off.
+func (s *Stream) heartbeatContext(ctx context.Context) context.Context {
 	if s.cfg.HeartbeatInterval <= 0 {
 		return nil
 	}
 	if s.hbCtx == nil {
-		s.hbCtx, s.hbCancel = context.WithDeadline(context.Background(), s.nextHeartbeat)
+		s.hbCtx, s.hbCancel = context.WithDeadline(ctx, s.nextHeartbeat)
 	}
 	return s.hbCtx
 }

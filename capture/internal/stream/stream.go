@@ -237,7 +237,7 @@ func (s *Stream) Run(ctx context.Context, r *binlog.Reader) (err error) {
 		if s.pendingPos != nil && s.atBoundary {
 			readCtx = s.window
 		}
-		if hb := s.heartbeatContext(); hb != nil && s.atBoundary {
+		if hb := s.heartbeatContext(ctx); hb != nil && s.atBoundary {
 			if d, ok := readCtx.Deadline(); !ok || s.nextHeartbeat.Before(d) {
 				readCtx = hb
 			}
