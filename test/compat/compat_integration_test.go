@@ -69,11 +69,16 @@ type run struct {
 	capLog               string
 }
 
-func newRun(t *testing.T) *run { return newRunWith(t, nil) }
+func newRun(t *testing.T) *run { return newRunWith(t, runOpts{}) }
 
-// newRunWith is newRun with more Debezium properties and capture
-// environment variables ("KEY=value").
-func newRunWith(t *testing.T, dbzExtra map[string]string, capEnv ...string) *run {
+// runOpts adds to newRun's setup.
+type runOpts struct {
+	dbz    map[string]string // Debezium properties
+	capEnv []string          // capture environment variables ("KEY=value")
+	before []string          // statements run before both start
+}
+
+func newRunWith(t *testing.T, o runOpts) *run {
 	m := testenv.MariaDBEnv(t)
 	r := &run{t: t, brokers: testenv.KafkaBrokers(t)}
 	r.db = testenv.Unique(t, "compat")
@@ -87,6 +92,9 @@ func newRunWith(t *testing.T, dbzExtra map[string]string, capEnv ...string) *run
 	if r.dec, err = kafkatest.NewDecoder(testenv.RegistryURL(t)); err != nil {
 		t.Fatal(err)
 	}
+	if len(o.before) > 0 {
+		r.exec(o.before...)
+	}
 
 	// Debezium, streaming only; settings of the golden run (see
 	// schemas/testdata/debezium), with schema changes and transaction
@@ -97,7 +105,7 @@ func newRunWith(t *testing.T, dbzExtra map[string]string, capEnv ...string) *run
 		"provide.transaction.metadata":                              "true",
 		"schema.history.internal.store.only.captured.tables.ddl":    "true",
 		"schema.history.internal.store.only.captured.databases.ddl": "true"}
-	for k, v := range dbzExtra {
+	for k, v := range o.dbz {
 		extra[k] = v
 	}
 	debezium.Run(t, debezium.Config{Database: r.db, TopicPrefix: r.dbzPrefix, ServerID: 5400 + uint32(time.Now().UnixNano()%100000),
@@ -112,7 +120,7 @@ func newRunWith(t *testing.T, dbzExtra map[string]string, capEnv ...string) *run
 		"CAPTURE_KAFKA_BROKERS="+strings.Join(r.brokers, ","), "CAPTURE_SCHEMA_REGISTRY_URL="+testenv.RegistryURL(t),
 		"CAPTURE_TOPIC_PREFIX="+r.capPrefix, "CAPTURE_DATABASE_INCLUDE_LIST="+r.db, "CAPTURE_METRICS_ADDR=off",
 		"CAPTURE_INCLUDE_SCHEMA_CHANGES=true", "CAPTURE_PROVIDE_TRANSACTION_METADATA=true")
-	r.capEnv = append(r.capEnv, capEnv...)
+	r.capEnv = append(r.capEnv, o.capEnv...)
 	r.startCapture()
 	return r
 }
@@ -282,6 +290,28 @@ func TestCompatWithDebezium(t *testing.T) {
 	}
 	r.exec(stmts...)
 	r.compare(7)
+}
+
+// TestCompatSchemaSnapshot starts Debezium and capture on a database whose
+// tables exist (a table per type family, from the workload), both in
+// snapshot mode no_data, and compares their schema-change topics: the
+// schema snapshot (SET, DROP TABLE, DROP/CREATE DATABASE, USE, and each
+// table's SHOW CREATE TABLE with the table structure Debezium's parser
+// derives from it), then a CREATE TABLE and an ALTER streamed after it.
+func TestCompatSchemaSnapshot(t *testing.T) {
+	workload, err := os.ReadFile(filepath.Join(debezium.RepoRoot(), "schemas/testdata/debezium/workload.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var creates []string
+	for _, stmt := range statements(string(workload)) {
+		if strings.HasPrefix(strings.ToUpper(stmt), "CREATE TABLE") {
+			creates = append(creates, stmt)
+		}
+	}
+	r := newRunWith(t, runOpts{before: creates, capEnv: []string{"CAPTURE_SNAPSHOT_MODE=no_data"}})
+	r.exec("ALTER TABLE ints ADD COLUMN late VARCHAR(5) NOT NULL DEFAULT 'z' COMMENT 'added' AFTER id, MODIFY b1 SMALLINT UNSIGNED")
+	r.compare(1)
 }
 
 // TestCompatDDLReplay stops capture, runs DML mixed with DDL (add, drop,

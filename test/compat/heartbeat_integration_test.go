@@ -25,8 +25,8 @@ import (
 // the binlog even though no captured table changes.
 func TestCompatHeartbeat(t *testing.T) {
 	const interval = time.Second
-	r := newRunWith(t, map[string]string{"heartbeat.interval.ms": fmt.Sprint(interval.Milliseconds())},
-		"CAPTURE_HEARTBEAT_TOPIC_INTERVAL="+interval.String())
+	r := newRunWith(t, runOpts{dbz: map[string]string{"heartbeat.interval.ms": fmt.Sprint(interval.Milliseconds())},
+		capEnv: []string{"CAPTURE_HEARTBEAT_TOPIC_INTERVAL=" + interval.String()}})
 	m := testenv.MariaDBEnv(t)
 
 	// A transaction in another database: capture must store a position
