@@ -15,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/binlake/binlake/test/debezium"
 	"github.com/binlake/binlake/test/kafkatest"
 	"github.com/binlake/binlake/test/testenv"
@@ -42,9 +45,16 @@ var allowedSchemaSnapshot = map[string]string{
 	"value.source.pos":   "each connector's snapshot is at the binlog position where it started",
 }
 
-// allowedTransaction lists what may differ on the transaction topic: only
-// the version (no processing time there: ts_ms is the binlog's).
+// allowedTransaction lists what may differ on the transaction topic:
+// nothing (no processing time there: ts_ms is the binlog's).
 var allowedTransaction = map[string]string{}
+
+// allowedFirstBegin adds, for the first record a connector wrote on the
+// transaction topic after connecting, its time stamp.
+var allowedFirstBegin = map[string]string{
+	"value.ts_ms": "Debezium stamps BEGIN with the time of the event read before the GTID event; for the first " +
+		"transaction after connecting that is the binlog's format description event, and the connectors connected at different times",
+}
 
 func join(maps ...map[string]string) map[string]string {
 	out := map[string]string{}
@@ -67,6 +77,9 @@ type run struct {
 	capBin               string
 	capture              *exec.Cmd
 	capLog               string
+	// capStarts holds the end offset of capture's transaction topic at
+	// each start: the record there is the first it wrote after connecting.
+	capStarts []int64
 }
 
 func newRun(t *testing.T) *run { return newRunWith(t, runOpts{}) }
@@ -128,6 +141,7 @@ func newRunWith(t *testing.T, o runOpts) *run {
 // startCapture starts capture and waits until it streams.
 func (r *run) startCapture() {
 	t := r.t
+	r.capStarts = append(r.capStarts, endOffset(t, r.brokers, r.capPrefix+".transaction"))
 	r.capLog = filepath.Join(t.TempDir(), "capture.log")
 	logf, err := os.Create(r.capLog)
 	if err != nil {
@@ -201,13 +215,13 @@ func (r *run) compare(minTables int) {
 	var events, fields int
 	var mismatches []string
 	gtids := map[string]bool{} // transactions of this database
-	compareList := func(name string, want, got []kafkatest.Record, allow func(kafkatest.Record) map[string]string) {
+	compareList := func(name string, want, got []kafkatest.Record, allow func(want, got kafkatest.Record) map[string]string) {
 		if len(got) != len(want) {
 			mismatches = append(mismatches, fmt.Sprintf("%s: %d events from capture, %d from Debezium", name, len(got), len(want)))
 		}
 		for i := range min(len(got), len(want)) {
 			events++
-			n, diffs := compareRecord(ctx, t, r.dec, r.dbzPrefix, r.capPrefix, want[i], got[i], allow(want[i]))
+			n, diffs := compareRecord(ctx, t, r.dec, r.dbzPrefix, r.capPrefix, want[i], got[i], allow(want[i], got[i]))
 			fields += n
 			for _, d := range diffs {
 				mismatches = append(mismatches, fmt.Sprintf("%s #%d (%s): %s", name, i, want[i].Op(), d))
@@ -227,7 +241,7 @@ func (r *run) compare(minTables int) {
 		want := kafkatest.ReadAll(t, r.brokers, r.dec, r.dbzPrefix+"."+tbl, len(dbzTopics[r.dbzPrefix+"."+tbl]), time.Second, time.Minute)
 		got := kafkatest.ReadAll(t, r.brokers, r.dec, r.capPrefix+"."+tbl, 0, 2*time.Second, time.Minute)
 		noteGTID(want)
-		compareList(tbl, want, got, func(kafkatest.Record) map[string]string { return allowed })
+		compareList(tbl, want, got, func(_, _ kafkatest.Record) map[string]string { return allowed })
 	}
 
 	// The schema-change topic <prefix>: every event, the schema snapshot
@@ -235,7 +249,7 @@ func (r *run) compare(minTables int) {
 	wantSC := kafkatest.ReadAll(t, r.brokers, r.dec, r.dbzPrefix, 1, 2*time.Second, time.Minute)
 	gotSC := kafkatest.ReadAll(t, r.brokers, r.dec, r.capPrefix, 1, 2*time.Second, time.Minute)
 	noteGTID(wantSC)
-	compareList("<prefix> (schema changes)", wantSC, gotSC, func(rec kafkatest.Record) map[string]string {
+	compareList("<prefix> (schema changes)", wantSC, gotSC, func(rec, _ kafkatest.Record) map[string]string {
 		if src, _ := rec.Value["source"].(map[string]any); src != nil && src["snapshot"] != "false" {
 			return join(allowed, allowedSchemaSnapshot)
 		}
@@ -257,11 +271,26 @@ func (r *run) compare(minTables int) {
 		return out
 	}
 	wantTx := ofDB(kafkatest.ReadAll(t, r.brokers, r.dec, r.dbzPrefix+".transaction", 1, 2*time.Second, time.Minute))
-	gotTx := ofDB(kafkatest.ReadAll(t, r.brokers, r.dec, r.capPrefix+".transaction", 1, 2*time.Second, time.Minute))
+	capTx := kafkatest.ReadAll(t, r.brokers, r.dec, r.capPrefix+".transaction", 1, 2*time.Second, time.Minute)
+	gotTx := ofDB(capTx)
 	if len(wantTx) == 0 {
 		mismatches = append(mismatches, "Debezium wrote no transaction records for this database")
 	}
-	compareList("<prefix>.transaction", wantTx, gotTx, func(kafkatest.Record) map[string]string { return allowedTransaction })
+	firstAfterStart := map[int64]bool{}
+	for _, start := range r.capStarts {
+		for _, rec := range capTx {
+			if rec.Offset >= start {
+				firstAfterStart[rec.Offset] = true
+				break
+			}
+		}
+	}
+	compareList("<prefix>.transaction", wantTx, gotTx, func(want, got kafkatest.Record) map[string]string {
+		if want.Offset == 0 || firstAfterStart[got.Offset] {
+			return join(allowedTransaction, allowedFirstBegin)
+		}
+		return allowedTransaction
+	})
 	for _, mm := range mismatches {
 		t.Log(mm)
 	}
@@ -472,4 +501,24 @@ func flatten(path string, v any, out map[string]string, norm func(any) any) {
 	default:
 		out[path] = fmt.Sprintf("%T:%v", x, norm(x))
 	}
+}
+
+// endOffset returns the end offset of partition 0 of topic (0 when the
+// topic does not exist yet).
+func endOffset(t *testing.T, brokers []string, topic string) int64 {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(t.Context(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, ok := ends.Lookup(topic, 0)
+	if !ok || o.Err != nil {
+		return 0
+	}
+	return o.Offset
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -71,12 +72,22 @@ func TestCompatHeartbeat(t *testing.T) {
 	if len(stamps) < 4 {
 		t.Fatalf("capture wrote %d heartbeat records in the %v after the workload, want at least 4 (interval %v)", len(stamps), 6*interval, interval)
 	}
+	// Gaps are never shorter than the interval (less clock rounding); a
+	// Kafka commit slowed by a loaded machine can delay one, so the
+	// typical (median) gap is what must be the interval.
+	var gaps []time.Duration
 	for i := 1; i < len(stamps); i++ {
-		if gap := stamps[i].Sub(stamps[i-1]); gap < interval/2 || gap > 3*interval {
+		gap := stamps[i].Sub(stamps[i-1])
+		gaps = append(gaps, gap)
+		if gap < interval-50*time.Millisecond || gap > 10*interval {
 			t.Errorf("heartbeat %d came %v after the previous one, want about %v", i, gap, interval)
 		}
 	}
-	t.Logf("capture heartbeats: %d in %v; Debezium: %d records in total", len(stamps), stamps[len(stamps)-1].Sub(stamps[0]), len(want))
+	slices.Sort(gaps)
+	if med := gaps[len(gaps)/2]; med > 2*interval {
+		t.Errorf("median gap between heartbeats %v, want about %v (gaps %v)", med, interval, gaps)
+	}
+	t.Logf("capture heartbeats: %d in %v, gaps %v; Debezium: %d records in total", len(stamps), stamps[len(stamps)-1].Sub(stamps[0]), gaps, len(want))
 
 	// The stored position covers the other database's transaction.
 	pos := storedPosition(t, r.brokers, r.capPrefix)
