@@ -36,32 +36,37 @@ type Config struct {
 	ID          string // capture id: transactional id and position key; default TopicPrefix
 
 	// Kafka and the registry.
-	KafkaBrokers        string
-	Kafka               KafkaSecurity // TLS and SASL (MSK)
-	RegistryURL         string
-	OffsetsTopic        string
-	HistoryTopic        string
-	TopicPartitions     int
-	TopicReplication    int
-	TopicCleanupPolicy  string
-	MaxRecordBytes      int
-	MaxBufferedBytes    int
-	TransactionTimeout  time.Duration
-	CommitInterval      time.Duration
-	MaxTxnRecords       int
-	TombstonesOnDelete  bool
-	SkippedOperations   string
-	HeartbeatInterval   time.Duration
-	EventBuffer         int
-	Filters             filter.Lists
-	Types               mysqltype.Options
-	TimePrecisionMode   string
-	DecimalHandling     string
-	BigintUnsignedMode  string
-	BinaryHandlingMode  string
-	MetricsAddr         string
-	LogFormat, LogLevel string
-	ShutdownTimeout     time.Duration
+	KafkaBrokers       string
+	Kafka              KafkaSecurity // TLS and SASL (MSK)
+	RegistryURL        string
+	OffsetsTopic       string
+	HistoryTopic       string
+	TopicPartitions    int
+	TopicReplication   int
+	TopicCleanupPolicy string
+	MaxRecordBytes     int
+	MaxBufferedBytes   int
+	TransactionTimeout time.Duration
+	CommitInterval     time.Duration
+	MaxTxnRecords      int
+	TombstonesOnDelete bool
+	SkippedOperations  string
+	HeartbeatInterval  time.Duration
+	// Debezium's schema-change, transaction metadata and heartbeat topics.
+	IncludeSchemaChanges  bool
+	ProvideTxMetadata     bool
+	HeartbeatTopicPeriod  time.Duration // heartbeat.interval.ms
+	HeartbeatTopicsPrefix string        // topics.heartbeat.prefix
+	EventBuffer           int
+	Filters               filter.Lists
+	Types                 mysqltype.Options
+	TimePrecisionMode     string
+	DecimalHandling       string
+	BigintUnsignedMode    string
+	BinaryHandlingMode    string
+	MetricsAddr           string
+	LogFormat, LogLevel   string
+	ShutdownTimeout       time.Duration
 }
 
 func (c *Config) bind(f *envFlags) {
@@ -94,6 +99,10 @@ func (c *Config) bind(f *envFlags) {
 	f.String(&c.SkippedOperations, "skipped-operations", "none", "comma-separated ops not emitted: t (truncate), or none. Debezium's default is t; binlake emits truncates unless told")
 	f.Int(&c.EventBuffer, "binlog-event-buffer", 64, "binlog events decoded ahead of publishing; with max-buffered-bytes it bounds memory")
 	f.Duration(&c.HeartbeatInterval, "heartbeat-interval", 30*time.Second, "binlog heartbeat period the server is asked for when idle")
+	f.Bool(&c.IncludeSchemaChanges, "include-schema-changes", true, "write schema-change events (DDL and the table structure after it) on topic <prefix> (Debezium include.schema.changes)")
+	f.Bool(&c.ProvideTxMetadata, "provide-transaction-metadata", false, "write BEGIN/END records on <prefix>.transaction and fill the envelope's transaction block (Debezium provide.transaction.metadata)")
+	f.Duration(&c.HeartbeatTopicPeriod, "heartbeat-topic-interval", 0, "period of heartbeat records on <topics-heartbeat-prefix>.<prefix>, each committed with the position (Debezium heartbeat.interval.ms); 0: none")
+	f.String(&c.HeartbeatTopicsPrefix, "topics-heartbeat-prefix", "__debezium-heartbeat", "prefix of the heartbeat topic (Debezium topics.heartbeat.prefix)")
 	f.String(&c.Filters.DatabaseInclude, "database-include-list", "", "regexes of databases to capture (Debezium database.include.list)")
 	f.String(&c.Filters.DatabaseExclude, "database-exclude-list", "", "regexes of databases not to capture")
 	f.String(&c.Filters.TableInclude, "table-include-list", "", "regexes of db.table to capture")
@@ -137,6 +146,12 @@ func (c *Config) Validate() error {
 	}
 	if err := c.validateSignals(); err != nil {
 		errs = append(errs, err)
+	}
+	if c.HeartbeatTopicPeriod < 0 {
+		bad("heartbeat-topic-interval must not be negative")
+	}
+	if c.HeartbeatTopicsPrefix == "" {
+		bad("topics-heartbeat-prefix is empty")
 	}
 	if c.SnapshotChunkRows < 1 {
 		bad("snapshot-chunk-rows must be at least 1")

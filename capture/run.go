@@ -141,6 +141,16 @@ func (d sqlDefinitions) Load(ctx context.Context, db, table string) (schemahist.
 	return schemahist.Load(ctx, d.db, db, table)
 }
 
+func (d sqlDefinitions) ShowCreateTable(ctx context.Context, db, table string) (string, error) {
+	return schemahist.ShowCreateTable(ctx, d.db, db, table)
+}
+
+func (d sqlDefinitions) DatabaseCharset(ctx context.Context, db string) (string, string, error) {
+	return schemahist.DatabaseCharset(ctx, d.db, db)
+}
+
+var _ stream.DDLSource = sqlDefinitions{}
+
 func stream1(ctx context.Context, cfg Config, logger *slog.Logger, metrics *stream.Metrics, ready *atomic.Bool) error {
 	mcfg := mysql.NewConfig()
 	mcfg.Net, mcfg.Addr, mcfg.User, mcfg.Passwd = "tcp", cfg.MySQLAddr, cfg.MySQLUser, cfg.MySQLPassword
@@ -227,20 +237,6 @@ func stream1(ctx context.Context, cfg Config, logger *slog.Logger, metrics *stre
 	if signals != nil {
 		defer signals.Close()
 	}
-	if !stored || storeNow {
-		// Store the start at once: a capture stopped before its first
-		// change must resume here, not at a later "current".
-		b, err := stream.MarshalState(state)
-		if err != nil {
-			return err
-		}
-		if err := pub.Begin(); err != nil {
-			return err
-		}
-		if err := pub.Commit(ctx, cfg.ID, b); err != nil {
-			return fmt.Errorf("storing the start position: %w", err)
-		}
-	}
 	sdb, err := openSnapshotDB(cfg)
 	if err != nil {
 		return err
@@ -275,9 +271,38 @@ func stream1(ctx context.Context, cfg Config, logger *slog.Logger, metrics *stre
 		Logger:          logger,
 		Metrics:         metrics,
 		Snapshot:        snapCfg,
+
+		SchemaChanges:     cfg.IncludeSchemaChanges,
+		TxMetadata:        cfg.ProvideTxMetadata,
+		HeartbeatInterval: cfg.HeartbeatTopicPeriod,
+		HeartbeatPrefix:   cfg.HeartbeatTopicsPrefix,
 	}, pub, registry, sqlDefinitions{db}, history)
 	if err != nil {
 		return err
+	}
+	if !stored || storeNow {
+		// Store the start at once: a capture stopped before its first
+		// change must resume here, not at a later "current". A new
+		// capture's schema snapshot goes into the same Kafka transaction.
+		b, err := stream.MarshalState(state)
+		if err != nil {
+			return err
+		}
+		if err := pub.Begin(); err != nil {
+			return err
+		}
+		if !stored && snapshot.Mode(cfg.SnapshotMode) != snapshot.ModeNever && cfg.IncludeSchemaChanges {
+			snap, err := schemaSnapshot(ctx, db, filt, state)
+			if err != nil {
+				return err
+			}
+			if err := st.WriteSchemaSnapshot(ctx, snap); err != nil {
+				return err
+			}
+		}
+		if err := pub.Commit(ctx, cfg.ID, b); err != nil {
+			return fmt.Errorf("storing the start position: %w", err)
+		}
 	}
 	incCfg.DB = sdb
 	sigCh := make(chan signal.Record, 16)
@@ -310,6 +335,28 @@ func stream1(ctx context.Context, cfg Config, logger *slog.Logger, metrics *stre
 }
 
 func ptr(s string) *string { return &s }
+
+// schemaSnapshot lists what the schema snapshot of a new capture covers.
+func schemaSnapshot(ctx context.Context, db *sql.DB, filt *filter.Filter, state stream.State) (stream.SchemaSnapshot, error) {
+	snap := stream.SchemaSnapshot{Position: state.Position, DataFollows: state.Snapshot != nil && len(state.Snapshot.Tables) > 0}
+	var err error
+	if snap.ServerCharset, snap.ServerCollation, err = schemahist.ServerCharset(ctx, db); err != nil {
+		return snap, err
+	}
+	tables, err := schemahist.ListTables(ctx, db, filt.Table)
+	if err != nil {
+		return snap, err
+	}
+	snap.Tables = tables
+	// Debezium's schema snapshot covers the databases of the captured
+	// tables (a captured database without tables gets no event).
+	for _, t := range tables {
+		if len(snap.Databases) == 0 || snap.Databases[len(snap.Databases)-1] != t[0] {
+			snap.Databases = append(snap.Databases, t[0])
+		}
+	}
+	return snap, nil
+}
 
 // startState returns the stored state (stored=true) or, for a new
 // capture, where to start and the snapshot to run, as snapshot-mode says.

@@ -284,8 +284,10 @@ func TransactionKeySchema() *Schema {
 // TransactionValueSchema returns the value schema of the P.transaction
 // topic: status (BEGIN|END), id, event_count, data_collections, ts_ms.
 func TransactionValueSchema() *Schema {
+	// The array's elements are optional: Debezium 3.5's registered schema
+	// has items ["null", event.collection].
 	collection := &Schema{
-		Type: STRUCT, Name: "event.collection", Version: 1,
+		Type: STRUCT, Optional: true, Name: "event.collection", Version: 1,
 		Fields: []Field{{"data_collection", str()}, {"event_count", i64()}},
 	}
 	return &Schema{

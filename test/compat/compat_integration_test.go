@@ -15,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/binlake/binlake/test/debezium"
 	"github.com/binlake/binlake/test/kafkatest"
 	"github.com/binlake/binlake/test/testenv"
@@ -31,6 +34,38 @@ var allowed = map[string]string{
 	"header.__debezium.context.runId": "Debezium's per-run id, not part of the event",
 }
 
+// allowedSchemaSnapshot adds, for the schema-change events of the schema
+// snapshot (source.snapshot not "false"), the fields that differ because
+// the two connectors started at different moments.
+var allowedSchemaSnapshot = map[string]string{
+	"value.source.ts_ms": "the schema snapshot is stamped with the time it was read",
+	"value.source.ts_us": "the schema snapshot is stamped with the time it was read",
+	"value.source.ts_ns": "the schema snapshot is stamped with the time it was read",
+	"value.source.file":  "each connector's snapshot is at the binlog position where it started",
+	"value.source.pos":   "each connector's snapshot is at the binlog position where it started",
+}
+
+// allowedTransaction lists what may differ on the transaction topic:
+// nothing (no processing time there: ts_ms is the binlog's).
+var allowedTransaction = map[string]string{}
+
+// allowedFirstBegin adds, for the first record a connector wrote on the
+// transaction topic after connecting, its time stamp.
+var allowedFirstBegin = map[string]string{
+	"value.ts_ms": "Debezium stamps BEGIN with the time of the event read before the GTID event; for the first " +
+		"transaction after connecting that is the binlog's format description event, and the connectors connected at different times",
+}
+
+func join(maps ...map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, m := range maps {
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	return out
+}
+
 // run is one comparison: a database captured by Debezium and by capture.
 type run struct {
 	t                    *testing.T
@@ -42,9 +77,21 @@ type run struct {
 	capBin               string
 	capture              *exec.Cmd
 	capLog               string
+	// capStarts holds the end offset of capture's transaction topic at
+	// each start: the record there is the first it wrote after connecting.
+	capStarts []int64
 }
 
-func newRun(t *testing.T) *run {
+func newRun(t *testing.T) *run { return newRunWith(t, runOpts{}) }
+
+// runOpts adds to newRun's setup.
+type runOpts struct {
+	dbz    map[string]string // Debezium properties
+	capEnv []string          // capture environment variables ("KEY=value")
+	before []string          // statements run before both start
+}
+
+func newRunWith(t *testing.T, o runOpts) *run {
 	m := testenv.MariaDBEnv(t)
 	r := &run{t: t, brokers: testenv.KafkaBrokers(t)}
 	r.db = testenv.Unique(t, "compat")
@@ -58,10 +105,24 @@ func newRun(t *testing.T) *run {
 	if r.dec, err = kafkatest.NewDecoder(testenv.RegistryURL(t)); err != nil {
 		t.Fatal(err)
 	}
+	if len(o.before) > 0 {
+		r.exec(o.before...)
+	}
 
-	// Debezium, streaming only; settings of the golden run (see schemas/testdata/debezium).
+	// Debezium, streaming only; settings of the golden run (see
+	// schemas/testdata/debezium), with schema changes and transaction
+	// metadata. Capture writes the DDL of captured tables and databases
+	// only, which Debezium does with the store.only.captured settings
+	// (by default it writes every database's DDL during its snapshot).
+	extra := map[string]string{"skipped.operations": "none", "include.schema.changes": "true",
+		"provide.transaction.metadata":                              "true",
+		"schema.history.internal.store.only.captured.tables.ddl":    "true",
+		"schema.history.internal.store.only.captured.databases.ddl": "true"}
+	for k, v := range o.dbz {
+		extra[k] = v
+	}
 	debezium.Run(t, debezium.Config{Database: r.db, TopicPrefix: r.dbzPrefix, ServerID: 5400 + uint32(time.Now().UnixNano()%100000),
-		SnapshotMode: "no_data", Extra: map[string]string{"skipped.operations": "none", "include.schema.changes": "false"}})
+		SnapshotMode: "no_data", Extra: extra})
 
 	r.capBin = filepath.Join(t.TempDir(), "capture")
 	if out, err := exec.Command("go", "build", "-o", r.capBin, "github.com/binlake/binlake/capture").CombinedOutput(); err != nil {
@@ -70,7 +131,9 @@ func newRun(t *testing.T) *run {
 	r.capEnv = append(os.Environ(),
 		"CAPTURE_MYSQL_ADDR="+m.Addr, "CAPTURE_MYSQL_USER="+m.CaptureUser, "CAPTURE_MYSQL_PASSWORD="+m.CapturePassword,
 		"CAPTURE_KAFKA_BROKERS="+strings.Join(r.brokers, ","), "CAPTURE_SCHEMA_REGISTRY_URL="+testenv.RegistryURL(t),
-		"CAPTURE_TOPIC_PREFIX="+r.capPrefix, "CAPTURE_DATABASE_INCLUDE_LIST="+r.db, "CAPTURE_METRICS_ADDR=off")
+		"CAPTURE_TOPIC_PREFIX="+r.capPrefix, "CAPTURE_DATABASE_INCLUDE_LIST="+r.db, "CAPTURE_METRICS_ADDR=off",
+		"CAPTURE_INCLUDE_SCHEMA_CHANGES=true", "CAPTURE_PROVIDE_TRANSACTION_METADATA=true")
+	r.capEnv = append(r.capEnv, o.capEnv...)
 	r.startCapture()
 	return r
 }
@@ -78,6 +141,7 @@ func newRun(t *testing.T) *run {
 // startCapture starts capture and waits until it streams.
 func (r *run) startCapture() {
 	t := r.t
+	r.capStarts = append(r.capStarts, endOffset(t, r.brokers, r.capPrefix+".transaction"))
 	r.capLog = filepath.Join(t.TempDir(), "capture.log")
 	logf, err := os.Create(r.capLog)
 	if err != nil {
@@ -132,7 +196,7 @@ func (r *run) compare(minTables int) {
 	kafkatest.ReadAll(t, r.brokers, r.dec, r.dbzPrefix+"."+r.db+"."+marker, 1, 0, 2*time.Minute)
 	kafkatest.ReadAll(t, r.brokers, r.dec, r.capPrefix+"."+r.db+"."+marker, 1, 0, 2*time.Minute)
 
-	dbzTopics := debezium.ReadPrefixUntilIdle(t, r.brokers, r.dbzPrefix+".", 3*time.Second)
+	dbzTopics := debezium.ReadPrefixUntilIdle(t, r.brokers, r.dbzPrefix+"."+r.db+".", 3*time.Second)
 	var tables []string
 	for topic := range dbzTopics {
 		tables = append(tables, strings.TrimPrefix(topic, r.dbzPrefix+"."))
@@ -141,7 +205,7 @@ func (r *run) compare(minTables int) {
 	if len(tables) < minTables {
 		t.Fatalf("Debezium wrote %d table topics (%v), want at least %d", len(tables), tables, minTables)
 	}
-	capTopics := debezium.ReadPrefixUntilIdle(t, r.brokers, r.capPrefix+".", time.Second)
+	capTopics := debezium.ReadPrefixUntilIdle(t, r.brokers, r.capPrefix+"."+r.db+".", time.Second)
 	for topic := range capTopics {
 		if _, ok := dbzTopics[r.dbzPrefix+strings.TrimPrefix(topic, r.capPrefix)]; !ok {
 			t.Errorf("capture wrote topic %s, Debezium has no such table topic", topic)
@@ -150,21 +214,83 @@ func (r *run) compare(minTables int) {
 
 	var events, fields int
 	var mismatches []string
-	for _, tbl := range tables {
-		want := kafkatest.ReadAll(t, r.brokers, r.dec, r.dbzPrefix+"."+tbl, len(dbzTopics[r.dbzPrefix+"."+tbl]), time.Second, time.Minute)
-		got := kafkatest.ReadAll(t, r.brokers, r.dec, r.capPrefix+"."+tbl, 0, 2*time.Second, time.Minute)
+	gtids := map[string]bool{} // transactions of this database
+	compareList := func(name string, want, got []kafkatest.Record, allow func(want, got kafkatest.Record) map[string]string) {
 		if len(got) != len(want) {
-			mismatches = append(mismatches, fmt.Sprintf("%s: %d events from capture, %d from Debezium", tbl, len(got), len(want)))
+			mismatches = append(mismatches, fmt.Sprintf("%s: %d events from capture, %d from Debezium", name, len(got), len(want)))
 		}
 		for i := range min(len(got), len(want)) {
 			events++
-			n, diffs := compareRecord(ctx, t, r.dec, r.dbzPrefix, r.capPrefix, want[i], got[i])
+			n, diffs := compareRecord(ctx, t, r.dec, r.dbzPrefix, r.capPrefix, want[i], got[i], allow(want[i], got[i]))
 			fields += n
 			for _, d := range diffs {
-				mismatches = append(mismatches, fmt.Sprintf("%s #%d (%s): %s", tbl, i, want[i].Op(), d))
+				mismatches = append(mismatches, fmt.Sprintf("%s #%d (%s): %s", name, i, want[i].Op(), d))
 			}
 		}
 	}
+	noteGTID := func(recs []kafkatest.Record) {
+		for _, rec := range recs {
+			if src, ok := rec.Value["source"].(map[string]any); ok {
+				if g, ok := src["gtid"].(string); ok {
+					gtids[g] = true
+				}
+			}
+		}
+	}
+	for _, tbl := range tables {
+		want := kafkatest.ReadAll(t, r.brokers, r.dec, r.dbzPrefix+"."+tbl, len(dbzTopics[r.dbzPrefix+"."+tbl]), time.Second, time.Minute)
+		got := kafkatest.ReadAll(t, r.brokers, r.dec, r.capPrefix+"."+tbl, 0, 2*time.Second, time.Minute)
+		noteGTID(want)
+		compareList(tbl, want, got, func(_, _ kafkatest.Record) map[string]string { return allowed })
+	}
+
+	// The schema-change topic <prefix>: every event, the schema snapshot
+	// included.
+	wantSC := kafkatest.ReadAll(t, r.brokers, r.dec, r.dbzPrefix, 1, 2*time.Second, time.Minute)
+	gotSC := kafkatest.ReadAll(t, r.brokers, r.dec, r.capPrefix, 1, 2*time.Second, time.Minute)
+	noteGTID(wantSC)
+	compareList("<prefix> (schema changes)", wantSC, gotSC, func(rec, _ kafkatest.Record) map[string]string {
+		if src, _ := rec.Value["source"].(map[string]any); src != nil && src["snapshot"] != "false" {
+			return join(allowed, allowedSchemaSnapshot)
+		}
+		return allowed
+	})
+
+	// The transaction topic: both connectors write BEGIN/END for every
+	// binlog transaction of the server (Debezium's TransactionMonitor is not
+	// filtered), and they started at different positions of a server other
+	// tests share, so the records compared are those of this database's
+	// transactions (the GTIDs of its change and schema-change events).
+	ofDB := func(recs []kafkatest.Record) []kafkatest.Record {
+		var out []kafkatest.Record
+		for _, rec := range recs {
+			if id, _ := rec.Key["id"].(string); gtids[id] {
+				out = append(out, rec)
+			}
+		}
+		return out
+	}
+	wantTx := ofDB(kafkatest.ReadAll(t, r.brokers, r.dec, r.dbzPrefix+".transaction", 1, 2*time.Second, time.Minute))
+	capTx := kafkatest.ReadAll(t, r.brokers, r.dec, r.capPrefix+".transaction", 1, 2*time.Second, time.Minute)
+	gotTx := ofDB(capTx)
+	if len(wantTx) == 0 {
+		mismatches = append(mismatches, "Debezium wrote no transaction records for this database")
+	}
+	firstAfterStart := map[int64]bool{}
+	for _, start := range r.capStarts {
+		for _, rec := range capTx {
+			if rec.Offset >= start {
+				firstAfterStart[rec.Offset] = true
+				break
+			}
+		}
+	}
+	compareList("<prefix>.transaction", wantTx, gotTx, func(want, got kafkatest.Record) map[string]string {
+		if want.Offset == 0 || firstAfterStart[got.Offset] {
+			return join(allowedTransaction, allowedFirstBegin)
+		}
+		return allowedTransaction
+	})
 	for _, mm := range mismatches {
 		t.Log(mm)
 	}
@@ -193,6 +319,28 @@ func TestCompatWithDebezium(t *testing.T) {
 	}
 	r.exec(stmts...)
 	r.compare(7)
+}
+
+// TestCompatSchemaSnapshot starts Debezium and capture on a database whose
+// tables exist (a table per type family, from the workload), both in
+// snapshot mode no_data, and compares their schema-change topics: the
+// schema snapshot (SET, DROP TABLE, DROP/CREATE DATABASE, USE, and each
+// table's SHOW CREATE TABLE with the table structure Debezium's parser
+// derives from it), then a CREATE TABLE and an ALTER streamed after it.
+func TestCompatSchemaSnapshot(t *testing.T) {
+	workload, err := os.ReadFile(filepath.Join(debezium.RepoRoot(), "schemas/testdata/debezium/workload.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var creates []string
+	for _, stmt := range statements(string(workload)) {
+		if strings.HasPrefix(strings.ToUpper(stmt), "CREATE TABLE") {
+			creates = append(creates, stmt)
+		}
+	}
+	r := newRunWith(t, runOpts{before: creates, capEnv: []string{"CAPTURE_SNAPSHOT_MODE=no_data"}})
+	r.exec("ALTER TABLE ints ADD COLUMN late VARCHAR(5) NOT NULL DEFAULT 'z' COMMENT 'added' AFTER id, MODIFY b1 SMALLINT UNSIGNED")
+	r.compare(1)
 }
 
 // TestCompatDDLReplay stops capture, runs DML mixed with DDL (add, drop,
@@ -249,7 +397,7 @@ func TestCompatDDLReplay(t *testing.T) {
 
 // compareRecord compares one pair of records; it returns the number of
 // fields compared and the differences not in allowed.
-func compareRecord(ctx context.Context, t *testing.T, dec *kafkatest.Decoder, dbzPrefix, capPrefix string, want, got kafkatest.Record) (int, []string) {
+func compareRecord(ctx context.Context, t *testing.T, dec *kafkatest.Decoder, dbzPrefix, capPrefix string, want, got kafkatest.Record, allowed map[string]string) (int, []string) {
 	t.Helper()
 	norm := func(prefix string) func(any) any {
 		return func(v any) any {
@@ -353,4 +501,24 @@ func flatten(path string, v any, out map[string]string, norm func(any) any) {
 	default:
 		out[path] = fmt.Sprintf("%T:%v", x, norm(x))
 	}
+}
+
+// endOffset returns the end offset of partition 0 of topic (0 when the
+// topic does not exist yet).
+func endOffset(t *testing.T, brokers []string, topic string) int64 {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(t.Context(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, ok := ends.Lookup(topic, 0)
+	if !ok || o.Err != nil {
+		return 0
+	}
+	return o.Offset
 }

@@ -47,6 +47,12 @@ type Event struct {
 	Kind Kind
 	// Timestamp is the event's header time (seconds since the epoch).
 	Timestamp uint32
+	// PrevTimestamp is the timestamp of the last event before this one
+	// that had one (heartbeats and zero timestamps are skipped), and
+	// BeginTimestamp that of the last event before the transaction's GTID
+	// event: Debezium stamps transaction BEGIN and END records with them
+	// (it updates its event time after handling each event).
+	PrevTimestamp, BeginTimestamp uint32
 	// ServerID is the server that wrote the event.
 	ServerID uint32
 	// File and Pos are the binlog file and the offset where the event starts.
@@ -100,6 +106,8 @@ type Reader struct {
 	pos  uint32 // end of the last commit
 
 	gtid    string // of the open transaction
+	lastTs  uint32 // timestamp of the last event that had one
+	beginTs uint32 // lastTs when the open transaction's GTID event arrived
 	thread  int64
 	inTxn   bool
 	pending []Event // events decoded but not yet returned
@@ -209,11 +217,17 @@ func (r *Reader) base(h *replication.EventHeader) Event {
 	if h.LogPos < h.EventSize {
 		start = 0
 	}
-	return Event{Timestamp: h.Timestamp, ServerID: h.ServerID, File: r.file, Pos: start, GTID: r.gtid, Thread: r.thread}
+	return Event{Timestamp: h.Timestamp, ServerID: h.ServerID, File: r.file, Pos: start, GTID: r.gtid, Thread: r.thread,
+		PrevTimestamp: r.lastTs, BeginTimestamp: r.beginTs}
 }
 
 func (r *Reader) decode(raw *replication.BinlogEvent) error {
 	h := raw.Header
+	defer func() {
+		if h.Timestamp != 0 && h.EventType != replication.HEARTBEAT_EVENT && h.EventType != replication.HEARTBEAT_LOG_EVENT_V2 {
+			r.lastTs = h.Timestamp
+		}
+	}()
 	switch e := raw.Event.(type) {
 	case *replication.RotateEvent:
 		r.file = string(e.NextLogName)
@@ -221,6 +235,7 @@ func (r *Reader) decode(raw *replication.BinlogEvent) error {
 	case *replication.MariadbGTIDEvent:
 		r.gtid = e.GTID.String()
 		r.thread = 0
+		r.beginTs = r.lastTs
 		r.inTxn = !e.IsStandalone()
 		if r.inTxn {
 			r.pending = append(r.pending, withKind(r.base(h), KindBegin))
@@ -232,6 +247,7 @@ func (r *Reader) decode(raw *replication.BinlogEvent) error {
 		}
 		r.gtid = next.String()
 		r.thread = 0
+		r.beginTs = r.lastTs
 	case *replication.QueryEvent:
 		q := strings.TrimSpace(string(e.Query))
 		switch strings.ToUpper(q) {

@@ -172,6 +172,7 @@ func ParseDDL(defaultDB, query string) DDL {
 type token struct {
 	s      string
 	quoted bool
+	q      rune // the quote: '`', '"' or '\'' when quoted
 }
 
 // tokenize splits SQL into identifiers, quoted names and punctuation,
@@ -222,7 +223,7 @@ func tokenize(q string) []token {
 				b.WriteRune(r[j])
 				j++
 			}
-			out = append(out, token{s: b.String(), quoted: true})
+			out = append(out, token{s: b.String(), quoted: true, q: c})
 			i = j + 1
 		case unicode.IsLetter(c) || unicode.IsDigit(c) || c == '_' || c == '$':
 			j := i

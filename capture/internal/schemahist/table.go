@@ -37,6 +37,9 @@ type Definition struct {
 	Columns    []mysqltype.Column `json:"columns"`
 	PrimaryKey []string           `json:"primary_key,omitempty"`
 	Charset    string             `json:"charset,omitempty"`
+	// Model is the table as Debezium's DDL parser models it, for
+	// schema-change events (nil when not known).
+	Model *Model `json:"model,omitempty"`
 }
 
 // Table is a definition compiled for conversion: converters and the
@@ -204,4 +207,34 @@ func ListTables(ctx context.Context, db *sql.DB, include func(db, table string) 
 		}
 	}
 	return out, rows.Err()
+}
+
+// ShowCreateTable returns SHOW CREATE TABLE's statement for a table.
+func ShowCreateTable(ctx context.Context, db *sql.DB, schema, table string) (string, error) {
+	var name, stmt string
+	q := "SHOW CREATE TABLE `" + strings.ReplaceAll(schema, "`", "``") + "`.`" + strings.ReplaceAll(table, "`", "``") + "`"
+	if err := db.QueryRowContext(ctx, q).Scan(&name, &stmt); err != nil {
+		return "", fmt.Errorf("reading the definition of %s.%s: %w", schema, table, err)
+	}
+	return stmt, nil
+}
+
+// DatabaseCharset returns a database's default character set and
+// collation (information_schema.SCHEMATA).
+func DatabaseCharset(ctx context.Context, db *sql.DB, schema string) (charset, collation string, err error) {
+	err = db.QueryRowContext(ctx, `SELECT DEFAULT_CHARACTER_SET_NAME, DEFAULT_COLLATION_NAME
+		FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?`, schema).Scan(&charset, &collation)
+	if err != nil {
+		return "", "", fmt.Errorf("reading the character set of database %s: %w", schema, err)
+	}
+	return charset, collation, nil
+}
+
+// ServerCharset returns character_set_server and collation_server.
+func ServerCharset(ctx context.Context, db *sql.DB) (charset, collation string, err error) {
+	err = db.QueryRowContext(ctx, `SELECT @@character_set_server, @@collation_server`).Scan(&charset, &collation)
+	if err != nil {
+		return "", "", fmt.Errorf("reading the server character set: %w", err)
+	}
+	return charset, collation, nil
 }

@@ -69,6 +69,16 @@ type Config struct {
 	Now func() time.Time
 	// Snapshot, if set, runs an initial snapshot while streaming.
 	Snapshot *SnapshotConfig
+	// SchemaChanges writes schema-change events on topic Prefix
+	// (include.schema.changes).
+	SchemaChanges bool
+	// TxMetadata writes BEGIN/END records on Prefix.transaction and fills
+	// the envelope's transaction block (provide.transaction.metadata).
+	TxMetadata bool
+	// HeartbeatInterval is the period of heartbeat records on
+	// HeartbeatPrefix.Prefix (heartbeat.interval.ms); 0 writes none.
+	HeartbeatInterval time.Duration
+	HeartbeatPrefix   string
 }
 
 // Stream is the capture loop.
@@ -94,6 +104,16 @@ type Stream struct {
 	readMoved bool            // readPos changed since the snapshot last looked
 	snap      *snapRun        // nil: no snapshot
 	incr      *incrState      // nil: no ad-hoc snapshots (incremental.go)
+
+	// schema-change, transaction and heartbeat topics (meta.go)
+	schemaIDs, txIDs, hbIDs metaIDs
+	models                  map[string]*schemahist.Model // db.table → Debezium's table model
+	charsets                map[string]string            // database → default charset
+	tx                      txState
+	lastRow                 int32 // Debezium's source.row of DDL and TRUNCATE: the last row event's last row
+	nextHeartbeat           time.Time
+	hbCtx                   context.Context
+	hbCancel                context.CancelFunc
 }
 
 type table struct {
@@ -118,7 +138,11 @@ func New(cfg Config, pub *publish.Publisher, reg Registry, defs Definitions, his
 	if cfg.Metrics == nil {
 		cfg.Metrics = NewMetrics(nil)
 	}
-	s := &Stream{cfg: cfg, pub: pub, reg: reg, defs: defs, log: cfg.Logger, tables: map[string]*table{}}
+	if cfg.HeartbeatPrefix == "" {
+		cfg.HeartbeatPrefix = "__debezium-heartbeat"
+	}
+	s := &Stream{cfg: cfg, pub: pub, reg: reg, defs: defs, log: cfg.Logger, tables: map[string]*table{},
+		models: map[string]*schemahist.Model{}, charsets: map[string]string{}, nextHeartbeat: time.Now().Add(cfg.HeartbeatInterval)}
 	if cfg.Snapshot != nil && !cfg.Snapshot.Progress.Done() {
 		s.snap = newSnapRun(*cfg.Snapshot)
 	}
@@ -131,6 +155,9 @@ func New(cfg Config, pub *publish.Publisher, reg Registry, defs Definitions, his
 	for key, def := range history {
 		if !cfg.Filter.Table(def.DB, def.Table) {
 			continue
+		}
+		if def.Model != nil {
+			s.models[key] = def.Model
 		}
 		t, err := s.compile(def)
 		if err != nil {
@@ -162,6 +189,9 @@ func (s *Stream) Run(ctx context.Context, r *binlog.Reader) (err error) {
 	defer func() {
 		if s.windowCancel != nil {
 			s.windowCancel()
+		}
+		if s.hbCancel != nil {
+			s.hbCancel()
 		}
 		if !s.pub.InTxn() {
 			return
@@ -213,10 +243,17 @@ func (s *Stream) Run(ctx context.Context, r *binlog.Reader) (err error) {
 		if s.pendingPos != nil && s.atBoundary {
 			readCtx = s.window
 		}
+		if hb := s.heartbeatContext(ctx); hb != nil && s.atBoundary {
+			if d, ok := readCtx.Deadline(); !ok || s.nextHeartbeat.Before(d) {
+				readCtx = hb
+			}
+		}
 		var cancelPoll context.CancelFunc
-		if readCtx == ctx && s.atBoundary && s.pollsSignals() {
+		if s.atBoundary && s.pollsSignals() {
 			// Idle: wake up now and then to look at the signal channel.
-			readCtx, cancelPoll = context.WithTimeout(ctx, signalPollInterval)
+			if d, ok := readCtx.Deadline(); !ok || time.Until(d) > signalPollInterval {
+				readCtx, cancelPoll = context.WithTimeout(readCtx, signalPollInterval)
+			}
 		}
 		ev, err := r.Next(readCtx)
 		if cancelPoll != nil {
@@ -227,7 +264,13 @@ func (s *Stream) Run(ctx context.Context, r *binlog.Reader) (err error) {
 				return ctx.Err()
 			}
 			if errors.Is(err, context.DeadlineExceeded) && readCtx != ctx {
-				// Idle at a boundary, or the window passed: commit now.
+				// Idle at a boundary, or the window passed: commit now,
+				// with a heartbeat when one is due.
+				if s.heartbeatDue(time.Now()) {
+					if err := s.heartbeat(ctx); err != nil {
+						return err
+					}
+				}
 				if err := s.commit(ctx); err != nil {
 					return err
 				}
@@ -287,7 +330,10 @@ func (s *Stream) handle(ctx context.Context, ev binlog.Event) error {
 	switch ev.Kind {
 	case binlog.KindBegin:
 		s.atBoundary = false
-		return s.begin()
+		if err := s.begin(); err != nil {
+			return err
+		}
+		return s.txBegin(ctx, ev)
 	case binlog.KindRows:
 		s.atBoundary = false
 		if err := s.begin(); err != nil {
@@ -295,10 +341,20 @@ func (s *Stream) handle(ctx context.Context, ev binlog.Event) error {
 		}
 		return s.rows(ctx, ev)
 	case binlog.KindCommit:
+		if err := s.txEnd(ctx, ev); err != nil {
+			return err
+		}
 		return s.boundary(ctx, ev)
 	case binlog.KindQuery:
 		if err := s.begin(); err != nil {
 			return err
+		}
+		if ev.GTID != "" && s.cfg.Flavor == debezium.FlavorMariaDB {
+			// MariaDB: Debezium begins a transaction at every GTID event,
+			// DDL included (and never ends it: there is no commit event).
+			if err := s.txBegin(ctx, ev); err != nil {
+				return err
+			}
 		}
 		if err := s.query(ctx, ev); err != nil {
 			return err
@@ -319,6 +375,11 @@ func (s *Stream) boundary(ctx context.Context, ev binlog.Event) error {
 	s.atBoundary = true
 	s.readPos, s.readMoved = pos, true
 	s.cfg.Metrics.observeSource(ev.Timestamp, s.cfg.Now())
+	if s.heartbeatDue(time.Now()) {
+		if err := s.heartbeat(ctx); err != nil {
+			return err
+		}
+	}
 	if s.txnRecords >= s.cfg.MaxTxnRecords || time.Since(s.txnStart) >= s.cfg.CommitInterval {
 		return s.commit(ctx)
 	}
@@ -425,6 +486,9 @@ type historyRecord struct {
 }
 
 func (s *Stream) recordHistory(ctx context.Context, def schemahist.Definition) error {
+	if m := s.models[tableKey(def.DB, def.Table)]; m != nil {
+		def.Model = m
+	}
 	return s.writeHistory(ctx, historyRecord{Definition: def})
 }
 
@@ -507,6 +571,7 @@ func (s *Stream) rows(ctx context.Context, ev binlog.Event) error {
 	}
 	for i := 0; i+step-1 < len(ev.Rows); i += step {
 		src := s.source(ev, db, tbl, i/step)
+		s.lastRow = int32(i / step)
 		switch ev.RowsType {
 		case binlog.Insert:
 			after, err := s.convert(t, ev.Rows[i])
@@ -671,7 +736,7 @@ func (s *Stream) emit(ctx context.Context, t *table, op debezium.Op, before, aft
 		}
 	}
 	env := debezium.Envelope{Before: before, After: after, Source: src, Op: op,
-		TsMs: now.UnixMilli(), TsUs: now.UnixMicro(), TsNs: now.UnixNano()}
+		TsMs: now.UnixMilli(), TsUs: now.UnixMicro(), TsNs: now.UnixNano(), Transaction: s.txEvent(t)}
 	val, err := env.AppendAvro(s.frame(t.valueID), t.Envelope)
 	if err != nil {
 		return fmt.Errorf("encoding a change of %s: %w", t.topic, err)
@@ -698,6 +763,9 @@ func (s *Stream) emit(ctx context.Context, t *table, op debezium.Op, before, aft
 // query handles a statement outside row transactions: DDL and TRUNCATE.
 func (s *Stream) query(ctx context.Context, ev binlog.Event) error {
 	ddl := schemahist.ParseDDL(ev.Schema, ev.Query)
+	if err := s.ddlEvents(ctx, ev, ddl); err != nil {
+		return err
+	}
 	switch ddl.Kind {
 	case schemahist.DDLTruncate:
 		ref := ddl.Tables[0]
@@ -709,9 +777,10 @@ func (s *Stream) query(ctx context.Context, ev binlog.Event) error {
 		if err != nil {
 			return err
 		}
-		src := s.source(ev, ref.DB, ref.Table, 0)
+		src := s.source(ev, ref.DB, ref.Table, int(s.lastRow))
 		now := s.cfg.Now()
-		env := debezium.Envelope{Source: src, Op: debezium.OpTruncate, TsMs: now.UnixMilli(), TsUs: now.UnixMicro(), TsNs: now.UnixNano()}
+		env := debezium.Envelope{Source: src, Op: debezium.OpTruncate, TsMs: now.UnixMilli(), TsUs: now.UnixMicro(), TsNs: now.UnixNano(),
+			Transaction: s.txEvent(t)}
 		val, err := env.AppendAvro(s.frame(t.valueID), t.Envelope)
 		if err != nil {
 			return err
