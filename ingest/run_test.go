@@ -23,6 +23,10 @@ func TestCheckConfig(t *testing.T) {
 		{"bad regex", []string{"-catalog-uri=http://c", "-topic-regex=("}, nil, "topic-regex"},
 		{"sigv4 without region", []string{"-catalog-uri=http://c", "-topics=a", "-sigv4"}, nil, "sigv4 needs s3-region"},
 		{"sigv4 region from AWS_REGION", []string{"-catalog-uri=http://c", "-topics=a", "-sigv4"}, map[string]string{"AWS_REGION": "eu-west-1"}, ""},
+		{"partition spec", []string{"-catalog-uri=http://c", "-topics=a", "-partition-spec=*=bucket(16); db.t=bucket(4, id); db.u=none"}, nil, ""},
+		{"partition spec not bucket", []string{"-catalog-uri=http://c", "-topics=a", "-partition-spec=db.t=day(ts)"}, nil, "only key columns"},
+		{"partition spec bad target", []string{"-catalog-uri=http://c", "-topics=a", "-partition-spec=t=bucket(4)"}, nil, "target must be"},
+		{"keyless", []string{"-catalog-uri=http://c", "-topics=a", "-keyless-tables=drop"}, nil, "want append or reject"},
 		{"bad env duration", []string{"-catalog-uri=http://c", "-topics=a"}, map[string]string{"INGEST_FLUSH_INTERVAL": "30"}, "not a duration"},
 	}
 	for _, c := range cases {

@@ -50,7 +50,7 @@ var typeCases = []struct {
 	{"c_varchar", &debezium.Schema{Type: debezium.STRING}, iceberg.PrimitiveTypes.String, KindString},
 	{"c_blob", &debezium.Schema{Type: debezium.BYTES}, iceberg.PrimitiveTypes.Binary, KindBinary},
 	{"c_date", sch(debezium.INT32, debezium.DateName), iceberg.PrimitiveTypes.Date, KindDate},
-	{"c_time", sch(debezium.INT64, debezium.MicroTimeName), iceberg.PrimitiveTypes.Time, KindTimeMicros},
+	{"c_time", sch(debezium.INT64, debezium.MicroTimeName), iceberg.PrimitiveTypes.Int64, KindTimeMicros},
 	{"c_datetime", sch(debezium.INT64, debezium.TimestampName), iceberg.PrimitiveTypes.Timestamp, KindTimestampMillis},
 	{"c_datetime6", sch(debezium.INT64, debezium.MicroTimestampName), iceberg.PrimitiveTypes.Timestamp, KindTimestampMicros},
 	{"c_timestamp", sch(debezium.STRING, debezium.ZonedTimestampName), iceberg.PrimitiveTypes.TimestampTz, KindZonedTimestamp},
@@ -59,7 +59,7 @@ var typeCases = []struct {
 	{"c_enum", sch(debezium.STRING, debezium.EnumName, debezium.Param{Key: "allowed", Value: "a,b"}), iceberg.PrimitiveTypes.String, KindString},
 	{"c_set", sch(debezium.STRING, debezium.EnumSetName, debezium.Param{Key: "allowed", Value: "a,b"}), iceberg.PrimitiveTypes.String, KindString},
 	{"c_cdate", sch(debezium.INT32, debezium.ConnectDateName), iceberg.PrimitiveTypes.Date, KindDate},
-	{"c_ctime", sch(debezium.INT32, debezium.ConnectTimeName), iceberg.PrimitiveTypes.Time, KindTimeMillis},
+	{"c_ctime", sch(debezium.INT32, debezium.ConnectTimeName), iceberg.PrimitiveTypes.Int64, KindTimeMillis},
 	{"c_cts", sch(debezium.INT64, debezium.ConnectTimestamp), iceberg.PrimitiveTypes.Timestamp, KindTimestampMillis},
 	{"c_geometry", debezium.GeometrySchema(true), &iceberg.StructType{FieldList: []iceberg.NestedField{
 		{Name: "wkb", Type: iceberg.PrimitiveTypes.Binary, Required: true},
@@ -206,7 +206,7 @@ func TestParseAvroLogicalTypesWithoutConnectName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []iceberg.Type{iceberg.DecimalTypeOf(5, 2), iceberg.PrimitiveTypes.Date, iceberg.PrimitiveTypes.Timestamp, iceberg.PrimitiveTypes.Time, iceberg.PrimitiveTypes.String}
+	want := []iceberg.Type{iceberg.DecimalTypeOf(5, 2), iceberg.PrimitiveTypes.Date, iceberg.PrimitiveTypes.Timestamp, iceberg.PrimitiveTypes.Int64, iceberg.PrimitiveTypes.String}
 	for i, w := range want {
 		if f := m.Schema.Field(i); !f.Type.Equals(w) {
 			t.Errorf("%s: %s, want %s", f.Name, f.Type, w)
