@@ -171,20 +171,60 @@ func micros(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05.000
 // and renders it with the same canonical forms, guided by the Iceberg
 // column types.
 func MariaDB(ctx context.Context, db *sql.DB, name string, key []string, types map[string]iceberg.Type) (Rows, error) {
+	out := Rows{ByKey: map[string][]string{}}
+	var err error
+	out.Columns, err = scanMariaDB(ctx, db, name, types, func(cols, row []string) {
+		out.ByKey[keyOf(cols, row, key)] = row
+	})
+	return out, err
+}
+
+// Multiset is the rows of a table without a primary key: each canonical
+// row (values joined by RowSep) and how many times it occurs.
+type Multiset map[string]int
+
+// RowSep separates the values of a row in a Multiset key.
+const RowSep = "\x1f"
+
+// MariaDBMultiset reads a MariaDB table (time_zone '+00:00') as a
+// Multiset of canonical rows over its columns, returned too.
+func MariaDBMultiset(ctx context.Context, db *sql.DB, name string, types map[string]iceberg.Type) ([]string, Multiset, error) {
+	out := Multiset{}
+	cols, err := scanMariaDB(ctx, db, name, types, func(_, row []string) {
+		out[strings.Join(row, RowSep)]++
+	})
+	return cols, out, err
+}
+
+// JavaRow renders the values of cols of one row read by the Java reader
+// canonically.
+func JavaRow(r map[string]*string, cols []string, types map[string]iceberg.Type) []string {
+	row := make([]string, len(cols))
+	for i, c := range cols {
+		if v := r[c]; v == nil {
+			row[i] = "NULL"
+		} else {
+			row[i] = javaValue(*v, types[c])
+		}
+	}
+	return row
+}
+
+func scanMariaDB(ctx context.Context, db *sql.DB, name string, types map[string]iceberg.Type, each func(cols, row []string)) ([]string, error) {
+	// Before the SELECT: the caller may allow one connection only.
+	mysqlTypes, err := columnTypes(ctx, db, name)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := db.QueryContext(ctx, "SELECT * FROM `"+name+"`")
 	if err != nil {
-		return Rows{}, err
+		return nil, err
 	}
 	defer rows.Close()
 	cols, err := rows.Columns()
 	if err != nil {
-		return Rows{}, err
+		return nil, err
 	}
-	mysqlTypes, err := columnTypes(ctx, db, name)
-	if err != nil {
-		return Rows{}, err
-	}
-	out := Rows{Columns: cols, ByKey: map[string][]string{}}
 	vals := make([]sql.RawBytes, len(cols))
 	ptrs := make([]any, len(cols))
 	for i := range vals {
@@ -192,15 +232,15 @@ func MariaDB(ctx context.Context, db *sql.DB, name string, key []string, types m
 	}
 	for rows.Next() {
 		if err := rows.Scan(ptrs...); err != nil {
-			return out, err
+			return cols, err
 		}
 		row := make([]string, len(cols))
 		for i, c := range cols {
 			row[i] = sqlValue(vals[i], types[c], mysqlTypes[c])
 		}
-		out.ByKey[keyOf(cols, row, key)] = row
+		each(cols, row)
 	}
-	return out, rows.Err()
+	return cols, rows.Err()
 }
 
 // mysqlColumn is a column's definition from information_schema.

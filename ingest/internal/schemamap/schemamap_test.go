@@ -389,3 +389,30 @@ func hex10(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:5])
 }
+
+func TestChangeLog(t *testing.T) {
+	row := &debezium.Schema{Type: debezium.STRUCT, Name: "p.db.t.Value", Fields: []debezium.Field{
+		{Name: "a", Schema: sch(debezium.INT32, "")},
+		{Name: "b", Schema: opt(sch(debezium.STRING, ""))},
+	}}
+	m, err := ChangeLog(row)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range m.Schema.Fields() {
+		names = append(names, f.Name)
+		meta := strings.HasPrefix(f.Name, "_binlake_")
+		if f.Required != meta {
+			t.Errorf("%s: required %v", f.Name, f.Required)
+		}
+	}
+	want := "a b _binlake_op _binlake_before _binlake_ts_ms _binlake_partition _binlake_offset"
+	if got := strings.Join(names, " "); got != want || len(m.Columns) != 7 || len(m.Schema.IdentifierFieldIDs) != 0 {
+		t.Errorf("columns %q (%d), identifiers %v; want %q", got, len(m.Columns), m.Schema.IdentifierFieldIDs, want)
+	}
+	row.Fields = append(row.Fields, debezium.Field{Name: ChangeOpColumn, Schema: sch(debezium.STRING, "")})
+	if _, err := ChangeLog(row); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("a source column named %s: err %v", ChangeOpColumn, err)
+	}
+}
