@@ -119,7 +119,7 @@ var typesWorkload = []string{
 	"UPDATE buck SET v = 'updated', n = NULL WHERE id % 3 = 0",
 	"DELETE FROM buck WHERE id % 7 = 0",
 	"UPDATE buck SET id = id + 1000 WHERE id % 5 = 1",
-	"UPDATE buck SET id = 2, v = 'moved back' WHERE id = 1001",
+	"UPDATE buck SET id = 7, v = 'moved back' WHERE id = 1001", // 7 was deleted
 
 	// No primary key: duplicates, an update of two identical rows, a
 	// delete, a truncate and rows after it, NULLs.

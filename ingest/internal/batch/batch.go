@@ -97,10 +97,10 @@ type Buffer struct {
 	// appendOnly: every event is a row to append (a table without a
 	// primary key kept as a change log); nothing is collapsed or deleted.
 	appendOnly bool
-	limits  Limits
-	events  []Event
-	bytes   int64
-	first   time.Time
+	limits     Limits
+	events     []Event
+	bytes      int64
+	first      time.Time
 }
 
 // New returns an empty buffer for rows laid out as columns, keyed by the
