@@ -132,3 +132,16 @@ func checkSpec(spec iceberg.PartitionSpec, sch *iceberg.Schema) error {
 	}
 	return nil
 }
+
+// specText describes a spec in one line: "bucket[4](id)" or "none".
+func specText(spec iceberg.PartitionSpec, sch *iceberg.Schema) string {
+	var parts []string
+	for _, f := range spec.Fields() {
+		name, _ := sch.FindColumnName(f.SourceID())
+		parts = append(parts, fmt.Sprintf("%s(%s)", f.Transform, name))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ",")
+}

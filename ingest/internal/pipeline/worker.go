@@ -358,10 +358,10 @@ func (w *worker) create(ctx context.Context, s *decode.Schema, key []string, key
 		return err
 	}
 	if keyless {
-		w.log.Info("created table as an append-only change log: the source table has no primary key", "columns", len(m.Columns), "partition", spec.String())
+		w.log.Info("created table as an append-only change log: the source table has no primary key", "columns", len(m.Columns), "partition", specText(spec, m.Schema))
 		return nil
 	}
-	w.log.Info("created table", "columns", len(m.Columns), "key", key, "partition", spec.String())
+	w.log.Info("created table", "columns", len(m.Columns), "key", key, "partition", specText(spec, m.Schema))
 	return nil
 }
 
