@@ -234,7 +234,25 @@ func runBothProducers(t *testing.T, c *captureEnv, ingestEnv, workload []string,
 			if spec.NumFields() != 1 || spec.Field(0).Transform.String() != "bucket[4]" {
 				t.Errorf("%v: partition spec %s, want bucket[4](id)", tbl.Identifier(), spec.String())
 			}
-			t.Logf("%v: partition spec %s", tbl.Identifier(), spec.String())
+			// Rows live in several buckets, and each equality delete file
+			// is in the partition of the keys it deletes.
+			tasks, err := tbl.Scan().PlanFiles(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, eqDeletes := map[string]bool{}, map[string]bool{}
+			for _, task := range tasks {
+				data[fmt.Sprint(task.File.Partition())] = true
+				for _, d := range task.EqualityDeleteFiles {
+					eqDeletes[fmt.Sprint(d.Partition())] = true
+				}
+			}
+			if len(data) < 2 || len(eqDeletes) < 2 {
+				t.Errorf("%v: data files in %d buckets, equality deletes in %d: want rows and deletes spread over buckets", tbl.Identifier(), len(data), len(eqDeletes))
+			}
+			t.Logf("%v: partition spec %s; data files in %d buckets, live equality deletes in %d", tbl.Identifier(), spec.String(), len(data), len(eqDeletes))
+		} else {
+			t.Errorf("loading the bucketed table: %v", err)
 		}
 	}
 	full, err := os.ReadFile(ing.log) // output() is only the tail
