@@ -117,6 +117,9 @@ var typesWorkload = []string{
 	// and moved to other keys (so, mostly, to other buckets: the old copy
 	// must go from the old bucket's partition).
 	`INSERT INTO buck SELECT seq, CONCAT('v', seq), seq * 10 FROM seq_1_to_40`,
+	// Longer than INGEST_FLUSH_INTERVAL: the rows are committed before
+	// the changes below, which then need equality deletes per bucket.
+	"DO SLEEP(4)",
 	"UPDATE buck SET v = 'updated', n = NULL WHERE id % 3 = 0",
 	"DELETE FROM buck WHERE id % 7 = 0",
 	"UPDATE buck SET id = id + 1000 WHERE id % 5 = 1",
