@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/binlake/binlake/ingest/internal/pipeline"
 )
 
 // Config is ingest's whole configuration. Each field's flag, environment
@@ -34,6 +36,8 @@ type Config struct {
 	S3Endpoint          string
 	S3Region            string
 	NamespaceWithPrefix bool
+	PartitionSpec       string // see pipeline.ParsePartitionSpecs
+	KeylessTables       string // append or reject
 
 	// Batching.
 	FlushRows        int
@@ -66,6 +70,8 @@ func (c *Config) bind(f *envFlags) {
 	f.String(&c.S3Endpoint, "s3-endpoint", "", "S3 endpoint for data files, e.g. MinIO (default: AWS); credentials come from AWS_* variables or the AWS default chain")
 	f.String(&c.S3Region, "s3-region", "", "S3 and SigV4 region (default: AWS_REGION)")
 	f.Bool(&c.NamespaceWithPrefix, "namespace-with-prefix", false, "name namespaces <prefix>_<db> instead of <db>, for several sources in one catalog")
+	f.String(&c.PartitionSpec, "partition-spec", "", "partition spec of new tables, ';'-separated: '<db>.<table>=bucket(N[, <key column>])', '*=bucket(N)' (first key column) or '...=none'; only primary-key columns (default: unpartitioned)")
+	f.String(&c.KeylessTables, "keyless-tables", "append", "tables without a primary key: append (an append-only table of change events, one row per row image) or reject (stop ingest)")
 	f.Int(&c.FlushRows, "flush-rows", 100_000, "commit a table when it buffers this many change events")
 	f.Int(&c.FlushBytes, "flush-bytes", 64<<20, "commit a table when its buffered events reach this many bytes")
 	f.Duration(&c.FlushInterval, "flush-interval", 30*time.Second, "commit a table when its oldest buffered event is this old")
@@ -103,6 +109,12 @@ func (c *Config) Validate() error {
 		if _, err := regexp.Compile(c.TopicRegex); err != nil {
 			bad("topic-regex: %v", err)
 		}
+	}
+	if _, err := pipeline.ParsePartitionSpecs(c.PartitionSpec); err != nil {
+		bad("partition-spec: %v", err)
+	}
+	if c.KeylessTables != "append" && c.KeylessTables != "reject" {
+		bad("keyless-tables %q: want append or reject", c.KeylessTables)
 	}
 	if c.SigV4 && c.S3Region == "" {
 		bad("sigv4 needs s3-region (or AWS_REGION)")
@@ -160,6 +172,7 @@ func (c *Config) redacted() []any {
 		"schema_registry_url", redactURL(c.RegistryURL), "catalog_uri", redactURL(c.CatalogURI), "warehouse", c.Warehouse,
 		"catalog_credential_set", c.CatalogCredential != "", "catalog_token_set", c.CatalogToken != "",
 		"sigv4", c.SigV4, "s3_endpoint", c.S3Endpoint, "s3_region", c.S3Region,
+		"partition_spec", c.PartitionSpec, "keyless_tables", c.KeylessTables,
 		"flush_rows", c.FlushRows, "flush_bytes", c.FlushBytes, "flush_interval", c.FlushInterval,
 		"max_buffered_bytes", c.MaxBufferedBytes, "shutdown_timeout", c.ShutdownTimeout,
 	}

@@ -134,7 +134,13 @@ func ingest(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	partitions, err := pipeline.ParsePartitionSpecs(cfg.PartitionSpec)
+	if err != nil {
+		return err
+	}
 	p, err := pipeline.New(pipeline.Config{
+		Partitions:       partitions,
+		KeylessAppend:    cfg.KeylessTables == "append",
 		Brokers:          cfg.brokers(),
 		Group:            cfg.GroupID,
 		Topics:           cfg.topics(),

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"strings"
 	"testing"
 )
@@ -23,6 +24,10 @@ func TestCheckConfig(t *testing.T) {
 		{"bad regex", []string{"-catalog-uri=http://c", "-topic-regex=("}, nil, "topic-regex"},
 		{"sigv4 without region", []string{"-catalog-uri=http://c", "-topics=a", "-sigv4"}, nil, "sigv4 needs s3-region"},
 		{"sigv4 region from AWS_REGION", []string{"-catalog-uri=http://c", "-topics=a", "-sigv4"}, map[string]string{"AWS_REGION": "eu-west-1"}, ""},
+		{"partition spec", []string{"-catalog-uri=http://c", "-topics=a", "-partition-spec=*=bucket(16); db.t=bucket(4, id); db.u=none"}, nil, ""},
+		{"partition spec not bucket", []string{"-catalog-uri=http://c", "-topics=a", "-partition-spec=db.t=day(ts)"}, nil, "only key columns"},
+		{"partition spec bad target", []string{"-catalog-uri=http://c", "-topics=a", "-partition-spec=t=bucket(4)"}, nil, "target must be"},
+		{"keyless", []string{"-catalog-uri=http://c", "-topics=a", "-keyless-tables=drop"}, nil, "want append or reject"},
 		{"bad env duration", []string{"-catalog-uri=http://c", "-topics=a"}, map[string]string{"INGEST_FLUSH_INTERVAL": "30"}, "not a duration"},
 	}
 	for _, c := range cases {
@@ -49,5 +54,34 @@ func TestSecretsHaveNoFlag(t *testing.T) {
 		if strings.Contains(out.String(), s+" ") {
 			t.Errorf("secret %s has a flag", s)
 		}
+	}
+}
+
+// TestREADMEDocumentsEveryFlag keeps README's ingest configuration table
+// true: every flag has its row, with its environment variable.
+func TestREADMEDocumentsEveryFlag(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	_ = run(context.Background(), []string{"ingest", "-help"}, env(nil), &out, &out)
+	n := 0
+	for _, line := range strings.Split(out.String(), "\n") {
+		if !strings.HasPrefix(line, "  -") {
+			continue
+		}
+		name := strings.Fields(line)[0][1:]
+		n++
+		row := "| `--" + name + "` | "
+		if name != "check-config" {
+			row += "`INGEST_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_")) + "` |"
+		}
+		if !strings.Contains(string(readme), row) {
+			t.Errorf("README has no row %q", row)
+		}
+	}
+	if n < 10 {
+		t.Fatalf("found only %d flags in the help text", n)
 	}
 }

@@ -1,16 +1,44 @@
 // Package lakecheck compares an Iceberg table with its source MariaDB
 // table row for row and value for value, for the demo and end-to-end tests.
 // Both sides are rendered to canonical text guided by the Iceberg column
-// types: timestamps as UTC microseconds, decimals at their scale, binary as
-// hex, NULL as NULL.
+// type and, on the MariaDB side, the MySQL column type (the mapping of
+// schemas/TYPES.md). The canonical forms, per Iceberg type:
+//
+//   - NULL: NULL.
+//   - int, long: decimal digits. MySQL BIGINT UNSIGNED in a long column:
+//     the 64 bits read as signed (Debezium's bigint.unsigned.handling.mode
+//     long: 2^64-1 → -1). MySQL TIME in a long column: signed microseconds
+//     (-838:59:59 → -3020399000000). YEAR: the year.
+//   - float, double: the shortest text that reads back as the same float32
+//     or float64 (MariaDB's text for FLOAT must therefore have at most 6
+//     significant digits to name one float32: tests use such values).
+//   - boolean: true or false (MySQL BIT(1); TINYINT(1) is an int).
+//   - decimal(p,s): plain text with exactly s fraction digits. MySQL
+//     DECIMAL with p > 38 is an Iceberg string holding the same text.
+//   - string: the text (CHAR, VARCHAR, TEXT, ENUM, SET, JSON).
+//   - binary: lower-case hex. MySQL BIT(n>1) is little-endian in Iceberg
+//     (Debezium's Bits), so MariaDB's big-endian bytes are reversed.
+//   - date: YYYY-MM-DD. timestamp, timestamptz: "YYYY-MM-DD
+//     HH:MM:SS.ffffff" in UTC (the MariaDB session must use time_zone
+//     '+00:00').
+//   - Zero dates (month or day 0) cannot round-trip: Debezium turns them
+//     into NULL in a nullable column and the epoch in a NOT NULL one, so
+//     MariaDB's zero date is compared as that.
+//   - struct (geometry): {name=value,...} in field order, each value in its
+//     canonical form. MariaDB's geometry (4-byte little-endian SRID + WKB)
+//     becomes wkb = the WKB, srid = the SRID or NULL when 0, and for a
+//     POINT also x and y read from the WKB.
 package lakecheck
 
 import (
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"math/big"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -122,6 +150,16 @@ func arrowValue(col arrow.Array, i int, t iceberg.Type) string {
 		return micros(a.Value(i).ToTime(unit).UTC())
 	case *array.Time64:
 		return fmt.Sprintf("time:%d", a.Value(i))
+	case *array.Struct:
+		st, ok := t.(*iceberg.StructType)
+		if !ok || st == nil || len(st.FieldList) != a.NumField() {
+			return fmt.Sprintf("%v", col.GetOneForMarshal(i))
+		}
+		parts := make([]string, a.NumField())
+		for j, f := range st.FieldList {
+			parts[j] = f.Name + "=" + arrowValue(a.Field(j), i, f.Type)
+		}
+		return "{" + strings.Join(parts, ",") + "}"
 	default:
 		return fmt.Sprintf("%v", col.GetOneForMarshal(i))
 	}
@@ -133,16 +171,60 @@ func micros(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05.000
 // and renders it with the same canonical forms, guided by the Iceberg
 // column types.
 func MariaDB(ctx context.Context, db *sql.DB, name string, key []string, types map[string]iceberg.Type) (Rows, error) {
+	out := Rows{ByKey: map[string][]string{}}
+	var err error
+	out.Columns, err = scanMariaDB(ctx, db, name, types, func(cols, row []string) {
+		out.ByKey[keyOf(cols, row, key)] = row
+	})
+	return out, err
+}
+
+// Multiset is the rows of a table without a primary key: each canonical
+// row (values joined by RowSep) and how many times it occurs.
+type Multiset map[string]int
+
+// RowSep separates the values of a row in a Multiset key.
+const RowSep = "\x1f"
+
+// MariaDBMultiset reads a MariaDB table (time_zone '+00:00') as a
+// Multiset of canonical rows over its columns, returned too.
+func MariaDBMultiset(ctx context.Context, db *sql.DB, name string, types map[string]iceberg.Type) ([]string, Multiset, error) {
+	out := Multiset{}
+	cols, err := scanMariaDB(ctx, db, name, types, func(_, row []string) {
+		out[strings.Join(row, RowSep)]++
+	})
+	return cols, out, err
+}
+
+// JavaRow renders the values of cols of one row read by the Java reader
+// canonically.
+func JavaRow(r map[string]*string, cols []string, types map[string]iceberg.Type) []string {
+	row := make([]string, len(cols))
+	for i, c := range cols {
+		if v := r[c]; v == nil {
+			row[i] = "NULL"
+		} else {
+			row[i] = javaValue(*v, types[c])
+		}
+	}
+	return row
+}
+
+func scanMariaDB(ctx context.Context, db *sql.DB, name string, types map[string]iceberg.Type, each func(cols, row []string)) ([]string, error) {
+	// Before the SELECT: the caller may allow one connection only.
+	mysqlTypes, err := columnTypes(ctx, db, name)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := db.QueryContext(ctx, "SELECT * FROM `"+name+"`")
 	if err != nil {
-		return Rows{}, err
+		return nil, err
 	}
 	defer rows.Close()
 	cols, err := rows.Columns()
 	if err != nil {
-		return Rows{}, err
+		return nil, err
 	}
-	out := Rows{Columns: cols, ByKey: map[string][]string{}}
 	vals := make([]sql.RawBytes, len(cols))
 	ptrs := make([]any, len(cols))
 	for i := range vals {
@@ -150,22 +232,90 @@ func MariaDB(ctx context.Context, db *sql.DB, name string, key []string, types m
 	}
 	for rows.Next() {
 		if err := rows.Scan(ptrs...); err != nil {
-			return out, err
+			return cols, err
 		}
 		row := make([]string, len(cols))
 		for i, c := range cols {
-			row[i] = sqlValue(vals[i], types[c])
+			row[i] = sqlValue(vals[i], types[c], mysqlTypes[c])
 		}
-		out.ByKey[keyOf(cols, row, key)] = row
+		each(cols, row)
+	}
+	return cols, rows.Err()
+}
+
+// mysqlColumn is a column's definition from information_schema.
+type mysqlColumn struct {
+	dataType   string // e.g. "bigint", "bit", "time"
+	columnType string // e.g. "bigint(20) unsigned", "bit(10)"
+	nullable   bool
+}
+
+func columnTypes(ctx context.Context, db *sql.DB, table string) (map[string]mysqlColumn, error) {
+	rows, err := db.QueryContext(ctx, `SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE
+		FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?`, table)
+	if err != nil {
+		return nil, fmt.Errorf("reading the column types of %s: %w", table, err)
+	}
+	defer rows.Close()
+	out := map[string]mysqlColumn{}
+	for rows.Next() {
+		var name, nullable string
+		var c mysqlColumn
+		if err := rows.Scan(&name, &c.dataType, &c.columnType, &nullable); err != nil {
+			return nil, err
+		}
+		c.dataType, c.columnType, c.nullable = strings.ToLower(c.dataType), strings.ToLower(c.columnType), nullable == "YES"
+		out[name] = c
 	}
 	return out, rows.Err()
 }
 
-func sqlValue(v sql.RawBytes, t iceberg.Type) string {
+// zeroDate reports MySQL's zero date (or a date with month or day 0).
+func zeroDate(s string) bool {
+	return len(s) >= 10 && (s[5:7] == "00" || s[8:10] == "00")
+}
+
+func sqlValue(v sql.RawBytes, t iceberg.Type, m mysqlColumn) string {
 	if v == nil {
 		return "NULL"
 	}
 	s := string(v)
+	switch m.dataType {
+	case "date", "datetime", "timestamp":
+		if zeroDate(s) {
+			if m.nullable {
+				return "NULL"
+			}
+			if m.dataType == "date" {
+				s = "1970-01-01"
+			} else {
+				s = "1970-01-01 00:00:00"
+			}
+		}
+	case "time":
+		if _, ok := t.(iceberg.Int64Type); ok {
+			if us, err := timeMicros(s); err == nil {
+				return strconv.FormatInt(us, 10)
+			}
+		}
+	case "bigint":
+		if _, ok := t.(iceberg.Int64Type); ok && strings.Contains(m.columnType, "unsigned") {
+			if u, err := strconv.ParseUint(s, 10, 64); err == nil {
+				return strconv.FormatInt(int64(u), 10)
+			}
+		}
+	case "bit":
+		if _, ok := t.(iceberg.BinaryType); ok {
+			r := slices.Clone([]byte(v))
+			slices.Reverse(r)
+			return hex.EncodeToString(r)
+		}
+	}
+	if st, ok := t.(*iceberg.StructType); ok {
+		if g, ok := geometry(v, st); ok {
+			return g
+		}
+	}
 	switch tt := t.(type) {
 	case iceberg.TimestampType, iceberg.TimestampTzType:
 		for _, layout := range []string{"2006-01-02 15:04:05.999999999", "2006-01-02 15:04:05"} {
@@ -191,6 +341,72 @@ func sqlValue(v sql.RawBytes, t iceberg.Type) string {
 		return strconv.FormatBool(s != "0" && s != "\x00")
 	}
 	return s
+}
+
+// timeMicros reads MySQL TIME text ([-]HHH:MM:SS[.ffffff]) as signed µs.
+func timeMicros(s string) (int64, error) {
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	frac := ""
+	if i := strings.IndexByte(s, '.'); i >= 0 {
+		s, frac = s[:i], s[i+1:]
+	}
+	hms := strings.Split(s, ":")
+	if len(hms) != 3 || len(frac) > 6 {
+		return 0, fmt.Errorf("TIME %q", s)
+	}
+	var us int64
+	for _, p := range hms {
+		n, err := strconv.ParseInt(p, 10, 64)
+		if err != nil {
+			return 0, err
+		}
+		us = us*60 + n
+	}
+	us *= 1_000_000
+	if frac != "" {
+		f, err := strconv.ParseInt((frac + "000000")[:6], 10, 64)
+		if err != nil {
+			return 0, err
+		}
+		us += f
+	}
+	if neg {
+		us = -us
+	}
+	return us, nil
+}
+
+// geometry renders MariaDB's geometry value (SRID, little-endian, then
+// WKB) as the canonical struct of st: Debezium's Geometry (wkb, srid) or
+// Point (x, y, wkb, srid).
+func geometry(v []byte, st *iceberg.StructType) (string, bool) {
+	if len(v) < 5 {
+		return "", false
+	}
+	srid := "NULL"
+	if n := binary.LittleEndian.Uint32(v[:4]); n != 0 {
+		srid = strconv.FormatUint(uint64(n), 10)
+	}
+	wkb := v[4:]
+	vals := map[string]string{"wkb": hex.EncodeToString(wkb), "srid": srid}
+	if len(wkb) >= 21 {
+		var bo binary.ByteOrder = binary.LittleEndian
+		if wkb[0] == 0 {
+			bo = binary.BigEndian
+		}
+		vals["x"] = strconv.FormatFloat(math.Float64frombits(bo.Uint64(wkb[5:13])), 'g', -1, 64)
+		vals["y"] = strconv.FormatFloat(math.Float64frombits(bo.Uint64(wkb[13:21])), 'g', -1, 64)
+	}
+	parts := make([]string, len(st.FieldList))
+	for i, f := range st.FieldList {
+		val, ok := vals[f.Name]
+		if !ok {
+			return "", false
+		}
+		parts[i] = f.Name + "=" + val
+	}
+	return "{" + strings.Join(parts, ",") + "}", true
 }
 
 // Diff compares two row sets over the columns of want (the source): it
@@ -258,17 +474,7 @@ func FromJava(rows []map[string]*string, cols []string, key []string, types map[
 				row[i] = "NULL"
 				continue
 			}
-			row[i] = *v
-			switch types[c].(type) {
-			case iceberg.Float32Type:
-				if f, err := strconv.ParseFloat(*v, 32); err == nil {
-					row[i] = strconv.FormatFloat(f, 'g', -1, 32)
-				}
-			case iceberg.Float64Type:
-				if f, err := strconv.ParseFloat(*v, 64); err == nil {
-					row[i] = strconv.FormatFloat(f, 'g', -1, 64)
-				}
-			}
+			row[i] = javaValue(*v, types[c])
 		}
 		k := keyOf(cols, row, key)
 		if _, dup := out.ByKey[k]; dup {
@@ -277,4 +483,43 @@ func FromJava(rows []map[string]*string, cols []string, key []string, types map[
 		out.ByKey[k] = row
 	}
 	return out, nil
+}
+
+// javaValue renders one value printed by the Java reader canonically:
+// Java's float text ("1.0E20") differs from Go's, and struct fields are
+// rendered by their own types.
+func javaValue(v string, t iceberg.Type) string {
+	switch tt := t.(type) {
+	case iceberg.Float32Type:
+		if f, err := strconv.ParseFloat(v, 32); err == nil {
+			return strconv.FormatFloat(f, 'g', -1, 32)
+		}
+	case iceberg.Float64Type:
+		if f, err := strconv.ParseFloat(v, 64); err == nil {
+			return strconv.FormatFloat(f, 'g', -1, 64)
+		}
+	case *iceberg.StructType:
+		// {name=value,...}: values of the types used in structs here
+		// (numbers, hex, NULL) hold no ',', '=' or braces.
+		inner, ok := strings.CutPrefix(v, "{")
+		if inner, ok = strings.CutSuffix(inner, "}"); !ok {
+			return v
+		}
+		parts := strings.Split(inner, ",")
+		if len(parts) != len(tt.FieldList) {
+			return v
+		}
+		for i, f := range tt.FieldList {
+			name, val, ok := strings.Cut(parts[i], "=")
+			if !ok || name != f.Name {
+				return v
+			}
+			if val != "NULL" {
+				val = javaValue(val, f.Type)
+			}
+			parts[i] = name + "=" + val
+		}
+		return "{" + strings.Join(parts, ",") + "}"
+	}
+	return v
 }

@@ -62,6 +62,9 @@ func NewConverter(sch *iceberg.Schema, columns, key []string, mem memory.Allocat
 		c.appenders = append(c.appenders, ap)
 	}
 	if len(c.keyIDs) == 0 {
+		if len(key) == 0 {
+			return c, nil // append-only: rows, no keys
+		}
 		return nil, fmt.Errorf("%w: table has no identifier fields", ErrInvalidEvent)
 	}
 	keyFields := make([]iceberg.NestedField, 0, len(c.keyIDs))

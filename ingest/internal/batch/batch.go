@@ -94,10 +94,13 @@ func (l Limits) withDefaults() Limits {
 type Buffer struct {
 	columns []string
 	key     []string
-	limits  Limits
-	events  []Event
-	bytes   int64
-	first   time.Time
+	// appendOnly: every event is a row to append (a table without a
+	// primary key kept as a change log); nothing is collapsed or deleted.
+	appendOnly bool
+	limits     Limits
+	events     []Event
+	bytes      int64
+	first      time.Time
 }
 
 // New returns an empty buffer for rows laid out as columns, keyed by the
@@ -118,6 +121,16 @@ func New(columns, key []string, limits Limits) (*Buffer, error) {
 	return &Buffer{columns: columns, key: key, limits: limits.withDefaults()}, nil
 }
 
+// NewAppend returns an empty append-only buffer: every event added is a
+// row to append (Op OpCreate, no key), none is collapsed or deleted. It
+// holds the change log of a table without a primary key.
+func NewAppend(columns []string, limits Limits) *Buffer {
+	return &Buffer{columns: columns, appendOnly: true, limits: limits.withDefaults()}
+}
+
+// AppendOnly reports whether the buffer was made by [NewAppend].
+func (b *Buffer) AppendOnly() bool { return b.appendOnly }
+
 // Columns returns the row layout.
 func (b *Buffer) Columns() []string { return b.columns }
 
@@ -126,6 +139,9 @@ func (b *Buffer) Key() []string { return b.key }
 
 // Add appends ev, received at now. The buffer keeps ev's slices.
 func (b *Buffer) Add(ev Event, now time.Time) error {
+	if b.appendOnly && (ev.Op != OpCreate || len(ev.Row) != len(b.columns) || ev.Key != nil) {
+		return fmt.Errorf("%w: append-only buffer got a %c event with %d values for %d columns at %s/%d/%d", ErrInvalidEvent, ev.Op, len(ev.Row), len(b.columns), ev.Topic, ev.Partition, ev.Offset)
+	}
 	switch ev.Op {
 	case OpCreate, OpRead, OpUpdate:
 		if len(ev.Row) != len(b.columns) {
@@ -248,6 +264,10 @@ func (b *Buffer) Collapse(committed Offsets) *Collapsed {
 		if ev.GTID != "" {
 			c.LastGTID = ev.GTID
 		}
+		if b.appendOnly {
+			c.Upserts = append(c.Upserts, ev)
+			continue
+		}
 		if ev.Op == OpTruncate {
 			c.Truncate = true
 			ix.reset()
@@ -260,6 +280,9 @@ func (b *Buffer) Collapse(committed Offsets) *Collapsed {
 		} else {
 			last[slot] = int32(i)
 		}
+	}
+	if b.appendOnly {
+		return c
 	}
 	// Order by the Kafka order of the final changes.
 	slices.Sort(last)

@@ -367,3 +367,46 @@ func BenchmarkArrowKeys(b *testing.B) {
 		}
 	}
 }
+
+// TestAppendOnly checks the change-log buffer of a keyless table: every
+// row is kept in order (duplicates too), nothing is deleted, committed
+// offsets are skipped, and the converter builds rows without a key.
+func TestAppendOnly(t *testing.T) {
+	b := NewAppend([]string{"a", "op"}, Limits{})
+	now := time.Now()
+	for i, row := range [][]any{{int32(1), "c"}, {int32(1), "c"}, {int32(1), "d"}, {nil, "t"}} {
+		if err := b.Add(Event{Op: OpCreate, Row: row, Topic: "tp", Offset: int64(10 + i)}, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Add(Event{Op: OpDelete, Key: []any{int32(1)}, Topic: "tp", Offset: 20}, now); !errors.Is(err, ErrInvalidEvent) {
+		t.Errorf("a keyed delete in an append-only buffer: err %v", err)
+	}
+	c := b.Collapse(Offsets{"tp": {0: 11}})
+	if c.Truncate || len(c.Deletes) != 0 || len(c.Upserts) != 3 || c.Skipped != 1 || c.Offsets["tp"][0] != 14 {
+		t.Fatalf("collapse: truncate %v deletes %d upserts %d skipped %d offsets %v", c.Truncate, len(c.Deletes), len(c.Upserts), c.Skipped, c.Offsets)
+	}
+	for i, want := range []string{"c", "d", "t"} {
+		if got := c.Upserts[i].Row[1]; got != want {
+			t.Errorf("row %d: op %v, want %s", i, got, want)
+		}
+	}
+	sch := iceberg.NewSchema(0,
+		iceberg.NestedField{ID: 1, Name: "a", Type: iceberg.PrimitiveTypes.Int32},
+		iceberg.NestedField{ID: 2, Name: "op", Type: iceberg.PrimitiveTypes.String, Required: true})
+	conv, err := NewConverter(sch, b.Columns(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for rec, err := range conv.Rows(c.Upserts) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += int(rec.NumRows())
+		rec.Release()
+	}
+	if n != 3 {
+		t.Errorf("converted %d rows, want 3", n)
+	}
+}

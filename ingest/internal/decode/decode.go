@@ -22,6 +22,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/sr"
@@ -88,6 +89,12 @@ type Schema struct {
 type Change struct {
 	// Tombstone means the value was null: nothing to apply.
 	Tombstone bool
+	// NotChange is set, to the value schema's name, when the record is one
+	// of Debezium's records that are not row changes (schema changes on
+	// topic <prefix>, transaction metadata on <prefix>.transaction,
+	// heartbeats on __debezium-heartbeat.<prefix>): nothing to apply, the
+	// key is not decoded. See [NonChangeSchema].
+	NotChange string
 	// Event is the change; its Key and Row hold converted values.
 	Event batch.Event
 	// Schema is the row schema (nil for a tombstone).
@@ -95,6 +102,33 @@ type Change struct {
 	// KeyFields are the names of the record key's fields in key order
 	// (nil for a null key, as on a truncate).
 	KeyFields []string
+	// Keyless means a change event with a null key: a table without a
+	// primary key. Then Before holds the before image (of a u or d, in the
+	// Schema's column order; nil when the event has none).
+	Keyless bool
+	Before  []any
+}
+
+// NonChangeSchema reports whether a value schema name (Connect name) is one
+// of Debezium's records that are not row changes: the schema change event
+// (io.debezium.connector.<connector>.SchemaChangeValue), transaction
+// metadata (io.debezium.connector.common.TransactionMetadataValue) and the
+// heartbeat (io.debezium.connector.common.Heartbeat). Names from Debezium's
+// SchemaFactory (../shared/reference/wire-format.md, A.7-A.9). Any other
+// value that is not an envelope stays an error: skipping it could lose
+// changes.
+func NonChangeSchema(name string) bool {
+	const pkg = "io.debezium.connector."
+	switch name {
+	case pkg + "common.TransactionMetadataValue", pkg + "common.Heartbeat":
+		return true
+	}
+	rest, ok := strings.CutPrefix(name, pkg)
+	if !ok {
+		return false
+	}
+	conn, kind, ok := strings.Cut(rest, ".")
+	return ok && conn != "" && kind == "SchemaChangeValue"
 }
 
 // Decoder decodes records, caching compiled schemas by id.
@@ -121,13 +155,16 @@ func (d *Decoder) Decode(ctx context.Context, topic string, partition int32, off
 	if value == nil {
 		return Change{Tombstone: true}, nil
 	}
+	// A null key is a table without a primary key (Debezium's key=null):
+	// its before images are needed to record deletes and updates.
+	keyless := len(key) == 0
 	var ch Change
 	var err error
 	switch {
 	case len(value) > 0 && value[0] == 0:
-		ch, err = d.decodeAvroValue(ctx, value)
+		ch, err = d.decodeAvroValue(ctx, value, keyless)
 	case len(value) > 0 && value[0] == '{':
-		ch, err = d.decodeJSONValue(value)
+		ch, err = d.decodeJSONValue(value, keyless)
 	case len(value) == 0:
 		return fail("value", fmt.Errorf("%w: empty value", ErrMagic))
 	default:
@@ -136,10 +173,13 @@ func (d *Decoder) Decode(ctx context.Context, topic string, partition int32, off
 	if err != nil {
 		return fail("value", err)
 	}
+	if ch.NotChange != "" {
+		return ch, nil
+	}
 	if ch.Event.Op != batch.OpTruncate {
 		switch {
-		case len(key) == 0:
-			return fail("key", fmt.Errorf("%w: %c event without a key (tables without a primary key cannot be upserted)", ErrMalformed, ch.Event.Op))
+		case keyless:
+			ch.Keyless = true
 		case key[0] == 0:
 			ch.Event.Key, ch.KeyFields, err = d.decodeAvroKey(ctx, key)
 		case key[0] == '{':
@@ -239,6 +279,7 @@ func compileKey(text []byte) (*keyCodec, error) {
 type valueCodec struct {
 	schema *Schema
 	steps  []step
+	skip   string // the schema name of a record that is not a change
 }
 
 type stepKind uint8
@@ -246,6 +287,7 @@ type stepKind uint8
 const (
 	stepSkip stepKind = iota
 	stepAfter
+	stepBefore
 	stepOp
 	stepSource
 )
@@ -265,7 +307,7 @@ type srcStep struct {
 	want int // 0 skip, 1 ts_ms, 2 gtid
 }
 
-func (d *Decoder) decodeAvroValue(ctx context.Context, value []byte) (Change, error) {
+func (d *Decoder) decodeAvroValue(ctx context.Context, value []byte, wantBefore bool) (Change, error) {
 	id, payload, err := frame(value)
 	if err != nil {
 		return Change{}, err
@@ -285,13 +327,16 @@ func (d *Decoder) decodeAvroValue(ctx context.Context, value []byte) (Change, er
 		d.values[id] = vc
 		d.mu.Unlock()
 	}
-	return vc.decode(payload)
+	return vc.decode(payload, wantBefore)
 }
 
 func compileValue(id string, text []byte) (*valueCodec, error) {
 	cs, err := schemamap.ParseAvro(text)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadSchema, err)
+	}
+	if NonChangeSchema(cs.Name) {
+		return &valueCodec{skip: cs.Name}, nil
 	}
 	if cs.Type != debezium.STRUCT || cs.FieldIndex("op") < 0 || cs.FieldIndex("after") < 0 {
 		return nil, ErrNotEnvelope
@@ -318,15 +363,18 @@ func compileValue(id string, text []byte) (*valueCodec, error) {
 	for _, f := range n.fields {
 		st := step{kind: stepSkip, n: f.typ}
 		switch f.name {
-		case "after":
+		case "after", "before":
 			rn, nullAt, valAt := nonNull(f.typ)
 			if rn == nil {
-				return nil, fmt.Errorf("%w: after is not an optional record", ErrNotEnvelope)
+				return nil, fmt.Errorf("%w: %s is not an optional record", ErrNotEnvelope, f.name)
 			}
 			if st.row, err = compileRecord(rn, m.Columns); err != nil {
 				return nil, err
 			}
 			st.kind, st.nullAt, st.valAt = stepAfter, nullAt, valAt
+			if f.name == "before" {
+				st.kind = stepBefore
+			}
 		case "op":
 			if f.typ.kind != avroString {
 				return nil, fmt.Errorf("%w: op is not a string", ErrNotEnvelope)
@@ -353,7 +401,10 @@ func compileValue(id string, text []byte) (*valueCodec, error) {
 	return vc, nil
 }
 
-func (vc *valueCodec) decode(payload []byte) (Change, error) {
+func (vc *valueCodec) decode(payload []byte, wantBefore bool) (Change, error) {
+	if vc.skip != "" {
+		return Change{NotChange: vc.skip}, nil
+	}
 	r := reader{b: payload}
 	ch := Change{Schema: vc.schema}
 	var op []byte
@@ -369,6 +420,17 @@ func (vc *valueCodec) decode(payload []byte) (Change, error) {
 			if st.nullAt < 0 || r.union(2) == st.valAt {
 				var err error
 				if row, err = st.row.read(&r, make([]any, 0, len(st.row.fields))); err != nil {
+					return Change{}, err
+				}
+			}
+		case stepBefore:
+			if !wantBefore {
+				r.skip(st.n, 0)
+				break
+			}
+			if st.nullAt < 0 || r.union(2) == st.valAt {
+				var err error
+				if ch.Before, err = st.row.read(&r, make([]any, 0, len(st.row.fields))); err != nil {
 					return Change{}, err
 				}
 			}

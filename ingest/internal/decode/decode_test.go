@@ -212,9 +212,17 @@ func TestGoldens(t *testing.T) {
 	for _, g := range loadGoldens(t, reg) {
 		ch, err := d.Decode(ctx, g.Topic, g.Partition, g.Offset, g.key, g.value)
 		if strings.HasSuffix(g.Topic, ".nopk") && g.value != nil {
-			if !errors.Is(err, ErrMalformed) {
-				t.Errorf("%s@%d: keyless event: err %v, want ErrMalformed", g.Topic, g.Offset, err)
+			// A null key: a keyless change with its before image.
+			if err != nil || !ch.Keyless || ch.KeyFields != nil {
+				t.Errorf("%s@%d: keyless event: keyless %v, err %v", g.Topic, g.Offset, ch.Keyless, err)
 			}
+			if wantBefore := ch.Event.Op == batch.OpUpdate || ch.Event.Op == batch.OpDelete; wantBefore != (ch.Before != nil) || len(ch.Before) > 0 && len(ch.Before) != len(ch.Schema.Columns) {
+				t.Errorf("%s@%d: %c event with before image %v", g.Topic, g.Offset, ch.Event.Op, ch.Before)
+			}
+			if ch.Event.Op == batch.OpDelete && ch.Before[0] == nil {
+				t.Errorf("%s@%d: before image without column a", g.Topic, g.Offset)
+			}
+			seen["keyless "+string(ch.Event.Op)] = true
 			continue
 		}
 		if err != nil {
@@ -265,7 +273,7 @@ func TestGoldens(t *testing.T) {
 			}
 		}
 	}
-	for _, op := range []string{"c", "u", "d", "t"} {
+	for _, op := range []string{"c", "u", "d", "t", "keyless c", "keyless u", "keyless d"} {
 		if !seen[op] {
 			t.Errorf("no %q event among the goldens", op)
 		}
@@ -314,7 +322,6 @@ func TestErrors(t *testing.T) {
 		{"truncated", good.key, good.value[:len(good.value)-3], ErrMalformed, "value"},
 		{"trailing", good.key, append(append([]byte{}, good.value...), 0), ErrMalformed, "value"},
 		{"key magic", []byte("x"), good.value, ErrMagic, "key"},
-		{"no key", nil, good.value, ErrMalformed, "key"},
 		{"bad json", nil, []byte(`{"schema":`), ErrMalformed, "value"},
 	}
 	for _, c := range cases {
@@ -467,6 +474,43 @@ func TestWriteFuzzSeeds(t *testing.T) {
 		body := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n[]byte(%q)\n", g.key, g.value)
 		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("golden-%02d", i)), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// TestNonChangeRecordsSkipped checks that Debezium's schema change,
+// transaction metadata and heartbeat records (which a topic regex such as
+// 'prefix\..*' can match) decode to NotChange, in Avro and in JSON, and
+// that their keys are not needed.
+func TestNonChangeRecordsSkipped(t *testing.T) {
+	reg := newRegistry(t)
+	d := New(reg)
+	for _, name := range []string{
+		"io.debezium.connector.mariadb.SchemaChangeValue",
+		"io.debezium.connector.mysql.SchemaChangeValue",
+		"io.debezium.connector.common.TransactionMetadataValue",
+		"io.debezium.connector.common.Heartbeat",
+	} {
+		i := strings.LastIndex(name, ".")
+		schema := fmt.Sprintf(`{"type":"record","name":%q,"namespace":%q,"fields":[{"name":"ts_ms","type":"long"}],"connect.name":%q}`,
+			name[i+1:], name[:i], name)
+		id, err := reg.CreateSchema(t.Context(), name+"-value", sr.Schema{Schema: schema, Type: sr.TypeAvro})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ch, err := d.Decode(t.Context(), "p.transaction", 0, 1, []byte("not a key"), debezium.AppendFrame(nil, uint32(id.ID), []byte{0x0a}))
+		if err != nil || ch.NotChange != name {
+			t.Errorf("avro %s: NotChange %q, err %v", name, ch.NotChange, err)
+		}
+		js := fmt.Sprintf(`{"schema":{"type":"struct","name":%q,"optional":false,"fields":[{"type":"int64","optional":false,"field":"ts_ms"}]},"payload":{"ts_ms":5}}`, name)
+		ch, err = d.Decode(t.Context(), "p", 0, 1, nil, []byte(js))
+		if err != nil || ch.NotChange != name {
+			t.Errorf("json %s: NotChange %q, err %v", name, ch.NotChange, err)
+		}
+	}
+	for _, name := range []string{"io.debezium.connector.mariadb.Other", "x.SchemaChangeValue", "io.debezium.connector.SchemaChangeValue"} {
+		if NonChangeSchema(name) {
+			t.Errorf("NonChangeSchema(%q) = true", name)
 		}
 	}
 }

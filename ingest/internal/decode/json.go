@@ -16,6 +16,7 @@ import (
 
 // jsonCodec is a compiled JsonConverter value schema.
 type jsonCodec struct {
+	skip    string // the schema name of a record that is not a change
 	schema  *Schema
 	row     *debezium.Schema
 	columns []schemamap.Column
@@ -46,7 +47,7 @@ func jsonErr(err error) error {
 	return fmt.Errorf("%w: invalid JSON", ErrMalformed)
 }
 
-func (d *Decoder) decodeJSONValue(value []byte) (Change, error) {
+func (d *Decoder) decodeJSONValue(value []byte, wantBefore bool) (Change, error) {
 	m, err := parseMessage(value)
 	if err != nil {
 		return Change{}, err
@@ -65,6 +66,9 @@ func (d *Decoder) decodeJSONValue(value []byte) (Change, error) {
 		}
 		d.mu.Unlock()
 	}
+	if jc.skip != "" {
+		return Change{NotChange: jc.skip}, nil
+	}
 	var p map[string]any
 	if err := unmarshalNumbers(m.Payload, &p); err != nil {
 		return Change{}, err
@@ -74,17 +78,30 @@ func (d *Decoder) decodeJSONValue(value []byte) (Change, error) {
 	}
 	ch := Change{Schema: jc.schema}
 	op, _ := p["op"].(string)
-	var row []any
-	if after, ok := p["after"].(map[string]any); ok {
-		row = make([]any, len(jc.columns))
+	image := func(field string) ([]any, error) {
+		img, ok := p[field].(map[string]any)
+		if !ok {
+			return nil, nil
+		}
+		row := make([]any, len(jc.columns))
 		for i := range jc.columns {
-			v, err := fromJSON(jc.row.Fields[i].Schema, after[jc.columns[i].Name], 0)
+			v, err := fromJSON(jc.row.Fields[i].Schema, img[jc.columns[i].Name], 0)
 			if err != nil {
-				return Change{}, fmt.Errorf("column %s: %w", jc.columns[i].Name, err)
+				return nil, fmt.Errorf("column %s: %w", jc.columns[i].Name, err)
 			}
 			if row[i], err = convert(&jc.columns[i], v); err != nil {
-				return Change{}, err
+				return nil, err
 			}
+		}
+		return row, nil
+	}
+	row, err := image("after")
+	if err != nil {
+		return Change{}, err
+	}
+	if wantBefore {
+		if ch.Before, err = image("before"); err != nil {
+			return Change{}, err
 		}
 	}
 	if src, ok := p["source"].(map[string]any); ok {
@@ -116,6 +133,9 @@ func compileJSON(id string, schemaJSON []byte) (*jsonCodec, error) {
 	env, err := connectSchema(raw, 0)
 	if err != nil {
 		return nil, err
+	}
+	if NonChangeSchema(env.Name) {
+		return &jsonCodec{skip: env.Name}, nil
 	}
 	if env.Type != debezium.STRUCT || env.FieldIndex("op") < 0 || env.FieldIndex("after") < 0 {
 		return nil, ErrNotEnvelope

@@ -76,6 +76,13 @@ type Config struct {
 	Commit commit.Config
 	// ShutdownTimeout bounds the final commits on shutdown. Default 30s.
 	ShutdownTimeout time.Duration
+	// KeylessAppend keeps tables without a primary key as append-only
+	// change logs (schemamap.ChangeLog); false stops ingest at their first
+	// change.
+	KeylessAppend bool
+	// Partitions are the partition specs of tables ingest creates
+	// (default: unpartitioned). Only primary-key columns are accepted.
+	Partitions PartitionSpecs
 	// TableProperties are set on tables ingest creates (format-version 2
 	// is always set).
 	TableProperties map[string]string
@@ -321,12 +328,13 @@ func (p *Pipeline) worker(ctx context.Context, topic string) (*worker, error) {
 	if w, ok := p.tables[topic]; ok {
 		return w, nil
 	}
-	ident, err := p.ident(topic)
-	if err != nil {
-		return nil, err
-	}
-	w := &worker{p: p, topic: topic, ident: ident, in: make(chan msg, p.cfg.QueueRecords),
+	// A topic that cannot name a table (<prefix>.transaction, say) still
+	// gets a worker: it skips Debezium's records that are not changes and
+	// fails on the first real change with identErr.
+	ident, identErr := p.ident(topic)
+	w := &worker{p: p, topic: topic, ident: ident, identErr: identErr, in: make(chan msg, p.cfg.QueueRecords),
 		log: p.log.With("table", strings.Join(ident, "."), "topic", topic)}
+	w.partition, w.partitionExplicit = p.cfg.Partitions.For(sourceNames(topic))
 	p.tables[topic] = w
 	p.wg.Add(1)
 	go func() {
@@ -342,6 +350,15 @@ func (p *Pipeline) worker(ctx context.Context, topic string) (*worker, error) {
 		}
 	}()
 	return w, nil
+}
+
+// sourceNames returns the database and table of topic <prefix>.<db>.<table>.
+func sourceNames(topic string) (db, table string) {
+	parts := strings.Split(topic, ".")
+	if len(parts) < 3 {
+		return "", ""
+	}
+	return parts[len(parts)-2], parts[len(parts)-1]
 }
 
 // ident names the table of topic <prefix>.<db>.<table>.
@@ -367,7 +384,12 @@ func (p *Pipeline) adjustOffsets(ctx context.Context, offsets map[string]map[int
 	for topic, parts := range offsets {
 		ident, err := p.ident(topic)
 		if err != nil {
-			return nil, err
+			// Not a table's topic: nothing holds offsets for it. Its
+			// records are skipped if they are not changes (worker.add).
+			for part := range parts {
+				parts[part] = kgo.NewOffset().AtStart()
+			}
+			continue
 		}
 		var held batch.Offsets
 		tbl, err := p.cat.LoadTable(ctx, ident)

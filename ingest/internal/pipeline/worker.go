@@ -38,15 +38,20 @@ type msg struct {
 
 // worker owns one table: its buffer, its Committer and its schema.
 type worker struct {
-	p     *Pipeline
-	topic string
-	ident table.Identifier
-	in    chan msg
-	log   *slog.Logger
+	p                 *Pipeline
+	topic             string
+	ident             table.Identifier
+	identErr          error   // the topic cannot name a table
+	partition         *Bucket // spec of the table if ingest creates it
+	partitionExplicit bool    // set for this table, not by "*"
+	in                chan msg
+	log               *slog.Logger
+	skipped           map[string]int64 // records that are not changes, by value schema name
 
 	committer *commit.Committer
 	schema    *decode.Schema
 	key       []string
+	keyless   bool // an append-only change log (no primary key)
 	buf       *batch.Buffer
 }
 
@@ -121,18 +126,42 @@ func (w *worker) add(ctx context.Context, rec *kgo.Record) error {
 	if err != nil {
 		return err
 	}
+	if ch.NotChange != "" {
+		// A schema change, transaction metadata or heartbeat record on a
+		// topic the regex matched: no row to apply. Logged on the first
+		// one of each kind, and every 10,000 after.
+		if w.skipped == nil {
+			w.skipped = map[string]int64{}
+		}
+		if w.skipped[ch.NotChange]%10_000 == 0 {
+			w.log.Info("skipping records that are not row changes", "schema", ch.NotChange, "skipped", w.skipped[ch.NotChange]+1, "offset", rec.Offset)
+		}
+		w.skipped[ch.NotChange]++
+		return nil
+	}
 	if ch.Tombstone {
 		return nil
 	}
+	if w.identErr != nil {
+		return fmt.Errorf("change event at %s/%d/%d: %w", rec.Topic, rec.Partition, rec.Offset, w.identErr)
+	}
+	keyless := ch.Keyless
+	if ch.Event.Op == batch.OpTruncate { // a truncate has no key: the table stays what it was
+		keyless = w.keyless
+	}
+	if ch.Keyless && !w.p.cfg.KeylessAppend {
+		return fmt.Errorf("table %v: %c event with a null key at %s/%d/%d: the table has no primary key and keyless-tables=reject; set keyless-tables=append to keep it as an append-only change log, or add a primary key",
+			w.ident, ch.Event.Op, rec.Topic, rec.Partition, rec.Offset)
+	}
 	key := ch.KeyFields
-	if key == nil { // a truncate: the key stays what it was
+	if key == nil && !ch.Keyless { // a truncate: the key stays what it was
 		key = w.key
 	}
-	if ch.Schema != w.schema || (ch.KeyFields != nil && !slices.Equal(key, w.key)) {
+	if ch.Schema != w.schema || keyless != w.keyless || (ch.KeyFields != nil && !slices.Equal(key, w.key)) {
 		if err := w.flush(ctx, "schema"); err != nil {
 			return err
 		}
-		if err := w.adopt(ctx, ch.Schema, key); err != nil {
+		if err := w.adopt(ctx, ch.Schema, key, keyless); err != nil {
 			return err
 		}
 	}
@@ -140,7 +169,11 @@ func (w *worker) add(ctx context.Context, rec *kgo.Record) error {
 		return nil
 	}
 	now := time.Now()
-	if err := w.buf.Add(ch.Event, now); err != nil {
+	if w.keyless {
+		if err := w.addChangeLog(&ch, now); err != nil {
+			return err
+		}
+	} else if err := w.buf.Add(ch.Event, now); err != nil {
 		return err
 	}
 	if w.p.cfg.Metrics != nil {
@@ -157,34 +190,84 @@ func (w *worker) add(ctx context.Context, rec *kgo.Record) error {
 	return nil
 }
 
+// addChangeLog appends the rows of a keyless table's change event to the
+// append-only buffer: the after image of c, r and u, the before image of u
+// and d (marked before), and a row of NULLs for t, each with the op,
+// source time and Kafka position.
+func (w *worker) addChangeLog(ch *decode.Change, now time.Time) error {
+	ev := ch.Event
+	op := string(rune(ev.Op))
+	var images [][]any
+	var before []bool
+	switch ev.Op {
+	case batch.OpCreate, batch.OpRead:
+		images, before = [][]any{ev.Row}, []bool{false}
+	case batch.OpUpdate:
+		if ch.Before != nil {
+			images, before = append(images, ch.Before), append(before, true)
+		}
+		images, before = append(images, ev.Row), append(before, false)
+	case batch.OpDelete:
+		if ch.Before == nil {
+			return fmt.Errorf("table %v: delete without a before image at %s/%d/%d: a keyless table's delete cannot be recorded", w.ident, ev.Topic, ev.Partition, ev.Offset)
+		}
+		images, before = [][]any{ch.Before}, []bool{true}
+	case batch.OpTruncate:
+		images, before = [][]any{make([]any, len(w.schema.Columns))}, []bool{false}
+	}
+	for i, img := range images {
+		row := make([]any, 0, len(img)+5)
+		row = append(row, img...)
+		row = append(row, op, before[i], ev.TsMs, ev.Partition, ev.Offset)
+		e := ev
+		e.Op, e.Key, e.Row, e.Size = batch.OpCreate, nil, row, ev.Size/len(images)
+		if err := w.buf.Add(e, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// changeLogColumns are the source columns plus the change-log columns.
+func changeLogColumns(cols []string) []string {
+	return append(slices.Clone(cols), schemamap.ChangeOpColumn, schemamap.ChangeBeforeColumn,
+		schemamap.ChangeTsMsColumn, schemamap.ChangePartitionColumn, schemamap.ChangeOffsetColumn)
+}
+
 // adopt switches to a new source schema: it creates or evolves the table
-// and starts a buffer with the new row layout.
-func (w *worker) adopt(ctx context.Context, s *decode.Schema, key []string) error {
+// and starts a buffer with the new row layout. A keyless table (no primary
+// key) is kept as an append-only change log (schemamap.ChangeLog).
+func (w *worker) adopt(ctx context.Context, s *decode.Schema, key []string, keyless bool) error {
 	if w.committer == nil {
 		tbl, err := w.p.cat.LoadTable(ctx, w.ident)
 		switch {
 		case errors.Is(err, catalog.ErrNoSuchTable) || errors.Is(err, catalog.ErrNoSuchNamespace):
-			if key == nil {
+			if key == nil && !keyless {
 				return nil // a truncate before any row: nothing to do
 			}
-			if err := w.create(ctx, s, key); err != nil {
+			if err := w.create(ctx, s, key, keyless); err != nil {
 				return err
 			}
 		case err != nil:
 			return fmt.Errorf("loading table %v: %w", w.ident, err)
 		default:
-			if key == nil {
+			if key == nil && !keyless {
 				key = identifierNames(tbl.Schema())
+				_, log := tbl.Schema().FindFieldByName(schemamap.ChangeOpColumn)
+				keyless = len(key) == 0 && log
 			}
 		}
 		if w.committer, err = commit.New(ctx, w.p.cat, w.ident, w.p.cfg.Commit); err != nil {
 			return err
 		}
+		if err := checkSpec(w.committer.Table().Spec(), w.committer.Table().Schema()); err != nil {
+			return fmt.Errorf("table %v: %w", w.ident, err)
+		}
 	}
-	if key == nil {
+	if key == nil && !keyless {
 		key = identifierNames(w.committer.Table().Schema())
 	}
-	m, err := schemamap.Map(s.Row, key)
+	m, err := mapping(s, key, keyless)
 	if err != nil {
 		return fmt.Errorf("mapping the schema of %s (%s): %w", w.topic, s.ID, err)
 	}
@@ -197,11 +280,20 @@ func (w *worker) adopt(ctx context.Context, s *decode.Schema, key []string) erro
 			return err
 		}
 	}
-	if w.buf, err = batch.New(s.Columns, key, w.p.cfg.Limits); err != nil {
+	if keyless {
+		w.buf = batch.NewAppend(changeLogColumns(s.Columns), w.p.cfg.Limits)
+	} else if w.buf, err = batch.New(s.Columns, key, w.p.cfg.Limits); err != nil {
 		return fmt.Errorf("table %v: %w", w.ident, err)
 	}
-	w.schema, w.key = s, key
+	w.schema, w.key, w.keyless = s, key, keyless
 	return nil
+}
+
+func mapping(s *decode.Schema, key []string, keyless bool) (*schemamap.Mapping, error) {
+	if keyless {
+		return schemamap.ChangeLog(s.Row)
+	}
+	return schemamap.Map(s.Row, key)
 }
 
 func identifierNames(sch *iceberg.Schema) []string {
@@ -214,10 +306,18 @@ func identifierNames(sch *iceberg.Schema) []string {
 	return out
 }
 
-func (w *worker) create(ctx context.Context, s *decode.Schema, key []string) error {
-	m, err := schemamap.Map(s.Row, key)
+func (w *worker) create(ctx context.Context, s *decode.Schema, key []string, keyless bool) error {
+	m, err := mapping(s, key, keyless)
 	if err != nil {
 		return fmt.Errorf("mapping the schema of %s (%s): %w", w.topic, s.ID, err)
+	}
+	part := w.partition
+	if keyless && !w.partitionExplicit {
+		part = nil // "*" partitions tables by their key; a change log has none
+	}
+	spec, err := part.Spec(m.Schema, key)
+	if err != nil {
+		return fmt.Errorf("creating table %v from topic %s: %w", w.ident, w.topic, err)
 	}
 	ns := table.Identifier{w.ident[0]}
 	// Tables of one namespace are created one at a time (the reference
@@ -245,7 +345,7 @@ func (w *worker) create(ctx context.Context, s *decode.Schema, key []string) err
 	}
 	props["format-version"] = "2"
 	err = retryCatalog(ctx, func() error {
-		_, err := w.p.cat.CreateTable(ctx, w.ident, m.Schema, catalog.WithProperties(props))
+		_, err := w.p.cat.CreateTable(ctx, w.ident, m.Schema, catalog.WithProperties(props), catalog.WithPartitionSpec(&spec))
 		if err == nil || errors.Is(err, catalog.ErrTableAlreadyExists) {
 			return nil
 		}
@@ -257,7 +357,11 @@ func (w *worker) create(ctx context.Context, s *decode.Schema, key []string) err
 	if err != nil {
 		return err
 	}
-	w.log.Info("created table", "columns", len(m.Columns), "key", key)
+	if keyless {
+		w.log.Info("created table as an append-only change log: the source table has no primary key", "columns", len(m.Columns), "partition", specText(spec, m.Schema))
+		return nil
+	}
+	w.log.Info("created table", "columns", len(m.Columns), "key", key, "partition", specText(spec, m.Schema))
 	return nil
 }
 
@@ -354,7 +458,7 @@ func (w *worker) flush(ctx context.Context, reason string) error {
 }
 
 func (w *worker) setBuffered() {
-	if w.p.cfg.Metrics == nil {
+	if w.p.cfg.Metrics == nil || w.ident == nil {
 		return
 	}
 	var n int

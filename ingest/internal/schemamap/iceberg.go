@@ -42,9 +42,9 @@ const (
 	KindDecimal                         // decimal128.Num, unscaled, at the column's scale
 	KindDecimalString                   // string, plain decimal text (precision > 38)
 	KindDate                            // int32 days since 1970-01-01
-	KindTimeMillis                      // int64 µs since midnight, from INT32 ms
-	KindTimeMicros                      // int64 µs since midnight
-	KindTimeNanos                       // int64 µs since midnight, from INT64 ns
+	KindTimeMillis                      // int64 µs (signed duration), from INT32 ms
+	KindTimeMicros                      // int64 µs (signed duration)
+	KindTimeNanos                       // int64 µs (signed duration), from INT64 ns
 	KindTimestampMillis                 // int64 µs since epoch, from INT64 ms
 	KindTimestampMicros                 // int64 µs since epoch
 	KindTimestampNanos                  // int64 µs since epoch, from INT64 ns
@@ -149,12 +149,15 @@ func mapSchema(s *debezium.Schema, ids *idAlloc) (Column, iceberg.Type, error) {
 		return Column{Kind: KindDecimal, Scale: scale}, iceberg.DecimalTypeOf(prec, scale), nil
 	case debezium.DateName, debezium.ConnectDateName:
 		return Column{Kind: KindDate}, iceberg.PrimitiveTypes.Date, nil
+	// MySQL TIME is a signed duration (-838:59:59 to 838:59:59), not a
+	// time of day: Iceberg's time type cannot hold it (the Java reader
+	// rejects values outside a day), so it is stored as long µs.
 	case debezium.ConnectTimeName:
-		return Column{Kind: KindTimeMillis}, iceberg.PrimitiveTypes.Time, nil
+		return Column{Kind: KindTimeMillis}, iceberg.PrimitiveTypes.Int64, nil
 	case debezium.MicroTimeName:
-		return Column{Kind: KindTimeMicros}, iceberg.PrimitiveTypes.Time, nil
+		return Column{Kind: KindTimeMicros}, iceberg.PrimitiveTypes.Int64, nil
 	case nanoTimeName:
-		return Column{Kind: KindTimeNanos}, iceberg.PrimitiveTypes.Time, nil
+		return Column{Kind: KindTimeNanos}, iceberg.PrimitiveTypes.Int64, nil
 	case debezium.TimestampName, debezium.ConnectTimestamp:
 		return Column{Kind: KindTimestampMillis}, iceberg.PrimitiveTypes.Timestamp, nil
 	case debezium.MicroTimestampName:
@@ -494,4 +497,52 @@ func formatDecimal(unscaled *big.Int, scale int) string {
 		s = "-" + s
 	}
 	return s
+}
+
+// Columns that [ChangeLog] adds to the source columns, in this order.
+const (
+	ChangeOpColumn        = "_binlake_op"        // string: c, r, u, d or t
+	ChangeBeforeColumn    = "_binlake_before"    // boolean: the row is the before image of a u or d
+	ChangeTsMsColumn      = "_binlake_ts_ms"     // long: source.ts_ms of the change
+	ChangePartitionColumn = "_binlake_partition" // int: Kafka partition
+	ChangeOffsetColumn    = "_binlake_offset"    // long: Kafka offset
+)
+
+// ChangeLog maps the row schema of a table without a primary key to the
+// schema of its append-only change log: the source columns, all optional
+// (a truncate row and a before image may lack values), then one column per
+// name of [ChangeOpColumn]..[ChangeOffsetColumn], required. There are no
+// identifier fields. A source column with one of those names is refused.
+func ChangeLog(row *debezium.Schema) (*Mapping, error) {
+	m, err := Map(row, nil)
+	if err != nil {
+		return nil, err
+	}
+	fields := m.Schema.Fields()
+	for i := range fields {
+		fields[i].Required = false
+		m.Columns[i].Required = false
+	}
+	meta := []struct {
+		name string
+		typ  iceberg.Type
+		kind Kind
+	}{
+		{ChangeOpColumn, iceberg.PrimitiveTypes.String, KindString},
+		{ChangeBeforeColumn, iceberg.PrimitiveTypes.Bool, KindBool},
+		{ChangeTsMsColumn, iceberg.PrimitiveTypes.Int64, KindLong},
+		{ChangePartitionColumn, iceberg.PrimitiveTypes.Int32, KindInt},
+		{ChangeOffsetColumn, iceberg.PrimitiveTypes.Int64, KindLong},
+	}
+	next := m.Schema.HighestFieldID() + 1
+	for _, c := range meta {
+		if _, clash := m.Schema.FindFieldByName(c.name); clash {
+			return nil, fmt.Errorf("%w: source column %q clashes with ingest's change-log column", ErrUnsupported, c.name)
+		}
+		fields = append(fields, iceberg.NestedField{ID: next, Name: c.name, Type: c.typ, Required: true})
+		m.Columns = append(m.Columns, Column{Name: c.name, Kind: c.kind, Required: true})
+		next++
+	}
+	m.Schema = iceberg.NewSchema(0, fields...)
+	return m, nil
 }

@@ -50,7 +50,7 @@ var typeCases = []struct {
 	{"c_varchar", &debezium.Schema{Type: debezium.STRING}, iceberg.PrimitiveTypes.String, KindString},
 	{"c_blob", &debezium.Schema{Type: debezium.BYTES}, iceberg.PrimitiveTypes.Binary, KindBinary},
 	{"c_date", sch(debezium.INT32, debezium.DateName), iceberg.PrimitiveTypes.Date, KindDate},
-	{"c_time", sch(debezium.INT64, debezium.MicroTimeName), iceberg.PrimitiveTypes.Time, KindTimeMicros},
+	{"c_time", sch(debezium.INT64, debezium.MicroTimeName), iceberg.PrimitiveTypes.Int64, KindTimeMicros},
 	{"c_datetime", sch(debezium.INT64, debezium.TimestampName), iceberg.PrimitiveTypes.Timestamp, KindTimestampMillis},
 	{"c_datetime6", sch(debezium.INT64, debezium.MicroTimestampName), iceberg.PrimitiveTypes.Timestamp, KindTimestampMicros},
 	{"c_timestamp", sch(debezium.STRING, debezium.ZonedTimestampName), iceberg.PrimitiveTypes.TimestampTz, KindZonedTimestamp},
@@ -59,7 +59,7 @@ var typeCases = []struct {
 	{"c_enum", sch(debezium.STRING, debezium.EnumName, debezium.Param{Key: "allowed", Value: "a,b"}), iceberg.PrimitiveTypes.String, KindString},
 	{"c_set", sch(debezium.STRING, debezium.EnumSetName, debezium.Param{Key: "allowed", Value: "a,b"}), iceberg.PrimitiveTypes.String, KindString},
 	{"c_cdate", sch(debezium.INT32, debezium.ConnectDateName), iceberg.PrimitiveTypes.Date, KindDate},
-	{"c_ctime", sch(debezium.INT32, debezium.ConnectTimeName), iceberg.PrimitiveTypes.Time, KindTimeMillis},
+	{"c_ctime", sch(debezium.INT32, debezium.ConnectTimeName), iceberg.PrimitiveTypes.Int64, KindTimeMillis},
 	{"c_cts", sch(debezium.INT64, debezium.ConnectTimestamp), iceberg.PrimitiveTypes.Timestamp, KindTimestampMillis},
 	{"c_geometry", debezium.GeometrySchema(true), &iceberg.StructType{FieldList: []iceberg.NestedField{
 		{Name: "wkb", Type: iceberg.PrimitiveTypes.Binary, Required: true},
@@ -206,7 +206,7 @@ func TestParseAvroLogicalTypesWithoutConnectName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []iceberg.Type{iceberg.DecimalTypeOf(5, 2), iceberg.PrimitiveTypes.Date, iceberg.PrimitiveTypes.Timestamp, iceberg.PrimitiveTypes.Time, iceberg.PrimitiveTypes.String}
+	want := []iceberg.Type{iceberg.DecimalTypeOf(5, 2), iceberg.PrimitiveTypes.Date, iceberg.PrimitiveTypes.Timestamp, iceberg.PrimitiveTypes.Int64, iceberg.PrimitiveTypes.String}
 	for i, w := range want {
 		if f := m.Schema.Field(i); !f.Type.Equals(w) {
 			t.Errorf("%s: %s, want %s", f.Name, f.Type, w)
@@ -388,4 +388,31 @@ func hashOf(s string) string { return hex10(s) }
 func hex10(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:5])
+}
+
+func TestChangeLog(t *testing.T) {
+	row := &debezium.Schema{Type: debezium.STRUCT, Name: "p.db.t.Value", Fields: []debezium.Field{
+		{Name: "a", Schema: sch(debezium.INT32, "")},
+		{Name: "b", Schema: opt(sch(debezium.STRING, ""))},
+	}}
+	m, err := ChangeLog(row)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range m.Schema.Fields() {
+		names = append(names, f.Name)
+		meta := strings.HasPrefix(f.Name, "_binlake_")
+		if f.Required != meta {
+			t.Errorf("%s: required %v", f.Name, f.Required)
+		}
+	}
+	want := "a b _binlake_op _binlake_before _binlake_ts_ms _binlake_partition _binlake_offset"
+	if got := strings.Join(names, " "); got != want || len(m.Columns) != 7 || len(m.Schema.IdentifierFieldIDs) != 0 {
+		t.Errorf("columns %q (%d), identifiers %v; want %q", got, len(m.Columns), m.Schema.IdentifierFieldIDs, want)
+	}
+	row.Fields = append(row.Fields, debezium.Field{Name: ChangeOpColumn, Schema: sch(debezium.STRING, "")})
+	if _, err := ChangeLog(row); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("a source column named %s: err %v", ChangeOpColumn, err)
+	}
 }

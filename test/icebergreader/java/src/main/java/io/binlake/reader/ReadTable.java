@@ -22,7 +22,7 @@ import org.apache.iceberg.types.Types;
 /**
  * Prints every live row of an Iceberg table as one JSON object per line, values as
  * canonical strings (timestamps as UTC "yyyy-MM-dd HH:mm:ss.SSSSSS", decimals plain,
- * binary as hex), read with iceberg-data's generic reader, which applies equality
+ * binary as hex, structs as {name=value,...}), read with iceberg-data's generic reader, which applies equality
  * and position deletes. Usage: ReadTable namespace.table (catalog from env).
  */
 public final class ReadTable {
@@ -66,6 +66,17 @@ public final class ReadTable {
 
   private static String render(Object v) {
     if (v instanceof BigDecimal d) return d.toPlainString();
+    if (v instanceof Record r) {
+      // A struct (e.g. a geometry): {name=value,...} in field order, null as NULL.
+      StringBuilder s = new StringBuilder("{");
+      List<Types.NestedField> fs = r.struct().fields();
+      for (int i = 0; i < fs.size(); i++) {
+        if (i > 0) s.append(',');
+        Object f = r.getField(fs.get(i).name());
+        s.append(fs.get(i).name()).append('=').append(f == null ? "NULL" : render(f));
+      }
+      return s.append('}').toString();
+    }
     if (v instanceof LocalDateTime t) return TS.format(t);
     if (v instanceof OffsetDateTime t) return TS.format(t.withOffsetSameInstant(ZoneOffset.UTC).toLocalDateTime());
     if (v instanceof LocalDate d) return d.toString();

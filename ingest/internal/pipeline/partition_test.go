@@ -1,0 +1,76 @@
+package pipeline
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/apache/iceberg-go"
+)
+
+func TestParsePartitionSpecs(t *testing.T) {
+	p, err := ParsePartitionSpecs(" *=bucket(16) ; shop.orders=bucket(4, customer_id);shop.logs=none")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		db, table string
+		want      *Bucket
+		explicit  bool
+	}{
+		{"shop", "orders", &Bucket{N: 4, Column: "customer_id"}, true},
+		{"shop", "logs", nil, true},
+		{"shop", "items", &Bucket{N: 16}, false},
+	}
+	for _, c := range cases {
+		got, explicit := p.For(c.db, c.table)
+		if (got == nil) != (c.want == nil) || got != nil && *got != *c.want || explicit != c.explicit {
+			t.Errorf("%s.%s: %+v %v, want %+v %v", c.db, c.table, got, explicit, c.want, c.explicit)
+		}
+	}
+	if b, _ := (PartitionSpecs{}).For("a", "b"); b != nil {
+		t.Errorf("default is %+v, want unpartitioned", b)
+	}
+	for _, bad := range []string{"shop.t=day(ts)", "shop.t=bucket(0)", "t=bucket(4)", "shop.t", "*=bucket(2);*=bucket(3)", "a.b=bucket(2);a.b=none", "a.b=bucket(4, x, y)", "a.b.c=bucket(2)"} {
+		if _, err := ParsePartitionSpecs(bad); !errors.Is(err, ErrPartition) {
+			t.Errorf("%q: err %v, want ErrPartition", bad, err)
+		}
+	}
+}
+
+func TestBucketSpecOnlyOnKeyColumns(t *testing.T) {
+	sch := iceberg.NewSchemaWithIdentifiers(0, []int{1, 2},
+		iceberg.NestedField{ID: 1, Name: "a", Type: iceberg.PrimitiveTypes.Int32, Required: true},
+		iceberg.NestedField{ID: 2, Name: "b", Type: iceberg.PrimitiveTypes.String, Required: true},
+		iceberg.NestedField{ID: 3, Name: "v", Type: iceberg.PrimitiveTypes.String})
+	key := []string{"a", "b"}
+	spec, err := (&Bucket{N: 8}).Spec(sch, key)
+	if err != nil || spec.NumFields() != 1 || spec.Field(0).SourceID() != 1 || spec.Field(0).Transform.String() != "bucket[8]" {
+		t.Fatalf("bucket(8): %v %v", spec, err)
+	}
+	spec, err = (&Bucket{N: 2, Column: "b"}).Spec(sch, key)
+	if err != nil || spec.Field(0).SourceID() != 2 {
+		t.Fatalf("bucket(2, b): %v %v", spec, err)
+	}
+	if err := checkSpec(spec, sch); err != nil {
+		t.Errorf("checkSpec of a key bucket: %v", err)
+	}
+	_, err = (&Bucket{N: 2, Column: "v"}).Spec(sch, key)
+	if !errors.Is(err, ErrPartition) || !strings.Contains(err.Error(), "v is not a primary-key column") {
+		t.Errorf("bucket(2, v): err %v, want a refusal naming v", err)
+	}
+	if _, err := (&Bucket{N: 2}).Spec(sch, nil); !errors.Is(err, ErrPartition) {
+		t.Errorf("bucket(2) without a key: err %v", err)
+	}
+	if spec, err := (*Bucket)(nil).Spec(sch, key); err != nil || !spec.IsUnpartitioned() {
+		t.Errorf("nil bucket: %v %v", spec, err)
+	}
+	// A table made elsewhere, partitioned by a mutable column, is refused.
+	bad, err := iceberg.NewPartitionSpecOpts(iceberg.AddPartitionFieldBySourceID(3, "v_bucket", iceberg.BucketTransform{NumBuckets: 4}, sch, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkSpec(bad, sch); !errors.Is(err, ErrPartition) || !strings.Contains(err.Error(), "bucket[4](v)") {
+		t.Errorf("checkSpec of a bucket on v: %v", err)
+	}
+}
