@@ -7,6 +7,8 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/binlake/binlake/test/tlstest"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl"
@@ -304,11 +307,52 @@ func TestKafkaSecurityAgainstBroker(t *testing.T) {
 	noCert.TLSCertFile, noCert.TLSKeyFile = "", ""
 	if err := refused(noCert); err == nil || !strings.Contains(err.Error(), "certificate required") {
 		t.Errorf("no client certificate: %v, want the broker's TLS alert", err)
+	} else if err, ok := noCert.explain(err); !ok || !strings.Contains(err.Error(), "set kafka-tls-cert-file and kafka-tls-key-file") {
+		t.Errorf("no client certificate: explained as %v (%v), want the certificate settings named", err, ok)
 	}
 	untrusted := with(SASLScramSHA256, "scram256", "pass-256")
 	untrusted.TLSCAFile = ""
 	var unknownCA x509.UnknownAuthorityError
 	if err := refused(untrusted); !errors.As(err, &unknownCA) {
 		t.Errorf("broker certificate from an unknown CA: %v, want x509.UnknownAuthorityError", err)
+	} else if err, ok := untrusted.explain(err); !ok || !strings.Contains(err.Error(), "set kafka-tls-ca-file") {
+		t.Errorf("unknown CA: explained as %v (%v), want kafka-tls-ca-file named", err, ok)
+	}
+}
+
+// TestKafkaSecurityExplain checks the hint added to each kind of refusal
+// (the TLS alerts and unknown CA of a live handshake are checked in
+// TestKafkaSecurityAgainstBroker, and against a real broker in test/e2e
+// TestKafkaSecurity), and that other errors pass unchanged.
+func TestKafkaSecurityExplain(t *testing.T) {
+	k := KafkaSecurity{TLS: true, TLSCertFile: "c.pem", SASLMechanism: SASLScramSHA512, SASLUsername: "app", SASLPassword: "hunter2"}
+	for _, c := range []struct {
+		name string
+		err  error
+		want string // "" when the error is not a refusal
+	}{
+		{"SASL failure", fmt.Errorf("creating topic x: %w", kerr.SaslAuthenticationFailed),
+			`check kafka-sasl-username ("app") and the password in CAPTURE_KAFKA_SASL_PASSWORD or the file named by CAPTURE_KAFKA_SASL_PASSWORD_FILE`},
+		{"mechanism not offered", kerr.UnsupportedSaslMechanism, "does not take kafka-sasl-mechanism scram-sha-512"},
+		{"wrong name", &tls.CertificateVerificationError{Err: x509.HostnameError{Certificate: &x509.Certificate{}, Host: "b-1"}}, "set kafka-tls-server-name"},
+		{"plaintext port", tls.RecordHeaderError{Msg: "first record does not look like a TLS handshake"}, "unset kafka-tls"},
+		{"certificate refused", &net.OpError{Op: "remote error", Err: errors.New("tls: bad certificate")},
+			"kafka-tls-cert-file is a client certificate signed by a CA the broker trusts"},
+		{"unreachable", &net.OpError{Op: "dial", Err: errors.New("connection refused")}, ""},
+		{"other", errors.New("boom"), ""},
+	} {
+		got, refused := k.explain(c.err)
+		switch {
+		case refused != (c.want != ""):
+			t.Errorf("%s: refused = %v", c.name, refused)
+		case !errors.Is(got, c.err):
+			t.Errorf("%s: %v does not wrap the cause", c.name, got)
+		case c.want == "" && got.Error() != c.err.Error():
+			t.Errorf("%s: changed to %v", c.name, got)
+		case !strings.Contains(got.Error(), c.want):
+			t.Errorf("%s: %v, want %q in it", c.name, got, c.want)
+		case strings.Contains(got.Error(), "hunter2"):
+			t.Errorf("%s: the password is in %v", c.name, got)
+		}
 	}
 }

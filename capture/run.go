@@ -210,6 +210,7 @@ func stream1(ctx context.Context, cfg Config, logger *slog.Logger, metrics *stre
 		Logger:             logger,
 	})
 	if err != nil {
+		err, _ = cfg.Kafka.explain(err)
 		return fmt.Errorf("kafka %s: %w", cfg.KafkaBrokers, err)
 	}
 	defer pub.Close()

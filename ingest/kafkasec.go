@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl"
 	saslaws "github.com/twmb/franz-go/pkg/sasl/aws"
@@ -180,6 +181,43 @@ func isDigits(s string) bool {
 		}
 	}
 	return s != ""
+}
+
+// explain adds to a Kafka connection error the setting to check when the
+// broker refused these security settings (credentials, client certificate,
+// CA, server name, TLS on a plaintext port); refused is false for any other
+// error, which is returned as is.
+func (k *KafkaSecurity) explain(err error) (_ error, refused bool) {
+	var (
+		op       *net.OpError
+		unknown  x509.UnknownAuthorityError
+		hostname x509.HostnameError
+		notTLS   tls.RecordHeaderError
+		hint     string
+	)
+	switch {
+	case err == nil:
+		return nil, false
+	case errors.Is(err, kerr.SaslAuthenticationFailed):
+		hint = fmt.Sprintf("the broker refused the SASL credentials: check kafka-sasl-username (%q) and the password in INGEST_KAFKA_SASL_PASSWORD or the file named by INGEST_KAFKA_SASL_PASSWORD_FILE", k.SASLUsername)
+	case errors.Is(err, kerr.UnsupportedSaslMechanism), errors.Is(err, kerr.IllegalSaslState):
+		hint = fmt.Sprintf("the broker does not take kafka-sasl-mechanism %s on this port: check the mechanism against the port (see MSK in README)", k.SASLMechanism)
+	case errors.As(err, &unknown):
+		hint = "the broker's certificate is signed by a CA not trusted here: set kafka-tls-ca-file to its CA bundle"
+	case errors.As(err, &hostname):
+		hint = "the broker's certificate does not hold the name dialled: set kafka-tls-server-name to a name it holds"
+	case errors.As(err, &notTLS):
+		hint = "the broker does not speak TLS on this port: use its TLS port, or unset kafka-tls"
+	case errors.As(err, &op) && op.Op == "remote error" && k.TLSCertFile == "":
+		// A TLS alert from the broker: with no certificate sent, the
+		// usual cause is a listener that requires one (ssl.client.auth).
+		hint = "the broker refused the TLS handshake; a listener requiring mutual TLS needs a client certificate: set kafka-tls-cert-file and kafka-tls-key-file"
+	case errors.As(err, &op) && op.Op == "remote error":
+		hint = "the broker refused the TLS handshake: check that kafka-tls-cert-file is a client certificate signed by a CA the broker trusts"
+	default:
+		return err, false
+	}
+	return fmt.Errorf("%w (%s)", err, hint), true
 }
 
 // tlsConfig builds the client TLS configuration from the files.

@@ -162,6 +162,9 @@ func ingest(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	err = p.Ping(pctx)
 	cancel()
 	if err != nil {
+		if err, refused := cfg.Kafka.explain(err); refused {
+			return fmt.Errorf("kafka %s: %w", cfg.KafkaBrokers, err)
+		}
 		return fmt.Errorf("kafka %s: %w (check kafka-brokers)", cfg.KafkaBrokers, err)
 	}
 

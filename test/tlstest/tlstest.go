@@ -28,8 +28,8 @@ type PKI struct {
 	ClientCertFile, ClientKeyFile string
 	// Pool holds the CA.
 	Pool *x509.CertPool
-	// Server is the server's key pair.
-	Server tls.Certificate
+	// Server and Client are the key pairs.
+	Server, Client tls.Certificate
 }
 
 // ServerName is the DNS name, besides 127.0.0.1, in the server certificate.
@@ -83,6 +83,10 @@ func New(t testing.TB) *PKI {
 	if err != nil {
 		t.Fatal(err)
 	}
+	p.Client, err = tls.LoadX509KeyPair(p.ClientCertFile, p.ClientKeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return p
 }
 
@@ -92,6 +96,16 @@ func (p *PKI) ServerConfig(mutual bool) *tls.Config {
 	c := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{p.Server}}
 	if mutual {
 		c.ClientAuth, c.ClientCAs = tls.RequireAndVerifyClientCert, p.Pool
+	}
+	return c
+}
+
+// ClientConfig is a client TLS configuration that trusts the CA; with
+// withCert, it presents the client certificate (mutual TLS).
+func (p *PKI) ClientConfig(withCert bool) *tls.Config {
+	c := &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: p.Pool}
+	if withCert {
+		c.Certificates = []tls.Certificate{p.Client}
 	}
 	return c
 }
