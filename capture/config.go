@@ -23,9 +23,11 @@ type Config struct {
 	ServerID      int    // database.server.id; 0 derives one from ID
 	Flavor        string // auto | mysql | mariadb (the source block's connector)
 	StartPosition string // where to start when no position is stored
-	// SnapshotMode is Debezium's snapshot.mode; SnapshotChunkRows the rows per snapshot SELECT.
+	// SnapshotMode is Debezium's snapshot.mode; SnapshotChunkRows the rows per snapshot SELECT;
+	// SnapshotReadAhead the chunks read and converted ahead of the one being emitted.
 	SnapshotMode      string
 	SnapshotChunkRows int
+	SnapshotReadAhead int
 
 	// Naming.
 	TopicPrefix string // topic.prefix
@@ -68,6 +70,7 @@ func (c *Config) bind(f *envFlags) {
 	f.String(&c.StartPosition, "start-position", "current", "where to start when no position is stored: current (the end of the binlog), earliest, gtid:<set> or file:<name>:<pos>")
 	f.String(&c.SnapshotMode, "snapshot-mode", "initial", "Debezium snapshot.mode: initial (snapshot when no position is stored, then stream), initial_only, no_data (no rows, stream from current), never (no rows, stream from start-position) or when_needed (also when the stored position left the binlog)")
 	f.Int(&c.SnapshotChunkRows, "snapshot-chunk-rows", 10000, "rows per snapshot SELECT (primary-key ordered chunk); the snapshot can resume after each chunk")
+	f.Int(&c.SnapshotReadAhead, "snapshot-read-ahead", 4, "snapshot chunks read and converted (in parallel) ahead of the one being emitted; with snapshot-chunk-rows it bounds the snapshot's memory")
 	f.String(&c.TopicPrefix, "topic-prefix", "", "Debezium topic.prefix: change topics are <prefix>.<db>.<table> (required)")
 	f.String(&c.ID, "id", "", "capture id: its Kafka transactional id is binlake-capture-<id> and its position is stored under it (default: the topic prefix)")
 	f.String(&c.KafkaBrokers, "kafka-brokers", "127.0.0.1:9092", "comma-separated Kafka seed brokers")
@@ -126,6 +129,9 @@ func (c *Config) Validate() error {
 	}
 	if c.SnapshotChunkRows < 1 {
 		bad("snapshot-chunk-rows must be at least 1")
+	}
+	if c.SnapshotReadAhead < 1 {
+		bad("snapshot-read-ahead must be at least 1")
 	}
 	switch c.Flavor {
 	case "auto", "mysql", "mariadb":
@@ -211,7 +217,7 @@ func (c *Config) redacted() []any {
 		"mysql_addr", c.MySQLAddr, "mysql_user", c.MySQLUser, "mysql_password_set", c.MySQLPassword != "",
 		"topic_prefix", c.TopicPrefix, "id", c.ID, "kafka_brokers", c.KafkaBrokers,
 		"schema_registry_url", redactURL(c.RegistryURL), "offsets_topic", c.OffsetsTopic, "schema_history_topic", c.HistoryTopic,
-		"server_id", c.ServerID, "flavor", c.Flavor, "snapshot_mode", c.SnapshotMode, "snapshot_chunk_rows", c.SnapshotChunkRows, "commit_interval", c.CommitInterval,
+		"server_id", c.ServerID, "flavor", c.Flavor, "snapshot_mode", c.SnapshotMode, "snapshot_chunk_rows", c.SnapshotChunkRows, "snapshot_read_ahead", c.SnapshotReadAhead, "commit_interval", c.CommitInterval,
 	}
 }
 

@@ -162,6 +162,9 @@ func (s *Stream) Run(ctx context.Context, r *binlog.Reader) (err error) {
 		if s.windowCancel != nil {
 			s.windowCancel()
 		}
+		if s.snap != nil {
+			s.snap.stopFetch()
+		}
 		if !s.pub.InTxn() {
 			return
 		}
@@ -207,10 +210,29 @@ func (s *Stream) Run(ctx context.Context, r *binlog.Reader) (err error) {
 		if s.pendingPos != nil && s.atBoundary {
 			readCtx = s.window
 		}
+		stopWake := func() {}
+		if wake := s.snapWake(); wake != nil {
+			// The snapshot waits for a chunk being read: stop waiting for
+			// the binlog when it is ready.
+			var cancel context.CancelCauseFunc
+			readCtx, cancel = context.WithCancelCause(readCtx)
+			go func() {
+				select {
+				case <-wake:
+					cancel(errChunkReady)
+				case <-readCtx.Done():
+				}
+			}()
+			stopWake = func() { cancel(nil) }
+		}
 		ev, err := r.Next(readCtx)
+		stopWake()
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
+			}
+			if errors.Is(context.Cause(readCtx), errChunkReady) {
+				continue
 			}
 			if errors.Is(err, context.DeadlineExceeded) && readCtx != ctx {
 				// Idle at a boundary, or the window passed: commit now.
@@ -304,6 +326,7 @@ func (s *Stream) boundary(ctx context.Context, ev binlog.Event) error {
 	s.pendingPos = &pos
 	s.atBoundary = true
 	s.readPos, s.readMoved = pos, true
+	s.trackBoundary()
 	s.cfg.Metrics.observeSource(ev.Timestamp, s.cfg.Now())
 	if s.txnRecords >= s.cfg.MaxTxnRecords || time.Since(s.txnStart) >= s.cfg.CommitInterval {
 		return s.commit(ctx)
@@ -485,6 +508,9 @@ func (s *Stream) rows(ctx context.Context, ev binlog.Event) error {
 	t, err := s.lookup(ctx, db, tbl, ev.Table)
 	if err != nil {
 		return err
+	}
+	if s.snapKeylessAhead(t) {
+		return nil
 	}
 	now := s.cfg.Now()
 	step := 1
