@@ -70,7 +70,7 @@ func (c *Config) bind(f *envFlags) {
 	f.String(&c.StartPosition, "start-position", "current", "where to start when no position is stored: current (the end of the binlog), earliest, gtid:<set> or file:<name>:<pos>")
 	f.String(&c.SnapshotMode, "snapshot-mode", "initial", "Debezium snapshot.mode: initial (snapshot when no position is stored, then stream), initial_only, no_data (no rows, stream from current), never (no rows, stream from start-position) or when_needed (also when the stored position left the binlog)")
 	f.Int(&c.SnapshotChunkRows, "snapshot-chunk-rows", 10000, "rows per snapshot SELECT (primary-key ordered chunk); the snapshot can resume after each chunk")
-	f.Int(&c.SnapshotReadAhead, "snapshot-read-ahead", 4, "snapshot chunks read and converted (in parallel) ahead of the one being emitted; with snapshot-chunk-rows it bounds the snapshot's memory")
+	f.Int(&c.SnapshotReadAhead, "snapshot-read-ahead", 2, "snapshot chunks read and converted (in parallel) ahead of the one being emitted; with snapshot-chunk-rows it bounds the snapshot's memory")
 	f.String(&c.TopicPrefix, "topic-prefix", "", "Debezium topic.prefix: change topics are <prefix>.<db>.<table> (required)")
 	f.String(&c.ID, "id", "", "capture id: its Kafka transactional id is binlake-capture-<id> and its position is stored under it (default: the topic prefix)")
 	f.String(&c.KafkaBrokers, "kafka-brokers", "127.0.0.1:9092", "comma-separated Kafka seed brokers")

@@ -53,7 +53,7 @@ type SnapshotConfig struct {
 	// ChunkRows is the rows per SELECT (default 10000).
 	ChunkRows int
 	// ReadAhead is how many chunks are read and converted ahead of the one
-	// being emitted, converted in parallel (default 4). With ChunkRows it
+	// being emitted, converted in parallel (default 2). With ChunkRows it
 	// bounds the snapshot's memory.
 	ReadAhead int
 	// StopWhenDone makes Run return nil once the snapshot is committed
@@ -140,7 +140,7 @@ func newSnapRun(cfg SnapshotConfig) *snapRun {
 		cfg.ChunkRows = 10000
 	}
 	if cfg.ReadAhead <= 0 {
-		cfg.ReadAhead = 4
+		cfg.ReadAhead = 2
 	}
 	r := &snapRun{cfg: cfg, prog: cfg.Progress, tables: map[string]bool{},
 		cur: cfg.Progress.Table, after: cfg.Progress.After,
