@@ -200,15 +200,38 @@ func (s *Stream) trackBoundary() {
 	}
 }
 
-// changedSince reports whether the stream changed the key of row h, or
-// its whole table, after h's low mark.
-func (r *snapRun) changedSince(h *heldRow) bool {
-	name := tableKey(h.t.Def.DB, h.t.Def.Table)
-	if r.tableChanged[name] > h.low {
-		return true
-	}
-	m := r.changes[name]
+// keyChangedSince reports whether the stream changed the key of row h
+// after h's low mark.
+func (r *snapRun) keyChangedSince(h *heldRow) bool {
+	m := r.changes[tableKey(h.t.Def.DB, h.t.Def.Table)]
 	return len(m) > 0 && h.t.Key != nil && m[keyString(h.t, h.after)] > h.low
+}
+
+// heldTableChanged reports whether the held row's table was truncated or
+// altered after the row was read.
+func (r *snapRun) heldTableChanged() bool {
+	return r.held != nil && r.tableChanged[tableKey(r.held.t.Def.DB, r.held.t.Def.Table)] > r.held.low
+}
+
+// rewind makes the snapshot read table idx again from the row after the
+// last one emitted: everything read after it (the held row, the pending
+// chunk, what the fetcher read) is dropped. It follows a TRUNCATE or DDL
+// of the table while it was read: after a TRUNCATE the rows are gone,
+// after an ALTER they are still there, unchanged, with no binlog event
+// to carry them, so they must be read again.
+func (r *snapRun) rewind(idx int) {
+	r.stopFetch()
+	if r.pending != nil && r.pending.consistent != nil {
+		r.pending.consistent.Close()
+	}
+	r.pending = nil
+	if r.held != nil && r.held.idx >= idx {
+		r.held = nil
+	}
+	r.cur, r.after = idx, nil
+	if r.prog.Table == idx {
+		r.after = r.prog.After
+	}
 }
 
 // prune forgets changes no chunk still to be emitted can be invalidated by.
@@ -253,12 +276,8 @@ func (s *Stream) snapStep(ctx context.Context) (bool, error) {
 	}
 	if r.fetch != nil && r.tableChanged[tableKey(r.fetch.t.Def.DB, r.fetch.t.Def.Table)] > r.fetch.start {
 		// Truncated or altered: what the fetcher read, and the chunk taken
-		// from it, may use the old definition. Read again from that chunk.
-		r.stopFetch()
-		if r.pending != nil && r.pending.consistent == nil {
-			r.cur, r.after = r.pending.idx, r.pending.startAfter
-			r.pending = nil
-		}
+		// from it, may use the old definition.
+		r.rewind(r.fetch.idx)
 	}
 	if r.pending == nil {
 		if r.cur >= len(r.prog.Tables) {
@@ -358,19 +377,20 @@ func (s *Stream) snapEmit(ctx context.Context) error {
 	if err := s.begin(); err != nil {
 		return err
 	}
-	if r.held != nil && r.changedSince(r.held) {
-		r.held = nil
+	if r.heldTableChanged() {
+		r.pending = p
+		r.rewind(r.held.idx)
+		return nil
 	}
 	if r.tableChanged[name] > p.low || (p.consistent == nil && s.tables[name] != p.t) {
 		// Truncated or altered while read (or the definition was replaced):
-		// read the chunk again. Its rows are still checked against the
-		// changes since this chunk's low mark, which are kept.
-		if p.consistent != nil {
-			p.consistent.Close()
-		}
-		r.stopFetch()
-		r.cur, r.after = p.idx, p.startAfter
+		// read it again, from where the snapshot's emitted rows end.
+		r.pending = p
+		r.rewind(p.idx)
 		return nil
+	}
+	if r.held != nil && r.keyChangedSince(r.held) {
+		r.held = nil // the stream carried the key's newer state
 	}
 	// The current definition: a DDL in the window would have restarted the chunk.
 	t := s.tables[name]
@@ -489,8 +509,12 @@ func (s *Stream) snapFinish(ctx context.Context) error {
 	if err := s.begin(); err != nil {
 		return err
 	}
+	if r.heldTableChanged() {
+		r.rewind(r.held.idx)
+		return nil
+	}
 	if r.held != nil {
-		if r.changedSince(r.held) {
+		if r.keyChangedSince(r.held) {
 			r.held = nil
 		} else if err := s.snapEmitHeld(ctx, true, true); err != nil {
 			return err
