@@ -63,6 +63,7 @@ type fetchConfig struct {
 	readAhead int
 	flavor    binlog.Flavor
 	seq       *atomic.Int64
+	low0      int64 // the first chunk's low mark: the previous chunk's, so the margin holds across fetchers
 	rowsRead  prometheus.Counter
 	convert   func(t *table, row []any) (debezium.Struct, error)
 }
@@ -83,7 +84,7 @@ func (f *chunkFetcher) read(ctx context.Context, cfg fetchConfig) {
 	t := cfg.t
 	cols := columnNames(t)
 	after := cfg.after
-	prev := f.start
+	prev := min(cfg.low0, f.start)
 	for ctx.Err() == nil {
 		fc := &fetchedChunk{done: make(chan struct{}), startAfter: after, low: prev}
 		prev = cfg.seq.Load()

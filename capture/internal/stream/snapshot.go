@@ -104,6 +104,7 @@ type snapRun struct {
 	changes      map[string]map[string]int64
 	tableChanged map[string]int64
 	fetch        *chunkFetcher
+	lastLow      int64           // low mark of the last chunk taken from a fetcher
 	fetchWait    <-chan struct{} // ready when the fetcher may have the next chunk
 
 	pending *pendingChunk
@@ -345,7 +346,7 @@ func (s *Stream) snapTake(ctx context.Context, t *table, name string) (bool, err
 	if r.fetch == nil {
 		r.fetch = startFetcher(ctx, fetchConfig{
 			db: r.cfg.DB, t: t, idx: r.cur, after: r.after, chunkRows: r.cfg.ChunkRows, readAhead: r.cfg.ReadAhead,
-			flavor: s.readPos.Flavor, seq: &r.seq, rowsRead: s.cfg.Metrics.SnapshotRows.WithLabelValues(name), convert: s.convert,
+			flavor: s.readPos.Flavor, seq: &r.seq, low0: r.lastLow, rowsRead: s.cfg.Metrics.SnapshotRows.WithLabelValues(name), convert: s.convert,
 		})
 	}
 	fc, wait := r.fetch.next()
@@ -354,6 +355,7 @@ func (s *Stream) snapTake(ctx context.Context, t *table, name string) (bool, err
 		return false, nil
 	}
 	r.fetchWait = nil
+	r.lastLow = fc.low
 	if fc.err != nil {
 		return false, fmt.Errorf("snapshot of %s: %w", name, fc.err)
 	}
