@@ -49,7 +49,8 @@ type fetchedChunk struct {
 	keys       [][][]byte    // primary key of each row, as the source returned it
 	rows       []debezium.Struct
 	last       bool
-	low        int64 // changes with seq > low invalidate rows of this chunk
+	low        int64 // changes of a key with seq > low invalidate its row
+	tableLow   int64 // a TRUNCATE or DDL with seq > tableLow invalidates the chunk
 	high       binlog.Position
 	err        error
 }
@@ -86,8 +87,11 @@ func (f *chunkFetcher) read(ctx context.Context, cfg fetchConfig) {
 	after := cfg.after
 	prev := min(cfg.low0, f.start)
 	for ctx.Err() == nil {
-		fc := &fetchedChunk{done: make(chan struct{}), startAfter: after, low: prev}
-		prev = cfg.seq.Load()
+		// A DDL or TRUNCATE is in the binlog only once done, so the chunk's
+		// own sample bounds those; key changes get the margin of one SELECT.
+		own := cfg.seq.Load()
+		fc := &fetchedChunk{done: make(chan struct{}), startAfter: after, low: min(prev, own), tableLow: own}
+		prev = own
 		ch, err := snapshot.ReadChunk(ctx, cfg.db, t.Def.DB, t.Def.Table, cols, t.Def.PrimaryKey, after, cfg.chunkRows)
 		if err == nil {
 			fc.high, err = snapshot.Watermark(ctx, cfg.db, cfg.flavor)

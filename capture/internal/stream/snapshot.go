@@ -106,6 +106,7 @@ type snapRun struct {
 	fetch        *chunkFetcher
 	lastLow      int64           // low mark of the last chunk taken from a fetcher
 	fetchWait    <-chan struct{} // ready when the fetcher may have the next chunk
+	wake         wakeCtx
 
 	pending *pendingChunk
 	held    *heldRow
@@ -121,19 +122,21 @@ type pendingChunk struct {
 	startAfter [][]byte
 	chunk      snapshot.Chunk
 	rows       []debezium.Struct // converted (chunks from the fetcher)
-	low        int64             // changes with a seq above it invalidate rows
+	low        int64             // key changes with a seq above it invalidate rows
+	tableLow   int64             // a TRUNCATE or DDL with a seq above it invalidates the chunk
 	high       binlog.Position
 	checked    bool                 // the watermark was compared since the stream last moved
 	consistent *snapshot.Consistent // tables without a primary key
 }
 
 type heldRow struct {
-	t     *table
-	idx   int
-	key   [][]byte
-	low   int64 // the low mark of its chunk
-	after debezium.Struct
-	src   debezium.Source
+	t        *table
+	idx      int
+	key      [][]byte
+	low      int64 // the low marks of its chunk
+	tableLow int64
+	after    debezium.Struct
+	src      debezium.Source
 }
 
 func newSnapRun(cfg SnapshotConfig) *snapRun {
@@ -211,7 +214,7 @@ func (r *snapRun) keyChangedSince(h *heldRow) bool {
 // heldTableChanged reports whether the held row's table was truncated or
 // altered after the row was read.
 func (r *snapRun) heldTableChanged() bool {
-	return r.held != nil && r.tableChanged[tableKey(r.held.t.Def.DB, r.held.t.Def.Table)] > r.held.low
+	return r.held != nil && r.tableChanged[tableKey(r.held.t.Def.DB, r.held.t.Def.Table)] > r.held.tableLow
 }
 
 // rewind makes the snapshot read table idx again from the row after the
@@ -255,6 +258,45 @@ func (r *snapRun) stopFetch() {
 		r.fetch.stop()
 		r.fetch = nil
 	}
+}
+
+// wakeCtx is a context that ends when a snapshot chunk is ready. It is
+// reused for every binlog read while the same wait lasts on the same
+// parent, so that streaming a backlog meanwhile does not cost a goroutine
+// per event.
+type wakeCtx struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	parent context.Context
+	ch     <-chan struct{}
+}
+
+// wakeCtx returns a context of parent that also ends, with cause
+// errChunkReady, when ch is ready.
+func (s *Stream) wakeCtx(parent context.Context, ch <-chan struct{}) context.Context {
+	w := &s.snap.wake
+	if w.ctx != nil && w.parent == parent && w.ch == ch && w.ctx.Err() == nil {
+		return w.ctx
+	}
+	s.snap.stopWake()
+	ctx, cancel := context.WithCancelCause(parent)
+	go func() { // ends with the wait: the chunk is ready or the context was replaced
+		select {
+		case <-ch:
+			cancel(errChunkReady)
+		case <-ctx.Done():
+		}
+	}()
+	*w = wakeCtx{ctx: ctx, cancel: cancel, parent: parent, ch: ch}
+	return ctx
+}
+
+// stopWake ends the goroutine of the current wake context, if any.
+func (r *snapRun) stopWake() {
+	if r.wake.cancel != nil {
+		r.wake.cancel(nil)
+	}
+	r.wake = wakeCtx{}
 }
 
 // snapWake returns a channel that is ready when the chunk the snapshot
@@ -321,6 +363,7 @@ func (s *Stream) snapRead(ctx context.Context) (bool, error) {
 	}
 	// Tables without a primary key: one consistent read, on the loop.
 	p := &pendingChunk{t: t, idx: r.cur, startAfter: r.after, low: r.seq.Load()}
+	p.tableLow = p.low
 	c, err := snapshot.OpenConsistent(ctx, r.cfg.DB, s.readPos.Flavor)
 	if err != nil {
 		return false, fmt.Errorf("snapshot of %s: %w", name, err)
@@ -360,7 +403,7 @@ func (s *Stream) snapTake(ctx context.Context, t *table, name string) (bool, err
 		return false, fmt.Errorf("snapshot of %s: %w", name, fc.err)
 	}
 	r.pending = &pendingChunk{t: t, idx: r.cur, startAfter: fc.startAfter, rows: fc.rows,
-		chunk: snapshot.Chunk{Keys: fc.keys, Last: fc.last}, low: fc.low, high: fc.high}
+		chunk: snapshot.Chunk{Keys: fc.keys, Last: fc.last}, low: fc.low, tableLow: fc.tableLow, high: fc.high}
 	if len(fc.keys) > 0 {
 		r.after = fc.keys[len(fc.keys)-1]
 	}
@@ -384,7 +427,7 @@ func (s *Stream) snapEmit(ctx context.Context) error {
 		r.rewind(r.held.idx)
 		return nil
 	}
-	if r.tableChanged[name] > p.low || (p.consistent == nil && s.tables[name] != p.t) {
+	if r.tableChanged[name] > p.tableLow || (p.consistent == nil && s.tables[name] != p.t) {
 		// Truncated or altered while read (or the definition was replaced):
 		// read it again, from where the snapshot's emitted rows end.
 		r.pending = p
@@ -414,7 +457,7 @@ func (s *Stream) snapEmit(ctx context.Context) error {
 			}
 			s.cfg.Metrics.SnapshotRows.WithLabelValues(name).Inc()
 			rows++
-			return s.snapSurvivor(ctx, &heldRow{t: t, idx: p.idx, low: p.low, after: after, src: src})
+			return s.snapSurvivor(ctx, &heldRow{t: t, idx: p.idx, low: p.low, tableLow: p.tableLow, after: after, src: src})
 		})
 		p.consistent.Close()
 		if err != nil {
@@ -436,7 +479,7 @@ func (s *Stream) snapEmit(ctx context.Context) error {
 			if len(changes) > 0 && changes[keyString(t, after)] > p.low {
 				continue
 			}
-			if err := s.snapSurvivor(ctx, &heldRow{t: t, idx: p.idx, key: p.chunk.Keys[i], low: p.low, after: after, src: src}); err != nil {
+			if err := s.snapSurvivor(ctx, &heldRow{t: t, idx: p.idx, key: p.chunk.Keys[i], low: p.low, tableLow: p.tableLow, after: after, src: src}); err != nil {
 				return err
 			}
 		}

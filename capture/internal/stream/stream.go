@@ -164,6 +164,7 @@ func (s *Stream) Run(ctx context.Context, r *binlog.Reader) (err error) {
 		}
 		if s.snap != nil {
 			s.snap.stopFetch()
+			s.snap.stopWake()
 		}
 		if !s.pub.InTxn() {
 			return
@@ -210,23 +211,12 @@ func (s *Stream) Run(ctx context.Context, r *binlog.Reader) (err error) {
 		if s.pendingPos != nil && s.atBoundary {
 			readCtx = s.window
 		}
-		stopWake := func() {}
 		if wake := s.snapWake(); wake != nil {
 			// The snapshot waits for a chunk being read: stop waiting for
 			// the binlog when it is ready.
-			var cancel context.CancelCauseFunc
-			readCtx, cancel = context.WithCancelCause(readCtx)
-			go func() {
-				select {
-				case <-wake:
-					cancel(errChunkReady)
-				case <-readCtx.Done():
-				}
-			}()
-			stopWake = func() { cancel(nil) }
+			readCtx = s.wakeCtx(readCtx, wake)
 		}
 		ev, err := r.Next(readCtx)
-		stopWake()
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
