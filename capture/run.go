@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -68,8 +69,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	// On a terminal, snapshot progress bars stay below the log lines.
 	var term *progress.Terminal
 	logOut := stderr
-	if progress.IsTerminal(stderr) {
-		term = progress.NewTerminal(stderr, 0)
+	if progress.IsTerminal(stderr, getenv("TERM")) {
+		cols, _ := strconv.Atoi(getenv("COLUMNS"))
+		term = progress.NewTerminal(stderr, cols)
 		logOut = term
 	}
 	logger := newLogger(logOut, cfg.LogFormat, cfg.LogLevel)

@@ -32,10 +32,10 @@ type Sample struct {
 }
 
 // IsTerminal reports whether w is a character device (a terminal) and
-// TERM does not say it cannot move the cursor.
-func IsTerminal(w io.Writer) bool {
+// term (the TERM variable) does not say it cannot move the cursor.
+func IsTerminal(w io.Writer, term string) bool {
 	f, ok := w.(*os.File)
-	if !ok || os.Getenv("TERM") == "dumb" {
+	if !ok || term == "dumb" {
 		return false
 	}
 	st, err := f.Stat()
@@ -117,14 +117,11 @@ type tableClock struct {
 	start, end time.Time
 }
 
-// NewTerminal returns a Terminal writing to w, width columns wide (0: the
-// COLUMNS variable, else 100).
+// NewTerminal returns a Terminal writing to w, width columns wide (0 or
+// less: 100).
 func NewTerminal(w io.Writer, width int) *Terminal {
 	if width <= 0 {
-		width, _ = strconv.Atoi(os.Getenv("COLUMNS"))
-		if width <= 0 {
-			width = 100
-		}
+		width = 100
 	}
 	return &Terminal{w: w, width: width, tables: map[string]*tableClock{}, now: time.Now}
 }
