@@ -5,7 +5,7 @@ GO    ?= go
 # Integration tests run one package at a time against the shared stack.
 INTEGRATION_FLAGS ?= -tags integration -count=1 -p 1 -timeout 20m
 
-.PHONY: all build test unit integration compat bench-capture bench-large-txn bench-ingest demo stack-up stack-down stack-status stack-env stack-logs stack-wipe vet fmt clean
+.PHONY: all build test unit integration compat bench-capture bench-large-txn bench-ingest bench-snapshot demo stack-up stack-down stack-status stack-env stack-logs stack-wipe vet fmt clean
 
 all: build
 
@@ -73,3 +73,8 @@ bench-large-txn: stack-up
 ## Prints: INGEST rows=<n> seconds=<s> rows_per_s=<r> commits=<c> rss_mib=<m>
 bench-ingest: stack-up
 	eval "$$($(STACK) env)" && BINLAKE_REQUIRE_STACK=1 BINLAKE_BENCH=1 $(GO) test -tags integration -count=1 -timeout 60m -run TestBenchIngest -v ./test/bench | grep -E '^(INGEST|--- |ok|FAIL)|bench_integration_test'
+
+## bench-snapshot: a 5,000,000-row table (BINLAKE_SNAPSHOT_BENCH_ROWS) snapshotted by capture and by the Debezium MariaDB connector.
+## Prints: SNAPSHOT rows=<n> seconds=<s> rows_per_s=<r> debezium_rows_per_s=<d> ratio=<r/d> rss_mib=<m>
+bench-snapshot: stack-up
+	eval "$$($(STACK) env)" && BINLAKE_REQUIRE_STACK=1 BINLAKE_BENCH=1 $(GO) test -tags integration -count=1 -timeout 90m -run TestBenchSnapshot -v ./test/bench | grep -E '^(SNAPSHOT|--- |ok|FAIL)|bench_integration_test'

@@ -23,9 +23,11 @@ type Config struct {
 	ServerID      int    // database.server.id; 0 derives one from ID
 	Flavor        string // auto | mysql | mariadb (the source block's connector)
 	StartPosition string // where to start when no position is stored
-	// SnapshotMode is Debezium's snapshot.mode; SnapshotChunkRows the rows per snapshot SELECT.
+	// SnapshotMode is Debezium's snapshot.mode; SnapshotChunkRows the rows per snapshot SELECT;
+	// SnapshotReadAhead the chunks read and converted ahead of the one being emitted.
 	SnapshotMode      string
 	SnapshotChunkRows int
+	SnapshotReadAhead int
 	// SignalEnabledChannels and SignalKafkaTopic are Debezium's
 	// signal.enabled.channels (kafka only) and signal.kafka.topic.
 	SignalEnabledChannels string
@@ -78,6 +80,7 @@ func (c *Config) bind(f *envFlags) {
 	f.String(&c.StartPosition, "start-position", "current", "where to start when no position is stored: current (the end of the binlog), earliest, gtid:<set> or file:<name>:<pos>")
 	f.String(&c.SnapshotMode, "snapshot-mode", "initial", "Debezium snapshot.mode: initial (snapshot when no position is stored, then stream), initial_only, no_data (no rows, stream from current), never (no rows, stream from start-position) or when_needed (also when the stored position left the binlog)")
 	f.Int(&c.SnapshotChunkRows, "snapshot-chunk-rows", 10000, "rows per snapshot SELECT (primary-key ordered chunk); the snapshot can resume after each chunk")
+	f.Int(&c.SnapshotReadAhead, "snapshot-read-ahead", 2, "snapshot chunks read and converted (in parallel) ahead of the one being emitted; with snapshot-chunk-rows it bounds the snapshot's memory")
 	f.String(&c.SignalEnabledChannels, "signal-enabled-channels", "", "Debezium signal.enabled.channels: kafka reads ad-hoc snapshot signals from signal-kafka-topic (the only channel supported); empty: none")
 	f.String(&c.SignalKafkaTopic, "signal-kafka-topic", "", "Debezium signal.kafka.topic: topic of signals such as execute-snapshot, read from partition 0 (default <prefix>-signal when the kafka channel is enabled)")
 	f.String(&c.TopicPrefix, "topic-prefix", "", "Debezium topic.prefix: change topics are <prefix>.<db>.<table> (required)")
@@ -155,6 +158,9 @@ func (c *Config) Validate() error {
 	}
 	if c.SnapshotChunkRows < 1 {
 		bad("snapshot-chunk-rows must be at least 1")
+	}
+	if c.SnapshotReadAhead < 1 {
+		bad("snapshot-read-ahead must be at least 1")
 	}
 	switch c.Flavor {
 	case "auto", "mysql", "mariadb":
@@ -241,7 +247,7 @@ func (c *Config) redacted() []any {
 		"topic_prefix", c.TopicPrefix, "id", c.ID, "kafka_brokers", c.KafkaBrokers,
 		"kafka_tls", c.Kafka.TLS, "kafka_sasl_mechanism", c.Kafka.SASLMechanism, "kafka_sasl_username", c.Kafka.SASLUsername,
 		"schema_registry_url", redactURL(c.RegistryURL), "offsets_topic", c.OffsetsTopic, "schema_history_topic", c.HistoryTopic,
-		"server_id", c.ServerID, "flavor", c.Flavor, "snapshot_mode", c.SnapshotMode, "signal_kafka_topic", c.SignalKafkaTopic, "snapshot_chunk_rows", c.SnapshotChunkRows, "commit_interval", c.CommitInterval,
+		"server_id", c.ServerID, "flavor", c.Flavor, "snapshot_mode", c.SnapshotMode, "signal_kafka_topic", c.SignalKafkaTopic, "snapshot_chunk_rows", c.SnapshotChunkRows, "snapshot_read_ahead", c.SnapshotReadAhead, "commit_interval", c.CommitInterval,
 	}
 }
 

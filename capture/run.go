@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/binlake/binlake/capture/internal/binlog"
 	"github.com/binlake/binlake/capture/internal/filter"
+	"github.com/binlake/binlake/capture/internal/progress"
 	"github.com/binlake/binlake/capture/internal/publish"
 	"github.com/binlake/binlake/capture/internal/schemahist"
 	"github.com/binlake/binlake/capture/internal/signal"
@@ -68,9 +70,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintln(stdout, "configuration ok")
 		return nil
 	}
-	logger := newLogger(stderr, cfg.LogFormat, cfg.LogLevel)
+	// On a terminal, snapshot progress bars stay below the log lines.
+	var term *progress.Terminal
+	logOut := stderr
+	if progress.IsTerminal(stderr, getenv("TERM")) {
+		cols, _ := strconv.Atoi(getenv("COLUMNS"))
+		term = progress.NewTerminal(stderr, cols)
+		logOut = term
+	}
+	logger := newLogger(logOut, cfg.LogFormat, cfg.LogLevel)
 	logger.Info("starting capture", cfg.redacted()...)
-	err := capture(ctx, cfg, logger)
+	err := capture(ctx, cfg, logger, term)
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 		logger.Info("stopped")
 		return nil
@@ -88,12 +98,16 @@ func newLogger(w io.Writer, format, level string) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-func capture(ctx context.Context, cfg Config, logger *slog.Logger) error {
+func capture(ctx context.Context, cfg Config, logger *slog.Logger, term *progress.Terminal) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := stream.NewMetrics(reg)
 	var ready atomic.Bool
 
+	// stream1 returns nil when it is done (snapshot-mode initial_only):
+	// that ends the ops server too.
+	ctx, done := context.WithCancel(ctx)
+	defer done()
 	g, gctx := errgroup.WithContext(ctx)
 	if cfg.MetricsAddr != "" && cfg.MetricsAddr != "off" {
 		srv, err := serveOps(cfg.MetricsAddr, reg, &ready)
@@ -107,8 +121,12 @@ func capture(ctx context.Context, cfg Config, logger *slog.Logger) error {
 			return srv.Shutdown(sctx)
 		})
 	}
+	if term != nil {
+		g.Go(func() error { return term.Run(gctx, progress.FromGatherer(reg), 500*time.Millisecond) })
+	}
 	g.Go(func() error {
 		defer ready.Store(false)
+		defer done()
 		return stream1(gctx, cfg, logger, metrics, &ready)
 	})
 	return g.Wait()
@@ -246,7 +264,7 @@ func stream1(ctx context.Context, cfg Config, logger *slog.Logger, metrics *stre
 	var snapCfg *stream.SnapshotConfig
 	if state.Snapshot != nil && !state.Snapshot.Done() {
 		snapCfg = &stream.SnapshotConfig{
-			DB: sdb, Progress: *state.Snapshot, ChunkRows: cfg.SnapshotChunkRows,
+			DB: sdb, Progress: *state.Snapshot, ChunkRows: cfg.SnapshotChunkRows, ReadAhead: cfg.SnapshotReadAhead,
 			StopWhenDone: snapshot.Mode(cfg.SnapshotMode) == snapshot.ModeInitialOnly,
 		}
 		logger.Info("snapshot: running", "tables", len(state.Snapshot.Tables), "table_index", state.Snapshot.Table,

@@ -45,11 +45,7 @@ const ordersDDL = `CREATE TABLE orders (id BIGINT NOT NULL PRIMARY KEY, customer
 func writeOrders(t *testing.T, conn *sql.DB, ins, upd, del, chunk int) {
 	t.Helper()
 	for lo := 1; lo <= ins; lo += chunk {
-		mustExec(t, conn, fmt.Sprintf(`INSERT INTO orders (id, customer_id, status, amount, currency, note, created_at, updated_at, flags, attrs)
-			SELECT seq, seq %% 10007, ELT(1 + seq %% 4, 'new','paid','shipped','cancelled'), (seq * 7919 %% 10000000) / 100, 'EUR',
-			       CONCAT('order ', seq, ' ', MD5(seq)), TIMESTAMP('2024-01-01') + INTERVAL seq SECOND + INTERVAL (seq %% 1000000) MICROSECOND,
-			       TIMESTAMP('2024-06-01') + INTERVAL seq SECOND, seq %% 256, JSON_OBJECT('k', seq, 'tag', MD5(seq + 1))
-			FROM seq_%d_to_%d`, lo, min(lo+chunk-1, ins)))
+		mustExec(t, conn, insertOrders(lo, min(lo+chunk-1, ins)))
 	}
 	for lo := 1; lo <= upd; lo += chunk {
 		mustExec(t, conn, fmt.Sprintf("UPDATE orders SET status = 'paid', amount = amount + 1, note = CONCAT(note, '+') WHERE id BETWEEN %d AND %d", lo, min(lo+chunk-1, upd)))
@@ -57,4 +53,14 @@ func writeOrders(t *testing.T, conn *sql.DB, ins, upd, del, chunk int) {
 	for lo := ins - del + 1; lo <= ins; lo += chunk {
 		mustExec(t, conn, fmt.Sprintf("DELETE FROM orders WHERE id BETWEEN %d AND %d", lo, min(lo+chunk-1, ins)))
 	}
+}
+
+// insertOrders is the statement inserting ids lo..hi into orders, with
+// varied values of every type of ordersDDL.
+func insertOrders(lo, hi int) string {
+	return fmt.Sprintf(`INSERT INTO orders (id, customer_id, status, amount, currency, note, created_at, updated_at, flags, attrs)
+			SELECT seq, seq %% 10007, ELT(1 + seq %% 4, 'new','paid','shipped','cancelled'), (seq * 7919 %% 10000000) / 100, 'EUR',
+			       CONCAT('order ', seq, ' ', MD5(seq)), TIMESTAMP('2024-01-01') + INTERVAL seq SECOND + INTERVAL (seq %% 1000000) MICROSECOND,
+			       TIMESTAMP('2024-06-01') + INTERVAL seq SECOND, seq %% 256, JSON_OBJECT('k', seq, 'tag', MD5(seq + 1))
+			FROM seq_%d_to_%d`, lo, hi)
 }

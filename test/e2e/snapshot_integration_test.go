@@ -25,7 +25,8 @@ import (
 )
 
 // snapshotRows is the table size of the snapshot tests:
-// BINLAKE_SNAPSHOT_ROWS (default 200000; run 1000000 by hand).
+// BINLAKE_SNAPSHOT_ROWS (default 1,000,000, as the snapshot issue asks;
+// each test takes about a minute at that size on the 2-core CI machine).
 func snapshotRows(t *testing.T) int {
 	if s := os.Getenv("BINLAKE_SNAPSHOT_ROWS"); s != "" {
 		n, err := strconv.Atoi(s)
@@ -34,7 +35,7 @@ func snapshotRows(t *testing.T) int {
 		}
 		return n
 	}
-	return 200000
+	return 1_000_000
 }
 
 func freePort(t *testing.T) string {
@@ -119,7 +120,9 @@ func (f *snapFixture) write(ctx context.Context) {
 		default:
 			q = fmt.Sprintf("UPDATE IGNORE big SET id = id + %d WHERE id = %d", 2*f.n, k)
 		}
-		if _, err := f.admin.ExecContext(ctx, q); err != nil {
+		// Not cancelled with the writer: a statement cut off by the client
+		// can still commit after the table was read.
+		if _, err := f.admin.ExecContext(context.WithoutCancel(ctx), q); err != nil {
 			if ctx.Err() == nil {
 				f.writeErr.Add(1)
 			}

@@ -39,6 +39,9 @@ func (t *Table) ConvertRow(dst debezium.Struct, row []any) (debezium.Struct, err
 	if len(row) != len(t.convs) {
 		return dst, fmt.Errorf("%w: row has %d values for %d columns", ErrInvalidValue, len(row), len(t.convs))
 	}
+	if cap(dst) < len(t.convs) {
+		dst = make(debezium.Struct, 0, len(t.convs))
+	}
 	dst = dst[:0]
 	for i, c := range t.convs {
 		v, err := c.Convert(row[i])

@@ -290,10 +290,18 @@ func scanRow(rows *sql.Rows, n int) ([]any, error) {
 	if err := rows.Scan(ptrs...); err != nil {
 		return nil, err
 	}
+	// One allocation for the row's bytes: the values are sub-slices.
+	size := 0
+	for _, b := range raw {
+		size += len(b)
+	}
+	buf := make([]byte, 0, size)
 	row := make([]any, n)
 	for i, b := range raw {
 		if b != nil {
-			row[i] = append([]byte(nil), b...)
+			start := len(buf)
+			buf = append(buf, b...)
+			row[i] = buf[start:len(buf):len(buf)]
 		}
 	}
 	return row, nil

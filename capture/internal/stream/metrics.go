@@ -23,6 +23,8 @@ type Metrics struct {
 	// SnapshotRowsEstimated is the server's estimate of each table's rows.
 	SnapshotRows          *prometheus.CounterVec
 	SnapshotRowsEstimated *prometheus.GaugeVec
+	// SnapshotTableDone is 1 for each table whose snapshot rows are all emitted.
+	SnapshotTableDone *prometheus.GaugeVec
 }
 
 // NewMetrics creates the metrics and registers them with reg (if not nil).
@@ -56,9 +58,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		SnapshotRowsEstimated: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "capture_snapshot_rows_estimated", Help: "Rows of each snapshotted table as information_schema.TABLES.TABLE_ROWS estimates them.",
 		}, []string{"table"}),
+		SnapshotTableDone: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "capture_snapshot_table_done", Help: "1 once every snapshot row of the table (db.table) has been emitted.",
+		}, []string{"table"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.Events, m.Bytes, m.Commits, m.CommitSeconds, m.LagSeconds, m.BinlogPos, m.BinlogFileSeq, m.SnapshotRows, m.SnapshotRowsEstimated)
+		reg.MustRegister(m.Events, m.Bytes, m.Commits, m.CommitSeconds, m.LagSeconds, m.BinlogPos, m.BinlogFileSeq, m.SnapshotRows, m.SnapshotRowsEstimated, m.SnapshotTableDone)
 	}
 	return m
 }

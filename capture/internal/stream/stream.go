@@ -193,6 +193,10 @@ func (s *Stream) Run(ctx context.Context, r *binlog.Reader) (err error) {
 		if s.hbCancel != nil {
 			s.hbCancel()
 		}
+		if s.snap != nil {
+			s.snap.stopFetch()
+			s.snap.stopWake()
+		}
 		if !s.pub.InTxn() {
 			return
 		}
@@ -248,6 +252,11 @@ func (s *Stream) Run(ctx context.Context, r *binlog.Reader) (err error) {
 				readCtx = hb
 			}
 		}
+		if wake := s.snapWake(); wake != nil {
+			// The snapshot waits for a chunk being read: stop waiting for
+			// the binlog when it is ready.
+			readCtx = s.wakeCtx(readCtx, wake)
+		}
 		var cancelPoll context.CancelFunc
 		if s.atBoundary && s.pollsSignals() {
 			// Idle: wake up now and then to look at the signal channel.
@@ -262,6 +271,9 @@ func (s *Stream) Run(ctx context.Context, r *binlog.Reader) (err error) {
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
+			}
+			if errors.Is(context.Cause(readCtx), errChunkReady) {
+				continue
 			}
 			if errors.Is(err, context.DeadlineExceeded) && readCtx != ctx {
 				// Idle at a boundary, or the window passed: commit now,
@@ -374,6 +386,7 @@ func (s *Stream) boundary(ctx context.Context, ev binlog.Event) error {
 	s.pendingPos = &pos
 	s.atBoundary = true
 	s.readPos, s.readMoved = pos, true
+	s.trackBoundary()
 	s.cfg.Metrics.observeSource(ev.Timestamp, s.cfg.Now())
 	if s.heartbeatDue(time.Now()) {
 		if err := s.heartbeat(ctx); err != nil {
@@ -563,6 +576,9 @@ func (s *Stream) rows(ctx context.Context, ev binlog.Event) error {
 	t, err := s.lookup(ctx, db, tbl, ev.Table)
 	if err != nil {
 		return err
+	}
+	if s.snapKeylessAhead(t) {
+		return nil
 	}
 	now := s.cfg.Now()
 	step := 1

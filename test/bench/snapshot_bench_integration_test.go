@@ -1,0 +1,184 @@
+//go:build integration
+
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/binlake/binlake/test/debezium"
+	"github.com/binlake/binlake/test/kafkatest"
+	"github.com/binlake/binlake/test/testenv"
+)
+
+// TestBenchSnapshot loads a table of BINLAKE_SNAPSHOT_BENCH_ROWS rows
+// (default 5,000,000; the type mix of TestBenchCapture) and snapshots it
+// with capture (snapshot-mode initial_only) and then, in the same run,
+// with the Debezium MariaDB connector (snapshot.mode=initial, Apicurio
+// Avro) into the same Kafka, one after the other, and prints
+//
+//	SNAPSHOT rows=<n> seconds=<s> rows_per_s=<r> debezium_rows_per_s=<d> ratio=<r/d> rss_mib=<m>
+//
+// capture is timed from its process start to its last committed record
+// (start-up, table listing and schema registration included); Debezium
+// from its first record to its last (the JVM's and Connect's start-up,
+// its schema reads and its locks not counted against it). rss_mib is
+// capture's peak resident set. Both topics are read back before the line
+// is printed: each must hold exactly one op=r record per key and nothing
+// else, so a partial run fails instead of reporting a rate.
+func TestBenchSnapshot(t *testing.T) {
+	if os.Getenv("BINLAKE_BENCH") != "1" {
+		t.Skip("set BINLAKE_BENCH=1 (make bench-snapshot)")
+	}
+	n := 5_000_000
+	if v := os.Getenv("BINLAKE_SNAPSHOT_BENCH_ROWS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 1 {
+			t.Fatalf("BINLAKE_SNAPSHOT_BENCH_ROWS=%q: want a positive number", v)
+		}
+	}
+	m := testenv.MariaDBEnv(t)
+	brokers := testenv.KafkaBrokers(t)
+	ctx := t.Context()
+	db := testenv.Unique(t, "bsnap")
+	admin := m.AdminDB(t, "")
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+db); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = admin.Exec("DROP DATABASE IF EXISTS " + db) })
+	conn := m.AdminDB(t, db)
+	mustExec(t, conn, ordersDDL)
+
+	// The load is kept out of the binlog (sql_log_bin=0 on one session):
+	// both snapshots start at the current position, so it would only cost
+	// time and disk.
+	start := time.Now()
+	loader, err := conn.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loader.ExecContext(ctx, "SET SESSION sql_log_bin = 0"); err != nil {
+		t.Fatal(err)
+	}
+	const perStmt = 50_000
+	for lo := 1; lo <= n; lo += perStmt {
+		if _, err := loader.ExecContext(ctx, insertOrders(lo, min(lo+perStmt-1, n))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	loader.Close()
+	mustExec(t, conn, "ANALYZE TABLE orders") // TABLE_ROWS, the estimate both show progress against
+	t.Logf("loaded %d rows in %s", n, time.Since(start).Round(time.Millisecond))
+	load := func(when string) {
+		b, _ := os.ReadFile("/proc/loadavg")
+		t.Logf("load average %s: %s", when, b)
+	}
+	load("before capture")
+
+	capPrefix := "cap_" + db
+	capTopic := capPrefix + "." + db + ".orders"
+	dbzPrefix := "dbz_" + db
+	dbzTopic := dbzPrefix + "." + db + ".orders"
+	t.Cleanup(func() { deleteTopics(t, brokers, capTopic, dbzTopic) })
+
+	cmd := exec.Command(build(t, "capture"))
+	logPath := filepath.Join(t.TempDir(), "capture.log")
+	logf, _ := os.Create(logPath)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env = captureEnv(t, m, capPrefix, db, "CAPTURE_SNAPSHOT_MODE=initial_only")
+	capStarted := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); logf.Close() })
+	_, _, capLast := measure(t, brokers, capTopic, int64(n), true, 30*time.Minute)
+	capSeconds := capLast.Sub(capStarted).Seconds()
+	select {
+	case err := <-exited:
+		if err != nil {
+			b, _ := os.ReadFile(logPath)
+			t.Fatalf("capture: %v\n%s", err, tail(b))
+		}
+	case <-time.After(time.Minute):
+		b, _ := os.ReadFile(logPath)
+		t.Fatalf("capture (initial_only) did not exit after its snapshot\n%s", tail(b))
+	}
+	// The peak resident set of the exited child (getrusage ru_maxrss, KiB).
+	rss := float64(cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss) / 1024
+	load("after capture")
+
+	dec, err := kafkatest.NewDecoder(testenv.RegistryURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	capCheck := checkSnapshotTopic(t, brokers, dec, capTopic, n, 10*time.Minute)
+	t.Logf("capture topic: %s", capCheck)
+	if !capCheck.complete(n) {
+		b, _ := os.ReadFile(logPath)
+		t.Fatalf("capture's snapshot is not exactly one op=r per row: %s\n%s", capCheck, tail(b))
+	}
+
+	// Debezium, alone, over the same table.
+	stack := os.Getenv("BINLAKE_STACK_DIR")
+	name := "bsnap-" + db
+	props := debezium.Properties(name, debezium.Config{Database: db, TopicPrefix: dbzPrefix, SnapshotMode: "initial",
+		ServerID: 7700 + uint32(time.Now().Unix()%1000)},
+		m.Addr, os.Getenv("BINLAKE_MARIADB_DEBEZIUM_USER"), os.Getenv("BINLAKE_MARIADB_DEBEZIUM_PASSWORD"), testenv.RegistryURL(t))
+	propsFile := filepath.Join(t.TempDir(), "bsnap.properties")
+	if err := os.WriteFile(propsFile, []byte(debezium.FormatProperties(props)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	script := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("bash", append([]string{debezium.Script()}, args...)...)
+		cmd.Env = append(os.Environ(), "BINLAKE_STACK_DIR="+stack)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("debezium.sh %v: %v\n%s", args, err, out)
+		}
+	}
+	script("reset", name)
+	t.Cleanup(func() { script("reset", name) })
+	load("before debezium")
+	dbzStarted := time.Now()
+	script("run", name, propsFile)
+	dbzSeconds, _, dbzLast := measure(t, brokers, dbzTopic, int64(n), false, 60*time.Minute)
+	load("after debezium")
+	script("stop", name)
+	dbzCheck := checkSnapshotTopic(t, brokers, dec, dbzTopic, n, 10*time.Minute)
+	t.Logf("debezium topic: %s", dbzCheck)
+	if !dbzCheck.complete(n) {
+		t.Fatalf("Debezium's snapshot is not exactly one op=r per row: %s", dbzCheck)
+	}
+
+	capRate := float64(n) / capSeconds
+	dbzRate := float64(n) / dbzSeconds
+	t.Logf("capture: %.2fs from process start; debezium: %.2fs first to last record, %.2fs from worker start",
+		capSeconds, dbzSeconds, dbzLast.Sub(dbzStarted).Seconds())
+	fmt.Printf("SNAPSHOT rows=%d seconds=%.2f rows_per_s=%.0f debezium_rows_per_s=%.0f ratio=%.2f rss_mib=%.0f\n",
+		n, capSeconds, capRate, dbzRate, capRate/dbzRate, rss)
+}
+
+// deleteTopics removes a benchmark's topics (millions of records) from the
+// shared broker.
+func deleteTopics(t *testing.T, brokers []string, topics ...string) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		return
+	}
+	defer cl.Close()
+	if _, err := kadm.NewClient(cl).DeleteTopics(context.Background(), topics...); err != nil {
+		t.Logf("deleting topics %v: %v", topics, err)
+	}
+}
