@@ -136,7 +136,7 @@ func (f *snapFixture) write(ctx context.Context) {
 // the plugin is loaded) until ctx ends and returns what it found taken or
 // run by the capture user that locks: FLUSH TABLES, LOCK TABLES, a global
 // read lock or a write-blocking metadata lock.
-func (f *snapFixture) watchLocks(ctx context.Context, t *testing.T) (samples, capSeen int, bad []string) {
+func (f *snapFixture) watchLocks(ctx context.Context, t *testing.T) (samples, capSeen, mdlSeen int, bad []string) {
 	user := f.c.db.CaptureUser
 	mdl := true
 	lockStmt := regexp.MustCompile(`(?i)\b(FLUSH|LOCK\s+TABLES?|LOCK\s+INSTANCE|GET_LOCK)\b`)
@@ -160,12 +160,17 @@ func (f *snapFixture) watchLocks(ctx context.Context, t *testing.T) (samples, ca
 				FROM information_schema.METADATA_LOCK_INFO m JOIN information_schema.PROCESSLIST p ON p.ID = m.THREAD_ID
 				WHERE p.USER = ?`, user)
 			if err != nil {
-				mdl = false
-				t.Logf("METADATA_LOCK_INFO unavailable (%v); checking the process list only", err)
+				mdl, mdlSeen = false, -1
+				if os.Getenv("BINLAKE_REQUIRE_STACK") == "1" {
+					t.Errorf("METADATA_LOCK_INFO unavailable (%v): deploy/local/stack.sh installs the metadata_lock_info plugin", err)
+				} else {
+					t.Logf("METADATA_LOCK_INFO unavailable (%v); checking the process list only", err)
+				}
 			} else {
 				for rows.Next() {
 					var mode, typ, schema, table sql.NullString
 					if rows.Scan(&mode, &typ, &schema, &table) == nil {
+						mdlSeen++
 						switch {
 						case strings.Contains(strings.ToLower(typ.String), "global read"),
 							strings.Contains(mode.String, "NO_WRITE"), strings.Contains(mode.String, "NO_READ_WRITE"),
@@ -180,7 +185,7 @@ func (f *snapFixture) watchLocks(ctx context.Context, t *testing.T) (samples, ca
 		samples++
 		time.Sleep(20 * time.Millisecond)
 	}
-	return samples, capSeen, bad
+	return samples, capSeen, mdlSeen, bad
 }
 
 type snapRow struct {
@@ -290,9 +295,9 @@ func runSnapshot(t *testing.T, kills, chunk int) {
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); f.write(wctx) }()
-	var samples, capSeen int
+	var samples, capSeen, mdlSeen int
 	var locks []string
-	go func() { defer wg.Done(); samples, capSeen, locks = f.watchLocks(wctx, t) }()
+	go func() { defer wg.Done(); samples, capSeen, mdlSeen, locks = f.watchLocks(wctx, t) }()
 	defer func() { stopWriter(); wg.Wait() }()
 
 	began := time.Now()
@@ -350,7 +355,12 @@ func runSnapshot(t *testing.T, kills, chunk int) {
 	if f.ops.Load() < 500 {
 		t.Fatalf("the writer made only %d changes; the test proves little", f.ops.Load())
 	}
-	t.Logf("lock watcher: %d samples, %d capture sessions seen", samples, capSeen)
+	t.Logf("lock watcher: %d samples, %d capture sessions seen, %d metadata locks of capture's sessions seen (-1: METADATA_LOCK_INFO unavailable)", samples, capSeen, mdlSeen)
+	if mdlSeen == 0 {
+		// Every SELECT holds a shared metadata lock while it runs: a
+		// watcher that never saw one would prove nothing.
+		t.Errorf("the lock watcher never saw a metadata lock of capture's sessions")
+	}
 	if capSeen == 0 {
 		t.Errorf("the lock watcher never saw capture's sessions")
 	}
