@@ -18,13 +18,18 @@ import (
 // row held back for the markers) must be read again: none may be lost and
 // every row emitted after the ALTER has the new column.
 func TestSnapshotAlterWhileReading(t *testing.T) {
-	c := newCaptureEnv(t, "CAPTURE_LOG_LEVEL=info", "CAPTURE_SNAPSHOT_CHUNK_ROWS=500", "CAPTURE_COMMIT_INTERVAL=100ms")
+	metrics := freePort(t)
+	c := newCaptureEnv(t, "CAPTURE_LOG_LEVEL=info", "CAPTURE_SNAPSHOT_CHUNK_ROWS=500", "CAPTURE_COMMIT_INTERVAL=100ms",
+		"CAPTURE_METRICS_ADDR="+metrics)
 	const n = 300_000
 	exec1(t, c, "CREATE TABLE t (id BIGINT PRIMARY KEY, v VARCHAR(32) NOT NULL)",
 		fmt.Sprintf("INSERT INTO t SELECT seq, CONCAT('v', seq) FROM seq_1_to_%d", n))
 	p := start(t, binary(t, "capture"), c.env, "capture.log")
-	waitLog(t, p, "snapshot: running", time.Minute)
-	time.Sleep(300 * time.Millisecond)
+	// ALTER once capture has emitted some rows (its own metrics), however
+	// long it took to get there.
+	testenv.Eventually(t, time.Minute, 10*time.Millisecond, func() bool {
+		return p.exited() || emittedReads(metrics) >= 1000
+	}, "capture to emit snapshot rows")
 	exec1(t, c, "ALTER TABLE t ADD COLUMN extra INT NOT NULL DEFAULT 7")
 	if strings.Contains(p.output(), "snapshot: done") {
 		t.Skip("the snapshot ended before the ALTER; nothing to prove on this machine")
