@@ -210,11 +210,13 @@ func TestKafkaSecurityMSKIAMSignsWithTheChainsCredentials(t *testing.T) {
 	}
 }
 
-// TestKafkaSecurityAgainstBroker connects through the built options to an
-// in-process broker (kfake) that requires TLS, a client certificate and
+// TestKafkaSecurityAgainstKfake connects through the built options to an
+// in-process fake broker (kfake) that requires TLS, a client certificate and
 // SASL, produces a record and reads it back; a wrong password and a missing
-// client certificate are refused.
-func TestKafkaSecurityAgainstBroker(t *testing.T) {
+// client certificate are refused. It checks the client side only (options,
+// handshakes as franz-go runs them); the proof against a real Kafka broker
+// is test/e2e TestKafkaSecurity.
+func TestKafkaSecurityAgainstKfake(t *testing.T) {
 	pki := tlstest.New(t)
 	fake, err := kfake.NewCluster(
 		kfake.NumBrokers(1),
@@ -322,7 +324,7 @@ func TestKafkaSecurityAgainstBroker(t *testing.T) {
 
 // TestKafkaSecurityExplain checks the hint added to each kind of refusal
 // (the TLS alerts and unknown CA of a live handshake are checked in
-// TestKafkaSecurityAgainstBroker, and against a real broker in test/e2e
+// TestKafkaSecurityAgainstKfake, and against a real broker in test/e2e
 // TestKafkaSecurity), and that other errors pass unchanged.
 func TestKafkaSecurityExplain(t *testing.T) {
 	k := KafkaSecurity{TLS: true, TLSCertFile: "c.pem", SASLMechanism: SASLScramSHA512, SASLUsername: "app", SASLPassword: "hunter2"}
