@@ -115,37 +115,8 @@ func appendValue(dst []byte, typ byte, b []byte, depth int) ([]byte, error) {
 			return dst, malformed("truncated literal")
 		}
 		return appendLiteral(dst, b[0])
-	case typeInt16:
-		if len(b) < 2 {
-			return dst, malformed("truncated int16")
-		}
-		return strconv.AppendInt(dst, int64(int16(binary.LittleEndian.Uint16(b))), 10), nil
-	case typeUint16:
-		if len(b) < 2 {
-			return dst, malformed("truncated uint16")
-		}
-		return strconv.AppendUint(dst, uint64(binary.LittleEndian.Uint16(b)), 10), nil
-	case typeInt32:
-		if len(b) < 4 {
-			return dst, malformed("truncated int32")
-		}
-		return strconv.AppendInt(dst, int64(int32(binary.LittleEndian.Uint32(b))), 10), nil
-	case typeUint32:
-		if len(b) < 4 {
-			return dst, malformed("truncated uint32")
-		}
-		// Unsigned, as stored (the library prints values from 2^31 negative).
-		return strconv.AppendUint(dst, uint64(binary.LittleEndian.Uint32(b)), 10), nil
-	case typeInt64:
-		if len(b) < 8 {
-			return dst, malformed("truncated int64")
-		}
-		return strconv.AppendInt(dst, int64(binary.LittleEndian.Uint64(b)), 10), nil
-	case typeUint64:
-		if len(b) < 8 {
-			return dst, malformed("truncated uint64")
-		}
-		return strconv.AppendUint(dst, binary.LittleEndian.Uint64(b), 10), nil
+	case typeInt16, typeUint16, typeInt32, typeUint32, typeInt64, typeUint64:
+		return appendInteger(dst, typ, b)
 	case typeDouble:
 		if len(b) < 8 {
 			return dst, malformed("truncated double")
@@ -165,6 +136,31 @@ func appendValue(dst []byte, typ byte, b []byte, depth int) ([]byte, error) {
 		return appendOpaque(dst, b)
 	}
 	return dst, malformed("unknown value type 0x%02x", typ)
+}
+
+// appendInteger renders a little-endian integer of type typ in decimal.
+// A uint32 prints unsigned, as stored (the library prints values from 2^31
+// negative).
+func appendInteger(dst []byte, typ byte, b []byte) ([]byte, error) {
+	width, signed := 8, typ == typeInt64
+	switch typ {
+	case typeInt16, typeUint16:
+		width, signed = 2, typ == typeInt16
+	case typeInt32, typeUint32:
+		width, signed = 4, typ == typeInt32
+	}
+	if len(b) < width {
+		return dst, malformed("truncated %d-byte integer", width)
+	}
+	var u uint64
+	for i := width - 1; i >= 0; i-- {
+		u = u<<8 | uint64(b[i])
+	}
+	if signed {
+		shift := 64 - 8*width // sign-extend
+		return strconv.AppendInt(dst, int64(u<<shift)>>shift, 10), nil
+	}
+	return strconv.AppendUint(dst, u, 10), nil
 }
 
 func appendLiteral(dst []byte, v byte) ([]byte, error) {

@@ -50,6 +50,11 @@ func TestText(t *testing.T) {
 		{"negative time over 24 hours", timeDoc(-packed(838, 59, 59, 0)), `"-838:59:59"`},
 		{"string escapes", []byte{typeString, 6, '"', '\\', '\n', 0x01, 0x1f, 0x7f}, `"\"\\\n\u0001\u001F` + "\x7f" + `"`},
 		{"invalid UTF-8", []byte{typeString, 6, 0xff, 'x', 0xed, 0xa0, 0x80, 0xc3}, `"�x��"`},
+		{"int16", []byte{typeInt16, 0x00, 0x80}, `-32768`},
+		{"uint16", []byte{typeUint16, 0xff, 0xff}, `65535`},
+		{"int32", []byte{typeInt32, 0xfe, 0xff, 0xff, 0xff}, `-2`},
+		{"int64", []byte{typeInt64, 0, 0, 0, 0, 0, 0, 0, 0x80}, `-9223372036854775808`},
+		{"uint64", []byte{typeUint64, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, `18446744073709551615`},
 		{"uint32 unsigned (the library prints -1)", []byte{typeUint32, 0xff, 0xff, 0xff, 0xff}, `4294967295`},
 		{"uint32 inlined in a large array (the library prints [,])", []byte{typeLargeArray, 1, 0, 0, 0, 13, 0, 0, 0, typeUint32, 0x00, 0x00, 0x00, 0x80}, `[2147483648]`},
 		{"text already", []byte(`{"a": 1}`), `{"a": 1}`},
@@ -60,7 +65,7 @@ func TestText(t *testing.T) {
 			t.Errorf("%s: %q %v, want %q", c.name, got, err, c.want)
 		}
 	}
-	for _, bad := range [][]byte{{}, {0x0d}, {typeString, 0x85}, {typeOpaque, 20, 1, 0}, {typeLiteral, 7}, {typeSmallArray, 1, 0}} {
+	for _, bad := range [][]byte{{}, {0x0d}, {typeString, 0x85}, {typeOpaque, 20, 1, 0}, {typeLiteral, 7}, {typeSmallArray, 1, 0}, {typeInt16, 1}, {typeUint32, 1, 2, 3}, {typeInt64, 1, 2, 3, 4, 5, 6, 7}} {
 		if _, err := Text(bad); !errors.Is(err, ErrMalformed) {
 			t.Errorf("%x: %v, want ErrMalformed", bad, err)
 		}
