@@ -395,13 +395,10 @@ func appendOpaque(dst, b []byte) ([]byte, error) {
 			return dst, malformed("truncated opaque temporal value")
 		}
 		v := int64(binary.LittleEndian.Uint64(data))
-		switch typ {
-		case 10:
-			return appendJavaDate(dst, v), nil
-		case 11, 19:
+		if typ == 11 || typ == 19 {
 			return appendJavaTime(dst, v), nil
 		}
-		return appendJavaDatetime(dst, v), nil
+		return appendJavaDatetime(dst, v, typ != 10), nil
 	}
 	if len(data) < n {
 		return dst, malformed("opaque value of %d bytes, %d left", n, len(data))
@@ -521,21 +518,15 @@ func AppendJavaDouble(dst []byte, x float64) []byte {
 // (TIME_to_longlong_*_packed), split into fields with Java's 32-bit int
 // truncation and remainder, as the library does; see the package comment.
 
-func appendJavaDate(dst []byte, v int64) []byte {
+// appendJavaDatetime renders a packed DATE (withTime false), DATETIME or
+// TIMESTAMP.
+func appendJavaDatetime(dst []byte, v int64, withTime bool) []byte {
 	x := v >> 24
 	ym := int32(x>>22) % 131072
-	dst = append(dst, '"')
-	dst = appendDate(dst, ym/13, ym%13, int32(x>>17)%32)
-	return append(dst, '"')
-}
-
-func appendJavaDatetime(dst []byte, v int64) []byte {
-	x := v >> 24
-	ym := int32(x>>22) % 131072
-	dst = append(dst, '"')
-	dst = appendDate(dst, ym/13, ym%13, int32(x>>17)%32)
-	dst = append(dst, ' ')
-	dst = appendTime(dst, int32(x>>12)%32, int32(x>>6)%64, int32(x%64), int32(v%16777216))
+	dst = appendDate(append(dst, '"'), ym/13, ym%13, int32(x>>17)%32)
+	if withTime {
+		dst = appendTime(append(dst, ' '), int32(x>>12)%32, int32(x>>6)%64, int32(x%64), int32(v%16777216))
+	}
 	return append(dst, '"')
 }
 

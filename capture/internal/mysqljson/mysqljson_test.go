@@ -36,8 +36,12 @@ func TestText(t *testing.T) {
 		}
 		return b
 	}
-	timeDoc := func(v int64) []byte { return append([]byte{typeOpaque, 11, 8}, le(v)...) }
 	packed := func(h, m, s, us int64) int64 { return (h<<12|m<<6|s)<<24 + us }
+	opaque := func(typ byte, v int64) []byte { return append([]byte{typeOpaque, typ, 8}, le(v)...) }
+	timeDoc := func(v int64) []byte { return opaque(11, v) }
+	packedDatetime := func(y, mo, d, h, mi, s, us int64) int64 {
+		return (((y*13+mo)<<5|d)<<17|h<<12|mi<<6|s)<<24 + us
+	}
 	for _, c := range []struct {
 		name string
 		doc  []byte
@@ -48,6 +52,9 @@ func TestText(t *testing.T) {
 		{"negative time (the library prints \"01:0-1:0-1\")", timeDoc(-packed(0, 0, 1, 0)), `"-00:00:01"`},
 		{"negative time with fraction", timeDoc(-packed(1, 2, 3, 500000)), `"-01:02:03.5"`},
 		{"negative time over 24 hours", timeDoc(-packed(838, 59, 59, 0)), `"-838:59:59"`},
+		{"date", opaque(10, packedDatetime(2024, 2, 29, 0, 0, 0, 0)), `"2024-02-29"`},
+		{"datetime", opaque(12, packedDatetime(999, 12, 31, 23, 59, 58, 100)), `"0999-12-31 23:59:58.0001"`},
+		{"timestamp", opaque(7, packedDatetime(2001, 1, 2, 3, 4, 5, 0)), `"2001-01-02 03:04:05"`},
 		{"string escapes", []byte{typeString, 6, '"', '\\', '\n', 0x01, 0x1f, 0x7f}, `"\"\\\n\u0001\u001F` + "\x7f" + `"`},
 		{"invalid UTF-8", []byte{typeString, 6, 0xff, 'x', 0xed, 0xa0, 0x80, 0xc3}, `"�x��"`},
 		{"int16", []byte{typeInt16, 0x00, 0x80}, `-32768`},
