@@ -121,7 +121,7 @@ func appendValue(dst []byte, typ byte, b []byte, depth int) ([]byte, error) {
 		if len(b) < 8 {
 			return dst, malformed("truncated double")
 		}
-		return AppendJavaDouble(dst, math.Float64frombits(binary.LittleEndian.Uint64(b))), nil
+		return appendJavaDouble(dst, math.Float64frombits(binary.LittleEndian.Uint64(b))), nil
 	case typeString:
 		n, w, err := varLen(b)
 		if err != nil {
@@ -212,7 +212,7 @@ func appendContainer(dst []byte, b []byte, object, large bool, depth int) ([]byt
 		return dst, malformed("truncated container header")
 	}
 	count, size := field(b), field(b[osz:])
-	if size > len(b) || size < 2*osz || count < 0 || size < 0 {
+	if size > len(b) || size < 2*osz {
 		return dst, malformed("container of %d bytes, %d available", size, len(b))
 	}
 	b = b[:size]
@@ -222,7 +222,7 @@ func appendContainer(dst []byte, b []byte, object, large bool, depth int) ([]byt
 	}
 	valueEntry := 1 + osz
 	header := 2*osz + count*(keyEntry+valueEntry)
-	if count > size || header > size {
+	if header > size {
 		return dst, malformed("%d elements in a container of %d bytes", count, size)
 	}
 	open, end := byte('['), byte(']')
@@ -480,9 +480,9 @@ func appendDecimal(dst []byte, precision, scale int, b []byte) ([]byte, error) {
 	return dst, nil
 }
 
-// AppendJavaDouble appends x as the library prints a JSON double:
+// appendJavaDouble appends x as the library prints a JSON double:
 // Double.toString when it has no exponent, else the exact decimal value.
-func AppendJavaDouble(dst []byte, x float64) []byte {
+func appendJavaDouble(dst []byte, x float64) []byte {
 	switch {
 	case math.IsNaN(x):
 		return append(dst, "NaN"...)

@@ -22,7 +22,7 @@ func TestJavaDouble(t *testing.T) {
 		{0.0009999, "0.00099989999999999996417587855290776133188046514987945556640625"},
 		{math.NaN(), "NaN"}, {math.Inf(1), "Infinity"}, {math.Inf(-1), "-Infinity"},
 	} {
-		if got := string(AppendJavaDouble(nil, c.x)); got != c.want {
+		if got := string(appendJavaDouble(nil, c.x)); got != c.want {
 			t.Errorf("%v: %s, want %s", c.x, got, c.want)
 		}
 	}
