@@ -532,3 +532,15 @@ func TestMariaDBJSONTextUnchanged(t *testing.T) {
 		t.Errorf("BLOB %#v, want the bytes %x", evs[0].Rows[1][1], blob)
 	}
 }
+
+// TestMariaDBRowsKeepGoMySQLDecoding checks that only MySQL rows events go
+// through decodeRows: MariaDB's have no binary JSON to render, so they pay
+// nothing for it.
+func TestMariaDBRowsKeepGoMySQLDecoding(t *testing.T) {
+	for flavor, want := range map[Flavor]bool{FlavorMySQL: true, FlavorMariaDB: false} {
+		c := syncerConfig(Config{Flavor: flavor, ServerID: 1}, "127.0.0.1", 3306, time.Second, slog.Default())
+		if got := c.RowsEventDecodeFunc != nil; got != want {
+			t.Errorf("%s: rows decode hook set %v, want %v", flavor, got, want)
+		}
+	}
+}

@@ -157,7 +157,7 @@ func Open(ctx context.Context, cfg Config, start Position) (*Reader, error) {
 // syncerConfig is how go-mysql connects and decodes. Tests build a parser
 // with the same decoding settings from it.
 func syncerConfig(cfg Config, host string, port uint16, hb time.Duration, logger *slog.Logger) replication.BinlogSyncerConfig {
-	return replication.BinlogSyncerConfig{
+	c := replication.BinlogSyncerConfig{
 		ServerID:                cfg.ServerID,
 		Flavor:                  string(cfg.Flavor),
 		Host:                    host,
@@ -173,9 +173,14 @@ func syncerConfig(cfg Config, host string, port uint16, hb time.Duration, logger
 		// max_binlog_cache-sized batches of rows, so this bounds memory:
 		// capture, not the syncer, owns back-pressure.
 		EventCacheCount: cfg.EventBuffer,
-		// MySQL binary JSON as Debezium's text (json.go).
-		RowsEventDecodeFunc: decodeRows,
 	}
+	if cfg.Flavor == FlavorMySQL {
+		// MySQL binary JSON as Debezium's text (json.go). MariaDB has no
+		// binary JSON (its JSON is LONGTEXT): its rows events keep
+		// go-mysql's own decoding, at no extra cost.
+		c.RowsEventDecodeFunc = decodeRows
+	}
+	return c
 }
 
 // Close stops streaming. It is safe to call more than once.
