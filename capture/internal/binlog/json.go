@@ -33,6 +33,7 @@ func decodeRows(e *replication.RowsEvent, data []byte) error {
 		return err
 	}
 	tm := e.Table
+	var buf []byte // one render buffer for the event; each value is copied out of it once
 	for _, row := range e.Rows {
 		for _, i := range jsonCols {
 			if i >= len(row) {
@@ -46,11 +47,11 @@ func decodeRows(e *replication.RowsEvent, data []byte) error {
 				row[i] = "" // an empty (invalid) document, as go-mysql returns it; see mysqltype
 				continue
 			}
-			text, err := mysqljson.Text(doc)
+			buf, err = mysqljson.AppendText(buf[:0], doc)
 			if err != nil {
 				return fmt.Errorf("decoding JSON column %d of %s.%s: %w", i+1, tm.Schema, tm.Table, err)
 			}
-			row[i] = text
+			row[i] = string(buf)
 		}
 	}
 	return nil
