@@ -58,14 +58,9 @@ func TestRecordedMySQL8CompressedTransaction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	body := []byte{1, 4}
-	body = append(body, le32(uint32(len(payload80027)))...)
-	body = append(body, 2, 1, 0, 3, 4)
-	body = append(body, le32(uint32(len(plain)))...)
-	body = append(append(body, 0), payload80027...)
+	body := transactionPayloadBody(payload80027, len(plain))
 	w := newBinlogWriter()
-	set, _ := ParseGTIDSet(FlavorMySQL, "5ccc1033-44a8-11ea-bd59-0242ac190003:1-118")
-	r := &Reader{flavor: FlavorMySQL, gset: set, file: "binlog.000009"}
+	r := mysqlReader(t, "5ccc1033-44a8-11ea-bd59-0242ac190003:1-118", "binlog.000009")
 	evs, err := feed(t, captureParser(t), r,
 		w.event(evFormatDescription, formatDescriptionBody("8.0.27")),
 		w.event(evGTID, gtid80019),

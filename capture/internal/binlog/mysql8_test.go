@@ -47,6 +47,17 @@ func captureParser(t *testing.T) *replication.BinlogParser {
 	return p
 }
 
+// mysqlReader is a Reader of a MySQL server that has applied gtids, in
+// binlog file (as Open leaves it).
+func mysqlReader(t *testing.T, gtids, file string) *Reader {
+	t.Helper()
+	set, err := ParseGTIDSet(FlavorMySQL, gtids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Reader{flavor: FlavorMySQL, gset: set, file: file}
+}
+
 // feed parses events and runs them through the reader.
 func feed(t *testing.T, p *replication.BinlogParser, r *Reader, events ...[]byte) ([]Event, error) {
 	t.Helper()
@@ -147,11 +158,7 @@ func orderRow(id uint64, name string, priceNeg bool, priceInt, priceFrac string,
 // reader's events, the GTID set after each commit (uuid:interval sets with
 // a gap), and every Debezium value.
 func TestMySQL8TransactionFromBytes(t *testing.T) {
-	set, err := ParseGTIDSet(FlavorMySQL, "5ccc1033-44a8-11ea-bd59-0242ac190003:1-100:110-118,e1b1c0de-0000-4000-8000-000000000002:1-6")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &Reader{flavor: FlavorMySQL, gset: set, file: "binlog.000042"}
+	r := mysqlReader(t, "5ccc1033-44a8-11ea-bd59-0242ac190003:1-100:110-118,e1b1c0de-0000-4000-8000-000000000002:1-6", "binlog.000042")
 	w := newBinlogWriter()
 	doc1 := jsonDoc(jobj{"sku": "A-1", "qty": int16(3), "gift": false}, false)
 	doc2 := jsonDoc(jobj{"sku": "A-1", "qty": int16(4), "gift": true, "note": nil}, false)
@@ -277,8 +284,7 @@ func decodeJSONDocs(t *testing.T, docs ...[]byte) []any {
 		}
 		rows = append(rows, [][]byte{le32(uint32(i)), col})
 	}
-	set, _ := ParseGTIDSet(FlavorMySQL, "")
-	r := &Reader{flavor: FlavorMySQL, gset: set, file: "binlog.000001"}
+	r := mysqlReader(t, "", "binlog.000001")
 	evs, err := feed(t, captureParser(t), r,
 		w.event(evFormatDescription, formatDescriptionBody("8.4.3")),
 		w.event(evTableMap, tableMapBody(7, "app", "docs", jsonTable, []int{0})),
@@ -380,8 +386,7 @@ func TestMySQL8PartialJSON(t *testing.T) {
 	after := jsonDoc(jobj{"a": int16(2), "b": "x", "dbl": 1.0}, false)
 	run := func(afterCol []byte, partialBit bool) ([]Event, error) {
 		w := newBinlogWriter()
-		set, _ := ParseGTIDSet(FlavorMySQL, "")
-		r := &Reader{flavor: FlavorMySQL, gset: set, file: "binlog.000003"}
+		r := mysqlReader(t, "", "binlog.000003")
 		return feed(t, captureParser(t), r,
 			w.event(evFormatDescription, formatDescriptionBody("8.0.36")),
 			w.event(evTableMap, tableMapBody(9, "app", "docs", jsonTable, []int{0})),
@@ -450,17 +455,10 @@ func TestMySQL8CompressedTransaction(t *testing.T) {
 	}
 	compressed := enc.EncodeAll(plain, nil)
 	enc.Close()
-	// Payload header fields (type, length, value), then the end mark (0):
-	// 1 payload size, 2 compression type (0 = ZSTD), 3 uncompressed size.
-	body := []byte{1, 4}
-	body = append(body, le32(uint32(len(compressed)))...)
-	body = append(body, 2, 1, 0, 3, 4)
-	body = append(body, le32(uint32(len(plain)))...)
-	body = append(append(body, 0), compressed...)
+	body := transactionPayloadBody(compressed, len(plain))
 
 	w := newBinlogWriter()
-	set, _ := ParseGTIDSet(FlavorMySQL, "e1b1c0de-0000-4000-8000-000000000002:1-10")
-	r := &Reader{flavor: FlavorMySQL, gset: set, file: "binlog.000007"}
+	r := mysqlReader(t, "e1b1c0de-0000-4000-8000-000000000002:1-10", "binlog.000007")
 	evs, err := feed(t, captureParser(t), r,
 		w.event(evFormatDescription, formatDescriptionBody("8.0.36")),
 		w.event(evGTID, gtidBody(sidB, 11, 10, 11)),
@@ -506,8 +504,7 @@ func TestMariaDBJSONTextUnchanged(t *testing.T) {
 	const doc = `{"b": 1.0E10, "a": [1, "x"], "c": 123.450}`
 	cols := []tmColumn{{name: "id", typ: 3}, {name: "doc", typ: 252, meta: []byte{4}, nullable: true}}
 	w := newBinlogWriter()
-	set, _ := ParseGTIDSet(FlavorMySQL, "")
-	r := &Reader{flavor: FlavorMySQL, gset: set, file: "binlog.000001"}
+	r := mysqlReader(t, "", "binlog.000001")
 	evs, err := feed(t, captureParser(t), r,
 		w.event(evFormatDescription, formatDescriptionBody("8.0.36")),
 		w.event(evTableMap, tableMapBody(5, "app", "docs", cols, []int{0})),

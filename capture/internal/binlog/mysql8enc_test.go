@@ -93,6 +93,16 @@ func queryBody(thread uint32, schema, query string) []byte {
 	return append(b, query...)
 }
 
+// transactionPayloadBody is a TRANSACTION_PAYLOAD_EVENT body: header
+// fields (type, length, value) then the end mark (0): 1 payload size,
+// 2 compression type (0 = ZSTD), 3 uncompressed size; then the zstd frame.
+func transactionPayloadBody(compressed []byte, plainLen int) []byte {
+	body := append([]byte{1, 4}, le32(uint32(len(compressed)))...)
+	body = append(body, 2, 1, 0, 3, 4)
+	body = append(body, le32(uint32(plainLen))...)
+	return append(append(body, 0), compressed...)
+}
+
 func xidBody(xid uint64) []byte { return binary.LittleEndian.AppendUint64(nil, xid) }
 
 func lenenc(b []byte, n uint64) []byte {

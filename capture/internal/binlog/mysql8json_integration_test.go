@@ -332,8 +332,7 @@ func TestMySQL8JSONEqualsDebezium(t *testing.T) {
 			events = append(events, w.event(evTableMap, []byte(rec.tableMap)), w.event(re.typ, []byte(re.body)))
 		}
 		raw := rawJSONDocs(t, events)
-		set, _ := ParseGTIDSet(FlavorMySQL, "")
-		evs, err := feed(t, captureParser(t), &Reader{flavor: FlavorMySQL, gset: set}, events...)
+		evs, err := feed(t, captureParser(t), mysqlReader(t, "", ""), events...)
 		if err != nil {
 			t.Fatal(err)
 		}
