@@ -317,7 +317,7 @@ func (p *parser) alterSpec(m *Model, rename **TableRef) error {
 		}
 		m.resolve(&c)
 		m.Columns[i] = c
-		if !strings.EqualFold(old, newName) || old != newName {
+		if old != newName {
 			m.renameColumn(m.Columns[i].Name, newName)
 		}
 		m.place(newName, flags)
@@ -564,48 +564,51 @@ type typeInfo struct {
 	suffixTokens []string
 }
 
-var numSuffix = []string{"SIGNED", "UNSIGNED", "ZEROFILL"}
+var (
+	numSuffix    = []string{"SIGNED", "UNSIGNED", "ZEROFILL"}
+	doubleSuffix = []string{"PRECISION", "SIGNED", "UNSIGNED", "ZEROFILL"}
+)
+
+// ti is a type table entry with no default length or scale.
+func ti(jdbc int32, kind byte, suffix ...string) typeInfo {
+	return typeInfo{jdbc: jdbc, kind: kind, defLength: -1, defScale: -1, suffixTokens: suffix}
+}
+
+// withDefaults sets an entry's default length and scale (-1: none).
+func (t typeInfo) withDefaults(length, scale int32) typeInfo {
+	t.defLength, t.defScale = length, scale
+	return t
+}
 
 // types is MariaDbAntlrDdlParser's data type table (jdbc type, default
 // length and scale, optional suffix tokens).
 var types = map[string]typeInfo{
-	"CHAR": {jdbc: jdbcChar, kind: 's', defLength: -1, defScale: -1}, "VARCHAR": {jdbc: jdbcVarChar, kind: 's', defLength: -1, defScale: -1},
-	"TINYTEXT": {jdbc: jdbcVarChar, kind: 's', defLength: -1, defScale: -1}, "TEXT": {jdbc: jdbcVarChar, kind: 's', defLength: -1, defScale: -1},
-	"MEDIUMTEXT": {jdbc: jdbcVarChar, kind: 's', defLength: -1, defScale: -1}, "LONGTEXT": {jdbc: jdbcVarChar, kind: 's', defLength: -1, defScale: -1},
-	"CHARACTER": {jdbc: jdbcChar, kind: 's', defLength: -1, defScale: -1},
-	"NCHAR":     {jdbc: jdbcNChar, kind: 'n', defLength: -1, defScale: -1}, "NVARCHAR": {jdbc: jdbcNVarChar, kind: 'n', defLength: -1, defScale: -1},
+	"CHAR": ti(jdbcChar, 's'), "CHARACTER": ti(jdbcChar, 's'), "VARCHAR": ti(jdbcVarChar, 's'),
+	"TINYTEXT": ti(jdbcVarChar, 's'), "TEXT": ti(jdbcVarChar, 's'), "MEDIUMTEXT": ti(jdbcVarChar, 's'), "LONGTEXT": ti(jdbcVarChar, 's'),
+	"NCHAR": ti(jdbcNChar, 'n'), "NVARCHAR": ti(jdbcNVarChar, 'n'),
 	// TINYINT is SMALLINT's jdbc type in Debezium 3.5.0 (what its MariaDB
 	// connector wrote in make compat; the same release emits TINYINT
 	// values as INT16).
-	"TINYINT": {jdbc: jdbcSmallInt, kind: 'd', defLength: -1, defScale: -1, suffixTokens: numSuffix}, "INT1": {jdbc: jdbcSmallInt, kind: 'd', defLength: -1, defScale: -1, suffixTokens: numSuffix},
-	"SMALLINT": {jdbc: jdbcSmallInt, kind: 'd', defLength: -1, defScale: -1, suffixTokens: numSuffix}, "INT2": {jdbc: jdbcSmallInt, kind: 'd', defLength: -1, defScale: -1, suffixTokens: numSuffix},
-	"MEDIUMINT": {jdbc: jdbcInteger, kind: 'd', defLength: -1, defScale: -1, suffixTokens: numSuffix}, "INT3": {jdbc: jdbcInteger, kind: 'd', defLength: -1, defScale: -1, suffixTokens: numSuffix},
-	"MIDDLEINT": {jdbc: jdbcInteger, kind: 'd', defLength: -1, defScale: -1, suffixTokens: numSuffix},
-	"INT":       {jdbc: jdbcInteger, kind: 'd', defLength: -1, defScale: -1, suffixTokens: numSuffix}, "INTEGER": {jdbc: jdbcInteger, kind: 'd', defLength: -1, defScale: -1, suffixTokens: numSuffix},
-	"INT4":   {jdbc: jdbcInteger, kind: 'd', defLength: -1, defScale: -1, suffixTokens: numSuffix},
-	"BIGINT": {jdbc: jdbcBigInt, kind: 'd', defLength: -1, defScale: -1, suffixTokens: numSuffix}, "INT8": {jdbc: jdbcBigInt, kind: 'd', defLength: -1, defScale: -1, suffixTokens: numSuffix},
-	"REAL":   {jdbc: jdbcReal, kind: 'd', defLength: -1, defScale: -1, suffixTokens: numSuffix},
-	"DOUBLE": {jdbc: jdbcDouble, kind: 'd', defLength: -1, defScale: -1, suffixTokens: []string{"PRECISION", "SIGNED", "UNSIGNED", "ZEROFILL"}},
-	"FLOAT8": {jdbc: jdbcDouble, kind: 'd', defLength: -1, defScale: -1, suffixTokens: []string{"PRECISION", "SIGNED", "UNSIGNED", "ZEROFILL"}},
-	"FLOAT":  {jdbc: jdbcFloat, kind: 'd', defLength: -1, defScale: -1, suffixTokens: numSuffix}, "FLOAT4": {jdbc: jdbcFloat, kind: 'd', defLength: -1, defScale: -1, suffixTokens: numSuffix},
-	"DECIMAL": {jdbc: jdbcDecimal, kind: 'd', defLength: 10, defScale: 0, suffixTokens: numSuffix}, "DEC": {jdbc: jdbcDecimal, kind: 'd', defLength: 10, defScale: 0, suffixTokens: numSuffix},
-	"FIXED": {jdbc: jdbcDecimal, kind: 'd', defLength: 10, defScale: 0, suffixTokens: numSuffix}, "NUMERIC": {jdbc: jdbcNumeric, kind: 'd', defLength: 10, defScale: 0, suffixTokens: numSuffix},
-	"BIT": {jdbc: jdbcBit, kind: 'd', defLength: 1, defScale: -1}, "VECTOR": {jdbc: jdbcOther, kind: 'd', defLength: 2048, defScale: -1},
-	"TIME": {jdbc: jdbcTime, kind: 'd', defLength: -1, defScale: -1}, "TIMESTAMP": {jdbc: jdbcTimestampTZ, kind: 'd', defLength: -1, defScale: -1},
-	"DATETIME": {jdbc: jdbcTimestamp, kind: 'd', defLength: -1, defScale: -1}, "BINARY": {jdbc: jdbcBinary, kind: 'd', defLength: -1, defScale: -1},
-	"VARBINARY": {jdbc: jdbcVarBinary, kind: 'd', defLength: -1, defScale: -1}, "BLOB": {jdbc: jdbcBlob, kind: 'd', defLength: -1, defScale: -1},
-	"YEAR": {jdbc: jdbcInteger, kind: 'd', defLength: -1, defScale: -1},
-	"DATE": {jdbc: jdbcDate, kind: 'p', defLength: -1, defScale: -1}, "TINYBLOB": {jdbc: jdbcBlob, kind: 'p', defLength: -1, defScale: -1},
-	"MEDIUMBLOB": {jdbc: jdbcBlob, kind: 'p', defLength: -1, defScale: -1}, "LONGBLOB": {jdbc: jdbcBlob, kind: 'p', defLength: -1, defScale: -1},
-	"BOOL": {jdbc: jdbcBoolean, kind: 'p', defLength: -1, defScale: -1}, "BOOLEAN": {jdbc: jdbcBoolean, kind: 'p', defLength: -1, defScale: -1},
-	"SERIAL": {jdbc: jdbcBigInt, kind: 'p', defLength: -1, defScale: -1},
-	"ENUM":   {jdbc: jdbcChar, kind: 'c', defLength: -1, defScale: -1}, "SET": {jdbc: jdbcChar, kind: 'c', defLength: -1, defScale: -1},
-	"GEOMETRYCOLLECTION": {jdbc: jdbcOther, kind: 'p', defLength: -1, defScale: -1}, "GEOMCOLLECTION": {jdbc: jdbcOther, kind: 'p', defLength: -1, defScale: -1},
-	"LINESTRING": {jdbc: jdbcOther, kind: 'p', defLength: -1, defScale: -1}, "MULTILINESTRING": {jdbc: jdbcOther, kind: 'p', defLength: -1, defScale: -1},
-	"MULTIPOINT": {jdbc: jdbcOther, kind: 'p', defLength: -1, defScale: -1}, "MULTIPOLYGON": {jdbc: jdbcOther, kind: 'p', defLength: -1, defScale: -1},
-	"POINT": {jdbc: jdbcOther, kind: 'p', defLength: -1, defScale: -1}, "POLYGON": {jdbc: jdbcOther, kind: 'p', defLength: -1, defScale: -1},
-	"JSON": {jdbc: jdbcOther, kind: 'p', defLength: -1, defScale: -1}, "GEOMETRY": {jdbc: jdbcOther, kind: 'p', defLength: -1, defScale: -1},
-	"UUID": {jdbc: jdbcOther, kind: 'p', defLength: -1, defScale: -1},
+	"TINYINT": ti(jdbcSmallInt, 'd', numSuffix...), "INT1": ti(jdbcSmallInt, 'd', numSuffix...),
+	"SMALLINT": ti(jdbcSmallInt, 'd', numSuffix...), "INT2": ti(jdbcSmallInt, 'd', numSuffix...),
+	"MEDIUMINT": ti(jdbcInteger, 'd', numSuffix...), "INT3": ti(jdbcInteger, 'd', numSuffix...), "MIDDLEINT": ti(jdbcInteger, 'd', numSuffix...),
+	"INT": ti(jdbcInteger, 'd', numSuffix...), "INTEGER": ti(jdbcInteger, 'd', numSuffix...), "INT4": ti(jdbcInteger, 'd', numSuffix...),
+	"BIGINT": ti(jdbcBigInt, 'd', numSuffix...), "INT8": ti(jdbcBigInt, 'd', numSuffix...),
+	"REAL":   ti(jdbcReal, 'd', numSuffix...),
+	"DOUBLE": ti(jdbcDouble, 'd', doubleSuffix...), "FLOAT8": ti(jdbcDouble, 'd', doubleSuffix...),
+	"FLOAT": ti(jdbcFloat, 'd', numSuffix...), "FLOAT4": ti(jdbcFloat, 'd', numSuffix...),
+	"DECIMAL": ti(jdbcDecimal, 'd', numSuffix...).withDefaults(10, 0), "DEC": ti(jdbcDecimal, 'd', numSuffix...).withDefaults(10, 0),
+	"FIXED": ti(jdbcDecimal, 'd', numSuffix...).withDefaults(10, 0), "NUMERIC": ti(jdbcNumeric, 'd', numSuffix...).withDefaults(10, 0),
+	"BIT": ti(jdbcBit, 'd').withDefaults(1, -1), "VECTOR": ti(jdbcOther, 'd').withDefaults(2048, -1),
+	"TIME": ti(jdbcTime, 'd'), "TIMESTAMP": ti(jdbcTimestampTZ, 'd'), "DATETIME": ti(jdbcTimestamp, 'd'), "YEAR": ti(jdbcInteger, 'd'),
+	"BINARY": ti(jdbcBinary, 'd'), "VARBINARY": ti(jdbcVarBinary, 'd'), "BLOB": ti(jdbcBlob, 'd'),
+	"DATE": ti(jdbcDate, 'p'), "TINYBLOB": ti(jdbcBlob, 'p'), "MEDIUMBLOB": ti(jdbcBlob, 'p'), "LONGBLOB": ti(jdbcBlob, 'p'),
+	"BOOL": ti(jdbcBoolean, 'p'), "BOOLEAN": ti(jdbcBoolean, 'p'), "SERIAL": ti(jdbcBigInt, 'p'),
+	"ENUM": ti(jdbcChar, 'c'), "SET": ti(jdbcChar, 'c'),
+	"GEOMETRYCOLLECTION": ti(jdbcOther, 'p'), "GEOMCOLLECTION": ti(jdbcOther, 'p'), "LINESTRING": ti(jdbcOther, 'p'),
+	"MULTILINESTRING": ti(jdbcOther, 'p'), "MULTIPOINT": ti(jdbcOther, 'p'), "MULTIPOLYGON": ti(jdbcOther, 'p'),
+	"POINT": ti(jdbcOther, 'p'), "POLYGON": ti(jdbcOther, 'p'), "GEOMETRY": ti(jdbcOther, 'p'),
+	"JSON": ti(jdbcOther, 'p'), "UUID": ti(jdbcOther, 'p'),
 }
 
 // dataType reads a data type into c (type name, jdbc type, length,
@@ -617,7 +620,7 @@ func (p *parser) dataType(c *ModelColumn) error {
 	switch {
 	case (name == "CHAR" || name == "CHARACTER") && p.is("VARYING"):
 		p.i++
-		name, c.JDBCType = name+" VARYING", jdbcVarChar
+		name += " VARYING"
 	case name == "NATIONAL":
 		w := strings.ToUpper(p.next().s)
 		if p.is("VARYING") {
@@ -631,27 +634,27 @@ func (p *parser) dataType(c *ModelColumn) error {
 	case name == "LONG" && (p.is("VARCHAR") || p.is("VARBINARY")):
 		name = "LONG " + strings.ToUpper(p.next().s)
 	}
-	ti, ok := types[name]
+	info, ok := types[name]
 	switch {
 	case ok:
 	case name == "CHAR VARYING" || name == "CHARACTER VARYING" || name == "LONG VARCHAR" || name == "LONG":
-		ti = typeInfo{jdbc: jdbcVarChar, kind: 's', defLength: -1, defScale: -1}
+		info = ti(jdbcVarChar, 's')
 	case name == "LONG VARBINARY":
-		ti = typeInfo{jdbc: jdbcBlob, kind: 'p', defLength: -1, defScale: -1}
+		info = ti(jdbcBlob, 'p')
 	case strings.HasPrefix(name, "NATIONAL "):
-		ti = typeInfo{jdbc: jdbcNChar, kind: 'n', defLength: -1, defScale: -1}
+		info = ti(jdbcNChar, 'n')
 		if strings.Contains(name, "VARCHAR") || strings.Contains(name, "VARYING") {
-			ti.jdbc = jdbcNVarChar
+			info.jdbc = jdbcNVarChar
 		}
 	case name == "NCHAR VARCHAR":
-		ti = typeInfo{jdbc: jdbcNVarChar, kind: 'n', defLength: -1, defScale: -1}
+		info = ti(jdbcNVarChar, 'n')
 	default:
 		return fmt.Errorf("%w: unknown data type %s", ErrUnparsedDDL, first.s)
 	}
-	c.JDBCType = ti.jdbc
+	c.JDBCType = info.jdbc
 	length, scale := int32(-1), int32(-1)
 	var charset string
-	if ti.kind == 'c' {
+	if info.kind == 'c' {
 		var opts []string
 		if p.accept("(") {
 			for !p.done() && !p.is(")") {
@@ -679,7 +682,7 @@ func (p *parser) dataType(c *ModelColumn) error {
 		length = int32(min(a, 1<<31-1))
 		p.accept(")")
 	}
-	if ti.kind == 'p' {
+	if info.kind == 'p' {
 		length, scale = -1, -1
 	}
 	// BINARY after a string type belongs to the name; suffixes in the
@@ -688,14 +691,14 @@ func (p *parser) dataType(c *ModelColumn) error {
 	seen := map[string]bool{}
 	for !p.done() && !p.toks[p.i].quoted {
 		w := strings.ToUpper(p.toks[p.i].s)
-		if slices.Contains(ti.suffixTokens, w) || ((ti.kind == 's' || ti.kind == 'n') && w == "BINARY") {
+		if slices.Contains(info.suffixTokens, w) || ((info.kind == 's' || info.kind == 'n') && w == "BINARY") {
 			seen[w] = true
 			p.i++
 			continue
 		}
 		break
 	}
-	for _, s := range ti.suffixTokens {
+	for _, s := range info.suffixTokens {
 		if seen[s] {
 			suffixes = append(suffixes, s)
 		}
@@ -720,18 +723,18 @@ func (p *parser) dataType(c *ModelColumn) error {
 		case p.is("COLLATE"):
 			p.i++
 			coll := p.next().s
-			if charset == "" && ti.kind == 's' {
+			if charset == "" && info.kind == 's' {
 				charset, _, _ = strings.Cut(coll, "_")
 			}
 			continue
 		}
 		break
 	}
-	if length == -1 && ti.defLength != -1 {
-		length = ti.defLength
+	if length == -1 && info.defLength != -1 {
+		length = info.defLength
 	}
-	if scale == -1 && ti.defScale != -1 {
-		scale = ti.defScale
+	if scale == -1 && info.defScale != -1 {
+		scale = info.defScale
 	}
 	c.TypeName = typeName
 	c.Length = length
@@ -741,17 +744,17 @@ func (p *parser) dataType(c *ModelColumn) error {
 		c.Scale = nil
 	}
 	switch {
-	case ti.jdbc == jdbcNChar || ti.jdbc == jdbcNVarChar:
+	case info.jdbc == jdbcNChar || info.jdbc == jdbcNVarChar:
 		c.Charset = "utf8"
-		if ti.jdbc == jdbcNChar && c.Length == -1 {
+		if info.jdbc == jdbcNChar && c.Length == -1 {
 			c.Length = 1
 		}
-	case ti.kind == 's' || ti.kind == 'c':
+	case info.kind == 's' || info.kind == 'c':
 		c.Charset = charset
 	default:
 		c.Charset = ""
 	}
-	if ti.kind != 'c' {
+	if info.kind != 'c' {
 		c.EnumValues = nil
 	}
 	return nil
