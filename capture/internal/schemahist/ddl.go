@@ -35,136 +35,82 @@ type DDL struct {
 // ParseDDL classifies a statement and extracts the tables it touches. It
 // does not validate SQL: the server already executed it.
 func ParseDDL(defaultDB, query string) DDL {
-	toks := tokenize(query)
-	kw := func(i int, words ...string) bool {
-		for j, w := range words {
-			if i+j >= len(toks) || toks[i+j].quoted || !strings.EqualFold(toks[i+j].s, w) {
-				return false
-			}
-		}
-		return true
-	}
-	// name reads [db.]table at i and returns the index after it.
-	name := func(i int) (TableRef, int) {
-		if i >= len(toks) {
-			return TableRef{}, i
-		}
-		ref := TableRef{DB: defaultDB, Table: toks[i].s}
-		if i+2 < len(toks) && toks[i+1].s == "." && !toks[i+1].quoted {
-			ref = TableRef{DB: toks[i].s, Table: toks[i+2].s}
-			return ref, i + 3
-		}
-		return ref, i + 1
-	}
-	i := 0
+	p := &parser{toks: tokenize(query), db: defaultDB}
 	switch {
-	case kw(0, "CREATE"):
-		i = 1
-		for kw(i, "OR", "REPLACE") {
-			i += 2
+	case p.kw("CREATE"):
+		for p.kw("OR", "REPLACE") {
 		}
-		for kw(i, "TEMPORARY") {
+		if p.is("TEMPORARY") {
 			return DDL{} // temporary tables are not in the binlog's row events
 		}
 		switch {
-		case kw(i, "TABLE"):
-			i++
-			if kw(i, "IF", "NOT", "EXISTS") {
-				i += 3
-			}
-			ref, _ := name(i)
-			return DDL{Kind: DDLCreateTable, Tables: []TableRef{ref}}
-		case kw(i, "DATABASE"), kw(i, "SCHEMA"):
-			i++
-			if kw(i, "IF", "NOT", "EXISTS") {
-				i += 3
-			}
-			if i < len(toks) {
-				return DDL{Kind: DDLCreateDatabase, DB: toks[i].s}
+		case p.kw("TABLE"):
+			p.kw("IF", "NOT", "EXISTS")
+			return DDL{Kind: DDLCreateTable, Tables: []TableRef{p.name()}}
+		case p.kw("DATABASE"), p.kw("SCHEMA"):
+			p.kw("IF", "NOT", "EXISTS")
+			if !p.done() {
+				return DDL{Kind: DDLCreateDatabase, DB: p.next().s}
 			}
 		}
-	case kw(0, "ALTER"):
-		i = 1
-		for kw(i, "ONLINE") || kw(i, "IGNORE") {
-			i++
+	case p.kw("ALTER"):
+		for p.kw("ONLINE") || p.kw("IGNORE") {
 		}
-		if kw(i, "TABLE") {
-			i++
-			if kw(i, "IF", "EXISTS") {
-				i += 2
+		if !p.kw("TABLE") {
+			break
+		}
+		p.kw("IF", "EXISTS")
+		d := DDL{Kind: DDLAlterTable, Tables: []TableRef{p.name()}}
+		// ALTER TABLE a RENAME [TO|AS] b
+		for ; !p.done(); p.i++ {
+			if p.is("RENAME") && !p.peekKw(1, "COLUMN") && !p.peekKw(1, "INDEX") && !p.peekKw(1, "KEY") {
+				p.i++
+				if !p.kw("TO") {
+					p.kw("AS")
+				}
+				d.Kind = DDLRenameTable
+				d.Tables = append(d.Tables, p.name())
+				break
 			}
-			ref, j := name(i)
-			d := DDL{Kind: DDLAlterTable, Tables: []TableRef{ref}}
-			// ALTER TABLE a RENAME [TO|AS] b
-			for k := j; k < len(toks); k++ {
-				if kw(k, "RENAME") && !kw(k+1, "COLUMN") && !kw(k+1, "INDEX") && !kw(k+1, "KEY") {
-					k++
-					if kw(k, "TO") || kw(k, "AS") {
-						k++
-					}
-					to, _ := name(k)
-					d.Kind = DDLRenameTable
-					d.Tables = append(d.Tables, to)
+		}
+		return d
+	case p.kw("DROP"):
+		if p.is("TEMPORARY") {
+			return DDL{}
+		}
+		switch {
+		case p.kw("TABLE"):
+			p.kw("IF", "EXISTS")
+			d := DDL{Kind: DDLDropTable}
+			for !p.done() {
+				d.Tables = append(d.Tables, p.name())
+				if !p.accept(",") {
 					break
 				}
 			}
 			return d
-		}
-	case kw(0, "DROP"):
-		i = 1
-		if kw(i, "TEMPORARY") {
-			return DDL{}
-		}
-		switch {
-		case kw(i, "TABLE"):
-			i++
-			if kw(i, "IF", "EXISTS") {
-				i += 2
-			}
-			d := DDL{Kind: DDLDropTable}
-			for i < len(toks) {
-				ref, j := name(i)
-				d.Tables = append(d.Tables, ref)
-				if j < len(toks) && toks[j].s == "," {
-					i = j + 1
-					continue
-				}
-				break
-			}
-			return d
-		case kw(i, "DATABASE"), kw(i, "SCHEMA"):
-			i++
-			if kw(i, "IF", "EXISTS") {
-				i += 2
-			}
-			if i < len(toks) {
-				return DDL{Kind: DDLDropDatabase, DB: toks[i].s}
+		case p.kw("DATABASE"), p.kw("SCHEMA"):
+			p.kw("IF", "EXISTS")
+			if !p.done() {
+				return DDL{Kind: DDLDropDatabase, DB: p.next().s}
 			}
 		}
-	case kw(0, "RENAME", "TABLE"):
-		i = 2
+	case p.kw("RENAME", "TABLE"):
 		d := DDL{Kind: DDLRenameTable}
-		for i < len(toks) {
-			from, j := name(i)
-			if !kw(j, "TO") {
+		for !p.done() {
+			from := p.name()
+			if !p.kw("TO") {
 				break
 			}
-			to, k := name(j + 1)
-			d.Tables = append(d.Tables, from, to)
-			if k < len(toks) && toks[k].s == "," {
-				i = k + 1
-				continue
+			d.Tables = append(d.Tables, from, p.name())
+			if !p.accept(",") {
+				break
 			}
-			break
 		}
 		return d
-	case kw(0, "TRUNCATE"):
-		i = 1
-		if kw(i, "TABLE") {
-			i++
-		}
-		ref, _ := name(i)
-		return DDL{Kind: DDLTruncate, Tables: []TableRef{ref}}
+	case p.kw("TRUNCATE"):
+		p.kw("TABLE")
+		return DDL{Kind: DDLTruncate, Tables: []TableRef{p.name()}}
 	}
 	return DDL{}
 }
