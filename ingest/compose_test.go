@@ -24,7 +24,7 @@ func TestComposeEnvIsValid(t *testing.T) {
 		name, value := m[1], strings.Trim(strings.TrimSpace(m[2]), `'"`)
 		vars[name] = value
 		if !strings.Contains(help.String(), "(env "+name+")") && !strings.HasSuffix(name, "_PASSWORD") {
-			t.Errorf("docker-compose.yml sets %s, which is not a ingest setting", name)
+			t.Errorf("docker-compose.yml sets %s, which is not an ingest setting", name)
 		}
 	}
 	if len(vars) < 5 {
