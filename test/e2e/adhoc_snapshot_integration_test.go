@@ -67,14 +67,6 @@ func emittedReads(addr string) int {
 	return int(v)
 }
 
-func fullLog(t *testing.T, p *proc) string {
-	b, err := os.ReadFile(p.log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
 // runAdhoc drives the ad-hoc snapshot tests: capture streams a table with
 // existing rows while a writer changes it, `capture snapshot --tables`
 // asks for an incremental snapshot of it, and kills > 0 kills capture
@@ -117,14 +109,14 @@ func runAdhoc(t *testing.T, rows, kills, chunk int) {
 		// (its own metrics), so that kills land on the running snapshot
 		// after progress it may have committed.
 		testenv.Eventually(t, 2*time.Minute, 20*time.Millisecond, func() bool {
-			return p.exited() || emittedReads(f.metrics) > 0 || strings.Contains(fullLog(t, p), "incremental snapshot: finished")
+			return p.exited() || emittedReads(f.metrics) > 0 || strings.Contains(p.fullLog(t), "incremental snapshot: finished")
 		}, "capture to emit snapshot rows")
 		time.Sleep(time.Duration(50+rng.IntN(600)) * time.Millisecond)
 		if p.exited() {
 			t.Fatalf("capture exited on its own before kill %d: %v\n%s", i, p.err, p.output())
 		}
 		p.kill()
-		if strings.Contains(fullLog(t, p), "incremental snapshot: finished") {
+		if strings.Contains(p.fullLog(t), "incremental snapshot: finished") {
 			t.Logf("the snapshot finished before kill %d", i)
 			finishedEarly = true
 			p = start(t, bin, f.c.env, fmt.Sprintf("capture-%d.log", i+1))
@@ -139,7 +131,7 @@ func runAdhoc(t *testing.T, rows, kills, chunk int) {
 		if p.exited() {
 			t.Fatalf("capture exited: %v\n%s", p.err, p.output())
 		}
-		l := fullLog(t, p)
+		l := p.fullLog(t)
 		if strings.Contains(l, "incremental snapshot: finished") {
 			return true
 		}
@@ -150,7 +142,7 @@ func runAdhoc(t *testing.T, rows, kills, chunk int) {
 	took := time.Since(began)
 	var all strings.Builder
 	for _, q := range procs {
-		all.WriteString(fullLog(t, q))
+		all.WriteString(q.fullLog(t))
 	}
 	logs := all.String()
 	for _, l := range strings.Split(logs, "\n") {
@@ -255,7 +247,7 @@ func TestAdhocSnapshotWidenedIncludeList(t *testing.T) {
 	env2 := append(append([]string{}, c.env...), "CAPTURE_TABLE_INCLUDE_LIST="+c.dbName+`\.(a|b|d)`)
 	p = start(t, bin, env2, "capture-2.log")
 	waitLog(t, p, "incremental snapshot: finished", 2*time.Minute)
-	if l := fullLog(t, p); !strings.Contains(l, "newly captured by the include lists") || !strings.Contains(l, c.dbName+".b") {
+	if l := p.fullLog(t); !strings.Contains(l, "newly captured by the include lists") || !strings.Contains(l, c.dbName+".b") {
 		t.Fatalf("capture did not name b as newly captured:\n%s", l)
 	}
 	exec1(t, c, "CREATE TABLE d (id INT PRIMARY KEY, v VARCHAR(64))", "INSERT INTO d SELECT seq, CONCAT('d', seq) FROM seq_1_to_50",
@@ -267,7 +259,7 @@ func TestAdhocSnapshotWidenedIncludeList(t *testing.T) {
 	waitLog(t, p, "Connected to server", time.Minute)
 	time.Sleep(2 * time.Second)
 	p.stop(t, 30*time.Second)
-	if l := fullLog(t, p); strings.Contains(l, "newly captured") || strings.Contains(l, "incremental snapshot: starting") {
+	if l := p.fullLog(t); strings.Contains(l, "newly captured") || strings.Contains(l, "incremental snapshot: starting") {
 		t.Errorf("a restart with unchanged lists snapshotted again:\n%s", l)
 	}
 

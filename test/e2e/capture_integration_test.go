@@ -49,7 +49,7 @@ func waitLog(t *testing.T, p *proc, substr string, timeout time.Duration) {
 		if p.exited() {
 			t.Fatalf("capture exited: %v\n%s", p.err, p.output())
 		}
-		return strings.Contains(p.output(), substr)
+		return strings.Contains(p.fullLog(t), substr)
 	}, "log line "+substr)
 }
 

@@ -107,7 +107,7 @@ func TestKafkaSecurity(t *testing.T) {
 	cp.stop(t, 30*time.Second)
 	ip.stop(t, 30*time.Second)
 	for p, want := range map[*proc]string{cp: "kafka_sasl_mechanism=scram-sha-512", ip: "kafka_tls=true"} {
-		if !strings.Contains(p.output(), want) {
+		if !strings.Contains(p.fullLog(t), want) {
 			t.Errorf("%s does not log its effective Kafka settings (%s):\n%s", filepath.Base(p.log), want, p.output())
 		}
 		noSecrets(t, p)

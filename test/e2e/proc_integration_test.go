@@ -104,10 +104,22 @@ func (p *proc) exited() bool {
 	}
 }
 
+// output is the tail of the process's log, for failure messages.
 func (p *proc) output() string {
 	b, _ := os.ReadFile(p.log)
 	if len(b) > 8000 {
 		b = b[len(b)-8000:]
+	}
+	return string(b)
+}
+
+// fullLog is the process's whole log, for searching: a line logged at
+// start scrolls out of output's tail.
+func (p *proc) fullLog(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(p.log)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return string(b)
 }

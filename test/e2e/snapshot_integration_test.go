@@ -311,7 +311,7 @@ func runSnapshot(t *testing.T, kills, chunk int) {
 		// Kill a random moment after this process took up the snapshot, so
 		// that kills land on it however fast the machine is.
 		testenv.Eventually(t, time.Minute, 20*time.Millisecond, func() bool {
-			out := p.output()
+			out := p.fullLog(t)
 			return p.exited() || strings.Contains(out, "snapshot: running") || strings.Contains(out, "snapshot: done")
 		}, "capture to take up the snapshot")
 		// Up to 1.5 s: some kills land before the first chunk commits,
@@ -321,14 +321,14 @@ func runSnapshot(t *testing.T, kills, chunk int) {
 			t.Fatalf("capture exited on its own before kill %d: %v\n%s", i, p.err, p.output())
 		}
 		p.kill()
-		if !done && strings.Contains(p.output(), "snapshot: done") {
+		if !done && strings.Contains(p.fullLog(t), "snapshot: done") {
 			done = true
 			t.Logf("the snapshot finished before kill %d", i)
 		}
 		if !done {
 			during++
 		}
-		logs.WriteString(p.output())
+		logs.WriteString(p.fullLog(t))
 		p = start(t, bin, f.c.env, fmt.Sprintf("capture-%d.log", i+1))
 	}
 	if done {
@@ -337,7 +337,7 @@ func runSnapshot(t *testing.T, kills, chunk int) {
 		waitLog(t, p, "snapshot: done", 5*time.Minute)
 	}
 	took := time.Since(began)
-	for _, l := range strings.Split(logs.String()+p.output(), "\n") {
+	for _, l := range strings.Split(logs.String()+p.fullLog(t), "\n") {
 		if strings.Contains(l, "snapshot: running") || strings.Contains(l, "snapshot: done") || strings.Contains(l, "level=ERROR") {
 			t.Log(l)
 		}
@@ -387,7 +387,7 @@ func runSnapshot(t *testing.T, kills, chunk int) {
 		// never go back, and most kills must have landed after some chunks
 		// were committed (else the test only proves restarts from zero).
 		var resumed []int
-		for _, m := range resumedRe.FindAllStringSubmatch(logs.String()+p.output(), -1) {
+		for _, m := range resumedRe.FindAllStringSubmatch(logs.String()+p.fullLog(t), -1) {
 			n, _ := strconv.Atoi(m[1])
 			resumed = append(resumed, n)
 		}

@@ -77,7 +77,7 @@ func TestSnapshotKeylessTable(t *testing.T) {
 	if ops.Load() < 200 {
 		t.Fatalf("the writer made only %d changes; the test proves little", ops.Load())
 	}
-	for _, l := range strings.Split(p.output(), "\n") {
+	for _, l := range strings.Split(p.fullLog(t), "\n") {
 		if strings.Contains(l, "snapshot:") {
 			t.Log(l)
 		}
