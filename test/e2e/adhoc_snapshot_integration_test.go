@@ -5,13 +5,10 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -25,16 +22,7 @@ import (
 // without an initial snapshot (snapshot-mode no_data), with the kafka
 // signal channel enabled.
 func newAdhocFixture(t *testing.T, n, chunk int) *snapFixture {
-	metrics := freePort(t)
-	c := newCaptureEnv(t, "CAPTURE_LOG_LEVEL=info", "CAPTURE_METRICS_ADDR="+metrics,
-		fmt.Sprintf("CAPTURE_SNAPSHOT_CHUNK_ROWS=%d", chunk), "CAPTURE_COMMIT_INTERVAL=100ms",
-		"CAPTURE_SNAPSHOT_MODE=no_data", "CAPTURE_SIGNAL_ENABLED_CHANNELS=kafka")
-	f := &snapFixture{c: c, admin: c.db.AdminDB(t, c.dbName), n: n, metrics: metrics}
-	exec1(t, c, `CREATE TABLE big (id BIGINT PRIMARY KEY, v BIGINT NOT NULL, name VARCHAR(64),
-		amount DECIMAL(12,2) NOT NULL, created DATETIME(3) NOT NULL)`)
-	exec1(t, c, fmt.Sprintf(`INSERT INTO big SELECT seq, 0, CONCAT('n', seq), seq / 100, '2024-01-01' + INTERVAL seq SECOND
-		FROM seq_1_to_%d`, n))
-	return f
+	return newSnapFixture(t, n, chunk, "CAPTURE_SNAPSHOT_MODE=no_data", "CAPTURE_SIGNAL_ENABLED_CHANNELS=kafka")
 }
 
 // requestSnapshot runs `capture snapshot --tables` with capture's
@@ -48,23 +36,6 @@ func requestSnapshot(t *testing.T, env []string, tables string) string {
 		t.Fatalf("capture snapshot --tables %s: %v\n%s", tables, err, out)
 	}
 	return string(out)
-}
-
-// emittedReads is the op=r events a capture process published (its
-// /metrics at addr), -1 if they cannot be read.
-func emittedReads(addr string) int {
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		return -1
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	m := regexp.MustCompile(`capture_events_total\{op="r",[^}]*\} ([0-9.e+]+)`).FindSubmatch(b)
-	if m == nil {
-		return 0
-	}
-	v, _ := strconv.ParseFloat(string(m[1]), 64)
-	return int(v)
 }
 
 // runAdhoc drives the ad-hoc snapshot tests: capture streams a table with

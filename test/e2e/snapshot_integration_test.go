@@ -6,11 +6,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"io"
 	"math/big"
 	"math/rand/v2"
-	"net"
-	"net/http"
 	"os"
 	"regexp"
 	"strconv"
@@ -38,15 +35,6 @@ func snapshotRows(t *testing.T) int {
 	return 1_000_000
 }
 
-func freePort(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // snapFixture is a table of n rows, a capture configured to snapshot it and
 // a writer changing it meanwhile.
 type snapFixture struct {
@@ -59,11 +47,14 @@ type snapFixture struct {
 	writeErr atomic.Int64
 }
 
-func newSnapFixture(t *testing.T, chunk int) *snapFixture {
+// newSnapFixture loads n rows into table big of a new database whose
+// capture (metrics on a free port) reads chunk rows per query, with env
+// added to its environment.
+func newSnapFixture(t *testing.T, n, chunk int, env ...string) *snapFixture {
 	metrics := freePort(t)
-	c := newCaptureEnv(t, "CAPTURE_LOG_LEVEL=info", "CAPTURE_METRICS_ADDR="+metrics,
-		fmt.Sprintf("CAPTURE_SNAPSHOT_CHUNK_ROWS=%d", chunk), "CAPTURE_COMMIT_INTERVAL=100ms")
-	f := &snapFixture{c: c, admin: c.db.AdminDB(t, c.dbName), n: snapshotRows(t), metrics: metrics}
+	c := newCaptureEnv(t, append([]string{"CAPTURE_LOG_LEVEL=info", "CAPTURE_METRICS_ADDR=" + metrics,
+		fmt.Sprintf("CAPTURE_SNAPSHOT_CHUNK_ROWS=%d", chunk), "CAPTURE_COMMIT_INTERVAL=100ms"}, env...)...)
+	f := &snapFixture{c: c, admin: c.db.AdminDB(t, c.dbName), n: n, metrics: metrics}
 	exec1(t, c, `CREATE TABLE big (id BIGINT PRIMARY KEY, v BIGINT NOT NULL, name VARCHAR(64),
 		amount DECIMAL(12,2) NOT NULL, created DATETIME(3) NOT NULL)`)
 	start := time.Now()
@@ -76,18 +67,7 @@ func newSnapFixture(t *testing.T, chunk int) *snapFixture {
 // cursor is the capture's snapshot rows read so far (from /metrics), a
 // good guess of the key it reads next since keys are dense.
 func (f *snapFixture) cursor() int {
-	resp, err := http.Get("http://" + f.metrics + "/metrics")
-	if err != nil {
-		return -1
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	m := regexp.MustCompile(`capture_snapshot_rows_read_total\{[^}]*\} ([0-9.e+]+)`).FindSubmatch(b)
-	if m == nil {
-		return -1
-	}
-	v, _ := strconv.ParseFloat(string(m[1]), 64)
-	return int(v)
+	return metric(f.metrics, `capture_snapshot_rows_read_total\{[^}]*\}`)
 }
 
 // write makes random single-statement changes until ctx ends: half of them
@@ -288,7 +268,7 @@ func diffViews(t *testing.T, got, want map[int64]snapRow) {
 // the writer runs and the lock watcher samples; kill > 0 kills capture
 // that many times at random moments, restarting it each time.
 func runSnapshot(t *testing.T, kills, chunk int) {
-	f := newSnapFixture(t, chunk)
+	f := newSnapFixture(t, snapshotRows(t), chunk)
 	bin := binary(t, "capture")
 
 	wctx, stopWriter := context.WithCancel(t.Context())
