@@ -123,10 +123,8 @@ func runAdhoc(t *testing.T, rows, kills, chunk int) {
 	}
 	time.Sleep(time.Second) // changes after the snapshot stream too
 	stopWriter()
-	wg.Wait()
-	// A statement the writer gave up on when its context ended may still
-	// run on the server: let it finish before the table is read.
-	time.Sleep(time.Second)
+	wg.Wait() // the writer's statements are not cancelled: none is left running
+	f.c.caughtUp(t, 5*time.Minute)
 	t.Logf("writer made %d changes (%d failed statements)", f.ops.Load(), f.writeErr.Load())
 	if f.ops.Load() < 500 {
 		t.Fatalf("the writer made only %d changes; the test proves little", f.ops.Load())
@@ -221,23 +219,27 @@ func TestAdhocSnapshotWidenedIncludeList(t *testing.T) {
 	if l := p.fullLog(t); !strings.Contains(l, "newly captured by the include lists") || !strings.Contains(l, c.dbName+".b") {
 		t.Fatalf("capture did not name b as newly captured:\n%s", l)
 	}
-	exec1(t, c, "CREATE TABLE d (id INT PRIMARY KEY, v VARCHAR(64))", "INSERT INTO d SELECT seq, CONCAT('d', seq) FROM seq_1_to_50",
-		"UPDATE b SET v = 'after' WHERE id = 3000")
-	time.Sleep(time.Second)
+	exec1(t, c, "UPDATE b SET v = 'after' WHERE id = 3000",
+		"CREATE TABLE d (id INT PRIMARY KEY, v VARCHAR(64))", "INSERT INTO d SELECT seq, CONCAT('d', seq) FROM seq_1_to_50")
+	// d's rows published means b's update before them is too (capture
+	// commits the binlog in order): stop only then.
+	dec, err := kafkatest.NewDecoder(testenv.RegistryURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kafkatest.ReadAll(t, testenv.KafkaBrokers(t), dec, c.topic("d"), 50, 0, time.Minute)
 	p.stop(t, 30*time.Second)
 
 	p = start(t, bin, env2, "capture-3.log")
-	waitLog(t, p, "Connected to server", time.Minute)
-	time.Sleep(2 * time.Second)
+	// Streaming and committing (a new row of d published): a snapshot
+	// pending at start would have begun by then.
+	exec1(t, c, "INSERT INTO d VALUES (51, 'd51')")
+	kafkatest.ReadAll(t, testenv.KafkaBrokers(t), dec, c.topic("d"), 51, 0, time.Minute)
 	p.stop(t, 30*time.Second)
 	if l := p.fullLog(t); strings.Contains(l, "newly captured") || strings.Contains(l, "incremental snapshot: starting") {
 		t.Errorf("a restart with unchanged lists snapshotted again:\n%s", l)
 	}
 
-	dec, err := kafkatest.NewDecoder(testenv.RegistryURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
 	admin := c.db.AdminDB(t, c.dbName)
 	for _, tc := range []struct {
 		table                string
@@ -246,7 +248,7 @@ func TestAdhocSnapshotWidenedIncludeList(t *testing.T) {
 	}{
 		{"a", 500, 500, "first"}, // the initial snapshot only
 		{"b", 3090, -1, "incremental"},
-		{"d", 50, 0, ""}, // created while captured: no snapshot
+		{"d", 51, 0, ""}, // created while captured: no snapshot
 	} {
 		recs := kafkatest.ReadAll(t, testenv.KafkaBrokers(t), dec, c.topic(tc.table), tc.minRecords, 2*time.Second, 2*time.Minute)
 		view := map[int32]string{}

@@ -351,6 +351,7 @@ func runSnapshot(t *testing.T, kills, chunk int) {
 	if f.ops.Load() < 500 {
 		t.Fatalf("the writer made only %d changes; the test proves little", f.ops.Load())
 	}
+	f.c.caughtUp(t, 5*time.Minute)
 	t.Logf("lock watcher: %d samples, %d capture sessions seen, %d metadata locks of capture's sessions seen (-1: METADATA_LOCK_INFO unavailable)", samples, capSeen, mdlSeen)
 	if mdlSeen == 0 {
 		// Every SELECT holds a shared metadata lock while it runs: a

@@ -73,6 +73,7 @@ func TestSnapshotKeylessTable(t *testing.T) {
 	time.Sleep(time.Second) // changes after the snapshot stream too
 	stopWriter()
 	wg.Wait()
+	c.caughtUp(t, 5*time.Minute)
 	t.Logf("writer made %d changes (%d failed statements) while capture ran", ops.Load(), fails.Load())
 	if ops.Load() < 200 {
 		t.Fatalf("the writer made only %d changes; the test proves little", ops.Load())
