@@ -7,8 +7,6 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -46,36 +44,16 @@ func TestBenchCapture(t *testing.T) {
 	m := testenv.MariaDBEnv(t)
 	brokers := testenv.KafkaBrokers(t)
 	ctx := t.Context()
-	db := testenv.Unique(t, "bench")
+	db := m.CreateDatabase(t, "bench")
 	admin := m.AdminDB(t, "")
-	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+db); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = admin.Exec("DROP DATABASE IF EXISTS " + db) })
 	conn := m.AdminDB(t, db)
 	mustExec(t, conn, ordersDDL)
 
 	// Debezium must know the table before the backlog: start it, let it
 	// store its offsets, stop it (offsets kept), and restart it later.
 	dbzPrefix := "dbz_" + db
-	stack := os.Getenv("BINLAKE_STACK_DIR")
 	name := "bench-" + db
-	props := debezium.Properties(name, debezium.Config{Database: db, TopicPrefix: dbzPrefix, ServerID: 7700 + uint32(time.Now().Unix()%1000)},
-		m.Addr, os.Getenv("BINLAKE_MARIADB_DEBEZIUM_USER"), os.Getenv("BINLAKE_MARIADB_DEBEZIUM_PASSWORD"), testenv.RegistryURL(t))
-	propsFile := filepath.Join(t.TempDir(), "bench.properties")
-	if err := os.WriteFile(propsFile, []byte(debezium.FormatProperties(props)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	script := func(args ...string) {
-		t.Helper()
-		cmd := exec.Command("bash", append([]string{debezium.Script()}, args...)...)
-		cmd.Env = append(os.Environ(), "BINLAKE_STACK_DIR="+stack)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("debezium.sh %v: %v\n%s", args, err, out)
-		}
-	}
-	script("reset", name)
-	t.Cleanup(func() { script("reset", name) })
+	propsFile, script := debeziumWorker(t, m, name, debezium.Config{Database: db, TopicPrefix: dbzPrefix, ServerID: 7700 + uint32(time.Now().Unix()%1000)})
 	script("run", name, propsFile)
 	script("wait", name, "180")
 	mustExec(t, conn, "INSERT INTO orders (id, customer_id, status, amount, currency, created_at, flags) VALUES (0, 0, 'new', 0, 'EUR', NOW(), 0)")
@@ -102,24 +80,14 @@ func TestBenchCapture(t *testing.T) {
 
 	// capture alone over the backlog.
 	capPrefix := "cap_" + db
-	cmd := exec.Command(build(t, "capture"))
-	logPath := filepath.Join(t.TempDir(), "capture.log")
-	logf, _ := os.Create(logPath)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.Env = captureEnv(t, m, capPrefix, db, "CAPTURE_START_POSITION=gtid:"+gtidBefore, "CAPTURE_SNAPSHOT_MODE=never")
-	capStarted := time.Now()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); logf.Close() })
+	capture := startCapture(t, captureEnv(t, m, capPrefix, db, "CAPTURE_START_POSITION=gtid:"+gtidBefore, "CAPTURE_SNAPSHOT_MODE=never"))
 	_, capCommitted, capLast := measure(t, brokers, capPrefix+"."+db+".orders", records, true, 10*time.Minute)
 	// capture commits in large transactions, so the first visible record
 	// comes late: time it from its process start (start-up included), not
 	// from its first record as for Debezium.
-	capSeconds := capLast.Sub(capStarted).Seconds()
-	rss := peakRSS(t, cmd.Process.Pid)
-	_ = cmd.Process.Signal(os.Interrupt)
-	_ = cmd.Wait()
+	capSeconds := capLast.Sub(capture.started).Seconds()
+	rss := peakRSS(t, capture.cmd.Process.Pid)
+	capture.stop()
 
 	// Debezium alone over the same backlog.
 	script("run", name, propsFile)

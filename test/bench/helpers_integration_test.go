@@ -10,7 +10,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/binlake/binlake/test/debezium"
 	"github.com/binlake/binlake/test/testenv"
 )
 
@@ -63,4 +65,79 @@ func insertOrders(lo, hi int) string {
 			       CONCAT('order ', seq, ' ', MD5(seq)), TIMESTAMP('2024-01-01') + INTERVAL seq SECOND + INTERVAL (seq %% 1000000) MICROSECOND,
 			       TIMESTAMP('2024-06-01') + INTERVAL seq SECOND, seq %% 256, JSON_OBJECT('k', seq, 'tag', MD5(seq + 1))
 			FROM seq_%d_to_%d`, lo, hi)
+}
+
+// captureProc is a running capture whose output goes to a log file.
+type captureProc struct {
+	cmd     *exec.Cmd
+	log     string
+	started time.Time     // just before the process started (after the build)
+	exited  chan struct{} // closed when it has exited; err is then set
+	err     error
+}
+
+// startCapture builds and starts capture with env; it is killed at the
+// end of the test if still running.
+func startCapture(t *testing.T, env []string) *captureProc {
+	t.Helper()
+	p := &captureProc{cmd: exec.Command(build(t, "capture")), log: filepath.Join(t.TempDir(), "capture.log"), exited: make(chan struct{})}
+	logf, err := os.Create(p.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cmd.Stdout, p.cmd.Stderr, p.cmd.Env = logf, logf, env
+	p.started = time.Now()
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		logf.Close()
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	})
+	return p
+}
+
+// stop interrupts capture and waits for it to exit.
+func (p *captureProc) stop() {
+	_ = p.cmd.Process.Signal(os.Interrupt)
+	<-p.exited
+}
+
+// logTail is the end of capture's log, for failure messages.
+func (p *captureProc) logTail() string {
+	b, _ := os.ReadFile(p.log)
+	return tail(b)
+}
+
+// debeziumWorker writes the properties of a Debezium MariaDB connector
+// worker (deploy/local/debezium.sh) named name for cfg, and returns their
+// file and a runner of the script's commands for that worker; the worker
+// is reset (offsets and history deleted) before and after the test. Unlike
+// debezium.Run, the caller drives it: the benchmarks time its run and
+// stop it with its offsets kept.
+func debeziumWorker(t *testing.T, m testenv.MariaDB, name string, cfg debezium.Config) (string, func(args ...string)) {
+	t.Helper()
+	props := debezium.Properties(name, cfg, m.Addr, os.Getenv("BINLAKE_MARIADB_DEBEZIUM_USER"),
+		os.Getenv("BINLAKE_MARIADB_DEBEZIUM_PASSWORD"), testenv.RegistryURL(t))
+	file := filepath.Join(t.TempDir(), name+".properties")
+	if err := os.WriteFile(file, []byte(debezium.FormatProperties(props)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stack := os.Getenv("BINLAKE_STACK_DIR")
+	script := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("bash", append([]string{debezium.Script()}, args...)...)
+		cmd.Env = append(os.Environ(), "BINLAKE_STACK_DIR="+stack)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("debezium.sh %v: %v\n%s", args, err, out)
+		}
+	}
+	script("reset", name)
+	t.Cleanup(func() { script("reset", name) })
+	return file, script
 }

@@ -5,8 +5,6 @@ package bench
 import (
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -33,28 +31,15 @@ func TestBenchLargeTransaction(t *testing.T) {
 	}
 	m := testenv.MariaDBEnv(t)
 	brokers := testenv.KafkaBrokers(t)
-	db := testenv.Unique(t, "bigtxn")
-	admin := m.AdminDB(t, "")
-	if _, err := admin.ExecContext(t.Context(), "CREATE DATABASE "+db); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = admin.Exec("DROP DATABASE IF EXISTS " + db) })
+	db := m.CreateDatabase(t, "bigtxn")
 	conn := m.AdminDB(t, db)
 	mustExec(t, conn, "CREATE TABLE big (id BIGINT PRIMARY KEY, payload VARCHAR(8000) NOT NULL)")
 
 	prefix := "cap_" + db
 	const bufferedMiB = 64
-	cmd := exec.Command(build(t, "capture"))
-	logPath := filepath.Join(t.TempDir(), "capture.log")
-	logf, _ := os.Create(logPath)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.Env = captureEnv(t, m, prefix, db, fmt.Sprintf("CAPTURE_MAX_BUFFERED_BYTES=%d", bufferedMiB<<20))
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); logf.Close() })
+	capture := startCapture(t, captureEnv(t, m, prefix, db, fmt.Sprintf("CAPTURE_MAX_BUFFERED_BYTES=%d", bufferedMiB<<20)))
 	testenv.Eventually(t, 30*time.Second, 100*time.Millisecond, func() bool {
-		b, _ := os.ReadFile(logPath)
+		b, _ := os.ReadFile(capture.log)
 		return strings.Contains(string(b), "Connected to server")
 	}, "capture to connect")
 
@@ -82,6 +67,6 @@ func TestBenchLargeTransaction(t *testing.T) {
 	// Kafka transaction: time it from the source commit.
 	_, _, visible := measure(t, brokers, prefix+"."+db+".big", int64(rows), true, 30*time.Minute)
 	seconds := visible.Sub(committed).Seconds()
-	rss := peakRSS(t, cmd.Process.Pid)
+	rss := peakRSS(t, capture.cmd.Process.Pid)
 	fmt.Printf("LARGETXN mb=%d rows=%d seconds=%.2f rss_mib=%.0f max_buffered_mib=%d\n", mb, rows, seconds, rss, bufferedMiB)
 }

@@ -6,8 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
@@ -50,12 +48,7 @@ func TestBenchSnapshot(t *testing.T) {
 	m := testenv.MariaDBEnv(t)
 	brokers := testenv.KafkaBrokers(t)
 	ctx := t.Context()
-	db := testenv.Unique(t, "bsnap")
-	admin := m.AdminDB(t, "")
-	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+db); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = admin.Exec("DROP DATABASE IF EXISTS " + db) })
+	db := m.CreateDatabase(t, "bsnap")
 	conn := m.AdminDB(t, db)
 	mustExec(t, conn, ordersDDL)
 
@@ -91,32 +84,19 @@ func TestBenchSnapshot(t *testing.T) {
 	dbzTopic := dbzPrefix + "." + db + ".orders"
 	t.Cleanup(func() { deleteTopics(t, brokers, capTopic, dbzTopic) })
 
-	cmd := exec.Command(build(t, "capture"))
-	logPath := filepath.Join(t.TempDir(), "capture.log")
-	logf, _ := os.Create(logPath)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.Env = captureEnv(t, m, capPrefix, db, "CAPTURE_SNAPSHOT_MODE=initial_only")
-	capStarted := time.Now()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() { _ = cmd.Process.Kill(); logf.Close() })
+	capture := startCapture(t, captureEnv(t, m, capPrefix, db, "CAPTURE_SNAPSHOT_MODE=initial_only"))
 	_, _, capLast := measure(t, brokers, capTopic, int64(n), true, 30*time.Minute)
-	capSeconds := capLast.Sub(capStarted).Seconds()
+	capSeconds := capLast.Sub(capture.started).Seconds()
 	select {
-	case err := <-exited:
-		if err != nil {
-			b, _ := os.ReadFile(logPath)
-			t.Fatalf("capture: %v\n%s", err, tail(b))
+	case <-capture.exited:
+		if capture.err != nil {
+			t.Fatalf("capture: %v\n%s", capture.err, capture.logTail())
 		}
 	case <-time.After(time.Minute):
-		b, _ := os.ReadFile(logPath)
-		t.Fatalf("capture (initial_only) did not exit after its snapshot\n%s", tail(b))
+		t.Fatalf("capture (initial_only) did not exit after its snapshot\n%s", capture.logTail())
 	}
 	// The peak resident set of the exited child (getrusage ru_maxrss, KiB).
-	rss := float64(cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss) / 1024
+	rss := float64(capture.cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss) / 1024
 	load("after capture")
 
 	dec, err := kafkatest.NewDecoder(testenv.RegistryURL(t))
@@ -126,30 +106,13 @@ func TestBenchSnapshot(t *testing.T) {
 	capCheck := checkSnapshotTopic(t, brokers, dec, capTopic, n, 10*time.Minute)
 	t.Logf("capture topic: %s", capCheck)
 	if !capCheck.complete(n) {
-		b, _ := os.ReadFile(logPath)
-		t.Fatalf("capture's snapshot is not exactly one op=r per row: %s\n%s", capCheck, tail(b))
+		t.Fatalf("capture's snapshot is not exactly one op=r per row: %s\n%s", capCheck, capture.logTail())
 	}
 
 	// Debezium, alone, over the same table.
-	stack := os.Getenv("BINLAKE_STACK_DIR")
 	name := "bsnap-" + db
-	props := debezium.Properties(name, debezium.Config{Database: db, TopicPrefix: dbzPrefix, SnapshotMode: "initial",
-		ServerID: 7700 + uint32(time.Now().Unix()%1000)},
-		m.Addr, os.Getenv("BINLAKE_MARIADB_DEBEZIUM_USER"), os.Getenv("BINLAKE_MARIADB_DEBEZIUM_PASSWORD"), testenv.RegistryURL(t))
-	propsFile := filepath.Join(t.TempDir(), "bsnap.properties")
-	if err := os.WriteFile(propsFile, []byte(debezium.FormatProperties(props)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	script := func(args ...string) {
-		t.Helper()
-		cmd := exec.Command("bash", append([]string{debezium.Script()}, args...)...)
-		cmd.Env = append(os.Environ(), "BINLAKE_STACK_DIR="+stack)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("debezium.sh %v: %v\n%s", args, err, out)
-		}
-	}
-	script("reset", name)
-	t.Cleanup(func() { script("reset", name) })
+	propsFile, script := debeziumWorker(t, m, name, debezium.Config{Database: db, TopicPrefix: dbzPrefix, SnapshotMode: "initial",
+		ServerID: 7700 + uint32(time.Now().Unix()%1000)})
 	load("before debezium")
 	dbzStarted := time.Now()
 	script("run", name, propsFile)

@@ -3,7 +3,6 @@
 package bench
 
 import (
-	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -35,21 +34,15 @@ func (c snapshotCheck) String() string {
 	return fmt.Sprintf("records=%d ops=%v missing=%d duplicated=%d foreign=%d", c.records, c.ops, c.missing, c.dup, c.foreign)
 }
 
-// checkSnapshotTopic reads topic from the start (read_committed) until it
-// has n records and nothing new for 3 s, and counts the op=r records of
+// checkSnapshotTopic reads topic from the start (kafkatest.Consume) until
+// it has n records and nothing new for 3 s, and counts the op=r records of
 // each id 1..n of a table keyed by one BIGINT column: a complete snapshot
 // has exactly one per id and nothing else. Values are not decoded whole
 // (millions of records): an Avro walker driven by the registered writer
-// schema skips to the envelope's op field.
+// schema skips to the envelope's op field (kafkatest.ReadAll would decode
+// every record whole with goavro and keep them all).
 func checkSnapshotTopic(t *testing.T, brokers []string, dec *kafkatest.Decoder, topic string, n int, timeout time.Duration) snapshotCheck {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.FetchMaxBytes(64<<20), kgo.FetchMaxWait(200*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
 	ctx := t.Context()
 	seen := make([]uint8, n+1)
 	c := snapshotCheck{ops: map[string]int64{}}
@@ -69,55 +62,41 @@ func checkSnapshotTopic(t *testing.T, brokers []string, dec *kafkatest.Decoder, 
 		walkers[id] = w
 		return w
 	}
-	deadline := time.Now().Add(timeout)
-	lastNew := time.Now()
-	for time.Now().Before(deadline) && !(c.records >= int64(n) && time.Since(lastNew) >= 3*time.Second) {
-		pctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-		fs := cl.PollFetches(pctx)
-		cancel()
-		fs.EachError(func(tp string, p int32, err error) {
-			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-				t.Fatalf("fetching %s[%d]: %v", tp, p, err)
-			}
-		})
-		fs.EachRecord(func(r *kgo.Record) {
-			lastNew = time.Now()
-			c.records++
-			if r.Value == nil {
-				c.ops[""]++
-				return
-			}
-			vid, vb, err := debezium.ParseFrame(r.Value)
-			if err != nil {
-				t.Fatalf("%s@%d: %v", topic, r.Offset, err)
-			}
-			op, err := walker(int(vid)).field(vb, "op")
-			if err != nil {
-				t.Fatalf("%s@%d: reading op: %v", topic, r.Offset, err)
-			}
-			c.ops[op]++
-			if op != "r" {
-				return
-			}
-			// The key is a record of one long: its Avro form is one zigzag varint.
-			_, kb, err := debezium.ParseFrame(r.Key)
-			if err != nil {
-				t.Fatalf("%s@%d: key: %v", topic, r.Offset, err)
-			}
-			id, k := binary.Varint(kb)
-			if k <= 0 || k != len(kb) {
-				t.Fatalf("%s@%d: key %x is not a single long", topic, r.Offset, kb)
-			}
-			switch {
-			case id < 1 || id > int64(n):
-				c.foreign++
-			case seen[id] > 0:
-				c.dup++
-			default:
-				seen[id] = 1
-			}
-		})
-	}
+	c.records = int64(kafkatest.Consume(t, brokers, topic, n, 3*time.Second, timeout, func(r *kgo.Record) {
+		if r.Value == nil {
+			c.ops[""]++
+			return
+		}
+		vid, vb, err := debezium.ParseFrame(r.Value)
+		if err != nil {
+			t.Fatalf("%s@%d: %v", topic, r.Offset, err)
+		}
+		op, err := walker(int(vid)).field(vb, "op")
+		if err != nil {
+			t.Fatalf("%s@%d: reading op: %v", topic, r.Offset, err)
+		}
+		c.ops[op]++
+		if op != "r" {
+			return
+		}
+		// The key is a record of one long: its Avro form is one zigzag varint.
+		_, kb, err := debezium.ParseFrame(r.Key)
+		if err != nil {
+			t.Fatalf("%s@%d: key: %v", topic, r.Offset, err)
+		}
+		id, k := binary.Varint(kb)
+		if k <= 0 || k != len(kb) {
+			t.Fatalf("%s@%d: key %x is not a single long", topic, r.Offset, kb)
+		}
+		switch {
+		case id < 1 || id > int64(n):
+			c.foreign++
+		case seen[id] > 0:
+			c.dup++
+		default:
+			seen[id] = 1
+		}
+	}, kgo.FetchMaxBytes(64<<20)))
 	for id := 1; id <= n; id++ {
 		if seen[id] == 0 {
 			c.missing++

@@ -75,8 +75,9 @@ func TestCompatHeartbeat(t *testing.T) {
 	// Gaps are never shorter than the interval (less clock rounding).
 	// Heartbeats are written at binlog transaction boundaries, so a large
 	// transaction of another test on the shared server delays one (seen:
-	// a 39 MB transaction read for 3 s); the typical (median) gap is what
-	// must be the interval.
+	// a 39 MB transaction read for 3 s, and gaps of 1.8 s and 5.3 s in
+	// one run of 6): a delay only lengthens gaps, so the shortest quarter
+	// of them is what must be the interval.
 	var gaps []time.Duration
 	for i := 1; i < len(stamps); i++ {
 		gap := stamps[i].Sub(stamps[i-1])
@@ -86,8 +87,10 @@ func TestCompatHeartbeat(t *testing.T) {
 		}
 	}
 	slices.Sort(gaps)
-	if med := gaps[len(gaps)/2]; med > 2*interval {
-		t.Errorf("median gap between heartbeats %v, want about %v (gaps %v)", med, interval, gaps)
+	// Within a quarter interval: a capture heartbeating every other
+	// interval has no gap under 2 s (the median at up to 2× let it pass).
+	if q := gaps[len(gaps)/4]; q > interval+interval/4 {
+		t.Errorf("a quarter of the gaps between heartbeats exceed %v, want about %v (gaps %v)", q, interval, gaps)
 	}
 	t.Logf("capture heartbeats: %d in %v, gaps %v; Debezium: %d records in total", len(stamps), stamps[len(stamps)-1].Sub(stamps[0]), gaps, len(want))
 

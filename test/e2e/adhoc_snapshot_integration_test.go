@@ -5,13 +5,10 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -25,16 +22,7 @@ import (
 // without an initial snapshot (snapshot-mode no_data), with the kafka
 // signal channel enabled.
 func newAdhocFixture(t *testing.T, n, chunk int) *snapFixture {
-	metrics := freePort(t)
-	c := newCaptureEnv(t, "CAPTURE_LOG_LEVEL=info", "CAPTURE_METRICS_ADDR="+metrics,
-		fmt.Sprintf("CAPTURE_SNAPSHOT_CHUNK_ROWS=%d", chunk), "CAPTURE_COMMIT_INTERVAL=100ms",
-		"CAPTURE_SNAPSHOT_MODE=no_data", "CAPTURE_SIGNAL_ENABLED_CHANNELS=kafka")
-	f := &snapFixture{c: c, admin: c.db.AdminDB(t, c.dbName), n: n, metrics: metrics}
-	exec1(t, c, `CREATE TABLE big (id BIGINT PRIMARY KEY, v BIGINT NOT NULL, name VARCHAR(64),
-		amount DECIMAL(12,2) NOT NULL, created DATETIME(3) NOT NULL)`)
-	exec1(t, c, fmt.Sprintf(`INSERT INTO big SELECT seq, 0, CONCAT('n', seq), seq / 100, '2024-01-01' + INTERVAL seq SECOND
-		FROM seq_1_to_%d`, n))
-	return f
+	return newSnapFixture(t, n, chunk, "CAPTURE_SNAPSHOT_MODE=no_data", "CAPTURE_SIGNAL_ENABLED_CHANNELS=kafka")
 }
 
 // requestSnapshot runs `capture snapshot --tables` with capture's
@@ -48,31 +36,6 @@ func requestSnapshot(t *testing.T, env []string, tables string) string {
 		t.Fatalf("capture snapshot --tables %s: %v\n%s", tables, err, out)
 	}
 	return string(out)
-}
-
-// emittedReads is the op=r events a capture process published (its
-// /metrics at addr), -1 if they cannot be read.
-func emittedReads(addr string) int {
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		return -1
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	m := regexp.MustCompile(`capture_events_total\{op="r",[^}]*\} ([0-9.e+]+)`).FindSubmatch(b)
-	if m == nil {
-		return 0
-	}
-	v, _ := strconv.ParseFloat(string(m[1]), 64)
-	return int(v)
-}
-
-func fullLog(t *testing.T, p *proc) string {
-	b, err := os.ReadFile(p.log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }
 
 // runAdhoc drives the ad-hoc snapshot tests: capture streams a table with
@@ -117,14 +80,14 @@ func runAdhoc(t *testing.T, rows, kills, chunk int) {
 		// (its own metrics), so that kills land on the running snapshot
 		// after progress it may have committed.
 		testenv.Eventually(t, 2*time.Minute, 20*time.Millisecond, func() bool {
-			return p.exited() || emittedReads(f.metrics) > 0 || strings.Contains(fullLog(t, p), "incremental snapshot: finished")
+			return p.exited() || emittedReads(f.metrics) > 0 || strings.Contains(p.fullLog(t), "incremental snapshot: finished")
 		}, "capture to emit snapshot rows")
 		time.Sleep(time.Duration(50+rng.IntN(600)) * time.Millisecond)
 		if p.exited() {
 			t.Fatalf("capture exited on its own before kill %d: %v\n%s", i, p.err, p.output())
 		}
 		p.kill()
-		if strings.Contains(fullLog(t, p), "incremental snapshot: finished") {
+		if strings.Contains(p.fullLog(t), "incremental snapshot: finished") {
 			t.Logf("the snapshot finished before kill %d", i)
 			finishedEarly = true
 			p = start(t, bin, f.c.env, fmt.Sprintf("capture-%d.log", i+1))
@@ -139,7 +102,7 @@ func runAdhoc(t *testing.T, rows, kills, chunk int) {
 		if p.exited() {
 			t.Fatalf("capture exited: %v\n%s", p.err, p.output())
 		}
-		l := fullLog(t, p)
+		l := p.fullLog(t)
 		if strings.Contains(l, "incremental snapshot: finished") {
 			return true
 		}
@@ -150,7 +113,7 @@ func runAdhoc(t *testing.T, rows, kills, chunk int) {
 	took := time.Since(began)
 	var all strings.Builder
 	for _, q := range procs {
-		all.WriteString(fullLog(t, q))
+		all.WriteString(q.fullLog(t))
 	}
 	logs := all.String()
 	for _, l := range strings.Split(logs, "\n") {
@@ -160,10 +123,8 @@ func runAdhoc(t *testing.T, rows, kills, chunk int) {
 	}
 	time.Sleep(time.Second) // changes after the snapshot stream too
 	stopWriter()
-	wg.Wait()
-	// A statement the writer gave up on when its context ended may still
-	// run on the server: let it finish before the table is read.
-	time.Sleep(time.Second)
+	wg.Wait() // the writer's statements are not cancelled: none is left running
+	f.c.caughtUp(t, 5*time.Minute)
 	t.Logf("writer made %d changes (%d failed statements)", f.ops.Load(), f.writeErr.Load())
 	if f.ops.Load() < 500 {
 		t.Fatalf("the writer made only %d changes; the test proves little", f.ops.Load())
@@ -255,26 +216,30 @@ func TestAdhocSnapshotWidenedIncludeList(t *testing.T) {
 	env2 := append(append([]string{}, c.env...), "CAPTURE_TABLE_INCLUDE_LIST="+c.dbName+`\.(a|b|d)`)
 	p = start(t, bin, env2, "capture-2.log")
 	waitLog(t, p, "incremental snapshot: finished", 2*time.Minute)
-	if l := fullLog(t, p); !strings.Contains(l, "newly captured by the include lists") || !strings.Contains(l, c.dbName+".b") {
+	if l := p.fullLog(t); !strings.Contains(l, "newly captured by the include lists") || !strings.Contains(l, c.dbName+".b") {
 		t.Fatalf("capture did not name b as newly captured:\n%s", l)
 	}
-	exec1(t, c, "CREATE TABLE d (id INT PRIMARY KEY, v VARCHAR(64))", "INSERT INTO d SELECT seq, CONCAT('d', seq) FROM seq_1_to_50",
-		"UPDATE b SET v = 'after' WHERE id = 3000")
-	time.Sleep(time.Second)
-	p.stop(t, 30*time.Second)
-
-	p = start(t, bin, env2, "capture-3.log")
-	waitLog(t, p, "Connected to server", time.Minute)
-	time.Sleep(2 * time.Second)
-	p.stop(t, 30*time.Second)
-	if l := fullLog(t, p); strings.Contains(l, "newly captured") || strings.Contains(l, "incremental snapshot: starting") {
-		t.Errorf("a restart with unchanged lists snapshotted again:\n%s", l)
-	}
-
+	exec1(t, c, "UPDATE b SET v = 'after' WHERE id = 3000",
+		"CREATE TABLE d (id INT PRIMARY KEY, v VARCHAR(64))", "INSERT INTO d SELECT seq, CONCAT('d', seq) FROM seq_1_to_50")
+	// d's rows published means b's update before them is too (capture
+	// commits the binlog in order): stop only then.
 	dec, err := kafkatest.NewDecoder(testenv.RegistryURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
+	kafkatest.ReadAll(t, testenv.KafkaBrokers(t), dec, c.topic("d"), 50, 0, time.Minute)
+	p.stop(t, 30*time.Second)
+
+	p = start(t, bin, env2, "capture-3.log")
+	// Streaming and committing (a new row of d published): a snapshot
+	// pending at start would have begun by then.
+	exec1(t, c, "INSERT INTO d VALUES (51, 'd51')")
+	kafkatest.ReadAll(t, testenv.KafkaBrokers(t), dec, c.topic("d"), 51, 0, time.Minute)
+	p.stop(t, 30*time.Second)
+	if l := p.fullLog(t); strings.Contains(l, "newly captured") || strings.Contains(l, "incremental snapshot: starting") {
+		t.Errorf("a restart with unchanged lists snapshotted again:\n%s", l)
+	}
+
 	admin := c.db.AdminDB(t, c.dbName)
 	for _, tc := range []struct {
 		table                string
@@ -283,7 +248,7 @@ func TestAdhocSnapshotWidenedIncludeList(t *testing.T) {
 	}{
 		{"a", 500, 500, "first"}, // the initial snapshot only
 		{"b", 3090, -1, "incremental"},
-		{"d", 50, 0, ""}, // created while captured: no snapshot
+		{"d", 51, 0, ""}, // created while captured: no snapshot
 	} {
 		recs := kafkatest.ReadAll(t, testenv.KafkaBrokers(t), dec, c.topic(tc.table), tc.minRecords, 2*time.Second, 2*time.Minute)
 		view := map[int32]string{}

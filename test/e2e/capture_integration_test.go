@@ -49,8 +49,27 @@ func waitLog(t *testing.T, p *proc, substr string, timeout time.Duration) {
 		if p.exited() {
 			t.Fatalf("capture exited: %v\n%s", p.err, p.output())
 		}
-		return strings.Contains(p.output(), substr)
+		return strings.Contains(p.fullLog(t), substr)
 	}, "log line "+substr)
+}
+
+// caughtUp inserts a row into a marker table of c's database and waits
+// until capture has published it. capture commits the binlog in order, so
+// every change made before the call is then on its topics: a state to wait
+// for instead of a quiet period or a sleep. The marker table is created by
+// the first call, after any snapshot; include lists must let it through.
+func (c *captureEnv) caughtUp(t *testing.T, timeout time.Duration) {
+	t.Helper()
+	exec1(t, c, "CREATE TABLE IF NOT EXISTS zz_caught_up (id INT AUTO_INCREMENT PRIMARY KEY)", "INSERT INTO zz_caught_up VALUES ()")
+	var n int
+	if err := c.db.AdminDB(t, c.dbName).QueryRowContext(t.Context(), "SELECT COUNT(*) FROM zz_caught_up").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	dec, err := kafkatest.NewDecoder(testenv.RegistryURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kafkatest.ReadAll(t, testenv.KafkaBrokers(t), dec, c.topic("zz_caught_up"), n, 0, timeout)
 }
 
 func exec1(t *testing.T, c *captureEnv, stmts ...string) {

@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/binlake/binlake/test/kafkatest"
 	"github.com/binlake/binlake/test/testenv"
 )
@@ -139,9 +142,16 @@ func TestCaptureKill9ExactlyOnce(t *testing.T) {
 		p = start(t, bin, c.env, fmt.Sprintf("capture-%d.log", i+1))
 	}
 
-	// A second capture with the same id fences the running one.
-	time.Sleep(2 * time.Second)
+	// A second capture with the same id fences the running one, once that
+	// one holds the producer: it is streaming and the topic's last stable
+	// offset has moved since (its first commit, or the abort of the killed
+	// one's open transaction when it took the transactional id). Started
+	// earlier, the newer one could be fenced by the older instead.
 	older := p
+	waitLog(t, older, "Connected to server", time.Minute)
+	lso := lastStable(t, c.topic("kv"))
+	testenv.Eventually(t, time.Minute, 50*time.Millisecond, func() bool { return lastStable(t, c.topic("kv")) > lso },
+		"the running capture to commit")
 	newer := start(t, bin, c.env, "capture-newer.log")
 	testenv.Eventually(t, 60*time.Second, 100*time.Millisecond, older.exited, "the older capture to stop after being fenced")
 	// The older capture stops either when Kafka fences its producer or,
@@ -225,4 +235,27 @@ func TestCaptureKill9ExactlyOnce(t *testing.T) {
 		t.Fatalf("%d keys differ; %d records read, want %d (changes + tombstones)", bad, len(recs), total+deletes)
 	}
 	t.Logf("verified %d changes and %d tombstones over %d keys across %d kills and one fencing", total, deletes, len(w.log), kills)
+}
+
+// lastStable is the sum over topic's partitions of the last stable offset
+// (what read_committed consumers can read up to).
+func lastStable(t *testing.T, topic string) int64 {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(testenv.KafkaBrokers(t)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	offs, err := kadm.NewClient(cl).ListCommittedOffsets(t.Context(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum int64
+	offs.Each(func(o kadm.ListedOffset) {
+		if o.Err != nil {
+			t.Fatalf("%s[%d]: %v", topic, o.Partition, o.Err)
+		}
+		sum += o.Offset
+	})
+	return sum
 }

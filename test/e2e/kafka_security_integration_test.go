@@ -11,12 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/iceberg-go/catalog/rest"
-	"github.com/apache/iceberg-go/table"
-
-	"github.com/binlake/binlake/test/lakecheck"
 	"github.com/binlake/binlake/test/securekafka"
-	"github.com/binlake/binlake/test/testenv"
 	"github.com/binlake/binlake/test/tlstest"
 )
 
@@ -102,12 +97,13 @@ func TestKafkaSecurity(t *testing.T) {
 		"DELETE FROM t WHERE id = 3",
 		"BEGIN; INSERT INTO t (id, b, name, amount, dt, d) VALUES (5, 5, 'five', 0.01, '2024-06-01 12:00:00', '2024-06-01'); UPDATE t SET j = '{\"k\": \"v\"}' WHERE id = 5; COMMIT",
 	)
-	rows := waitLakeEqual(t, r, ip, 60*time.Second)
+	r.waitEqual(t, 60*time.Second, ip)
+	rows := len(r.mariaRows(t))
 	t.Logf("Iceberg equals MariaDB (%d rows) through SASL_SSL/SCRAM-SHA-512 and mutual TLS after %s", rows, time.Since(began).Round(time.Millisecond))
 	cp.stop(t, 30*time.Second)
 	ip.stop(t, 30*time.Second)
 	for p, want := range map[*proc]string{cp: "kafka_sasl_mechanism=scram-sha-512", ip: "kafka_tls=true"} {
-		if !strings.Contains(p.output(), want) {
+		if !strings.Contains(p.fullLog(t), want) {
 			t.Errorf("%s does not log its effective Kafka settings (%s):\n%s", filepath.Base(p.log), want, p.output())
 		}
 		noSecrets(t, p)
@@ -161,49 +157,6 @@ func TestKafkaSecurity(t *testing.T) {
 		})
 	}
 	t.Logf("%d process logs hold no password; the test took %s", checked, time.Since(began).Round(time.Millisecond))
-}
-
-// waitLakeEqual waits until the Iceberg table equals the MariaDB table,
-// compared by test/lakecheck, and returns the number of rows.
-func waitLakeEqual(t *testing.T, r *ingestRun, p *proc, timeout time.Duration) int {
-	t.Helper()
-	ice := testenv.IcebergEnv(t)
-	cat, err := rest.NewCatalog(t.Context(), "e2e", ice.URI, rest.WithAdditionalProps(ice.FileIOProps()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := r.c.db.AdminDB(t, r.c.dbName)
-	db.SetMaxOpenConns(1) // keep the session time zone
-	if _, err := db.ExecContext(t.Context(), "SET time_zone = '+00:00'"); err != nil {
-		t.Fatal(err)
-	}
-	var last []string
-	deadline := time.Now().Add(timeout)
-	for {
-		if p.exited() {
-			t.Fatalf("ingest exited: %v\n%s", p.err, p.output())
-		}
-		tbl, err := cat.LoadTable(t.Context(), table.Identifier{r.c.dbName, "t"})
-		if err == nil {
-			lake, types, err := lakecheck.Iceberg(t.Context(), tbl, []string{"id"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			src, err := lakecheck.MariaDB(t.Context(), db, "t", []string{"id"}, types)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if last = lakecheck.Diff(src, lake, 10); len(last) == 0 {
-				return len(src.ByKey)
-			}
-		} else {
-			last = []string{err.Error()}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Iceberg differs from MariaDB after %s:\n%s\ningest log:\n%s", timeout, strings.Join(last, "\n"), p.output())
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
 }
 
 func randHex(t *testing.T) string {

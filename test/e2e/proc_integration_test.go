@@ -4,9 +4,14 @@ package e2e
 
 import (
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"sync"
 	"syscall"
 	"testing"
@@ -104,6 +109,7 @@ func (p *proc) exited() bool {
 	}
 }
 
+// output is the tail of the process's log, for failure messages.
 func (p *proc) output() string {
 	b, _ := os.ReadFile(p.log)
 	if len(b) > 8000 {
@@ -111,3 +117,46 @@ func (p *proc) output() string {
 	}
 	return string(b)
 }
+
+// fullLog is the process's whole log, for searching: a line logged at
+// start scrolls out of output's tail.
+func (p *proc) fullLog(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(p.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// freePort is a local address no one listens on, for a process's metrics.
+func freePort(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// metric is the value of the first sample on the /metrics page at addr
+// whose name and labels match series (a regular expression), 0 when there
+// is none yet, -1 when the page cannot be read.
+func metric(addr, series string) int {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	m := regexp.MustCompile(`(?m)^` + series + ` ([0-9.e+]+)$`).FindSubmatch(b)
+	if m == nil {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(string(m[1]), 64)
+	return int(v)
+}
+
+// emittedReads is the op=r events a capture process published (its
+// /metrics at addr), -1 if they cannot be read.
+func emittedReads(addr string) int { return metric(addr, `capture_events_total\{op="r",[^}]*\}`) }

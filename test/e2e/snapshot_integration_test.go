@@ -6,11 +6,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"io"
 	"math/big"
 	"math/rand/v2"
-	"net"
-	"net/http"
 	"os"
 	"regexp"
 	"strconv"
@@ -38,15 +35,6 @@ func snapshotRows(t *testing.T) int {
 	return 1_000_000
 }
 
-func freePort(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // snapFixture is a table of n rows, a capture configured to snapshot it and
 // a writer changing it meanwhile.
 type snapFixture struct {
@@ -59,11 +47,14 @@ type snapFixture struct {
 	writeErr atomic.Int64
 }
 
-func newSnapFixture(t *testing.T, chunk int) *snapFixture {
+// newSnapFixture loads n rows into table big of a new database whose
+// capture (metrics on a free port) reads chunk rows per query, with env
+// added to its environment.
+func newSnapFixture(t *testing.T, n, chunk int, env ...string) *snapFixture {
 	metrics := freePort(t)
-	c := newCaptureEnv(t, "CAPTURE_LOG_LEVEL=info", "CAPTURE_METRICS_ADDR="+metrics,
-		fmt.Sprintf("CAPTURE_SNAPSHOT_CHUNK_ROWS=%d", chunk), "CAPTURE_COMMIT_INTERVAL=100ms")
-	f := &snapFixture{c: c, admin: c.db.AdminDB(t, c.dbName), n: snapshotRows(t), metrics: metrics}
+	c := newCaptureEnv(t, append([]string{"CAPTURE_LOG_LEVEL=info", "CAPTURE_METRICS_ADDR=" + metrics,
+		fmt.Sprintf("CAPTURE_SNAPSHOT_CHUNK_ROWS=%d", chunk), "CAPTURE_COMMIT_INTERVAL=100ms"}, env...)...)
+	f := &snapFixture{c: c, admin: c.db.AdminDB(t, c.dbName), n: n, metrics: metrics}
 	exec1(t, c, `CREATE TABLE big (id BIGINT PRIMARY KEY, v BIGINT NOT NULL, name VARCHAR(64),
 		amount DECIMAL(12,2) NOT NULL, created DATETIME(3) NOT NULL)`)
 	start := time.Now()
@@ -76,18 +67,7 @@ func newSnapFixture(t *testing.T, chunk int) *snapFixture {
 // cursor is the capture's snapshot rows read so far (from /metrics), a
 // good guess of the key it reads next since keys are dense.
 func (f *snapFixture) cursor() int {
-	resp, err := http.Get("http://" + f.metrics + "/metrics")
-	if err != nil {
-		return -1
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	m := regexp.MustCompile(`capture_snapshot_rows_read_total\{[^}]*\} ([0-9.e+]+)`).FindSubmatch(b)
-	if m == nil {
-		return -1
-	}
-	v, _ := strconv.ParseFloat(string(m[1]), 64)
-	return int(v)
+	return metric(f.metrics, `capture_snapshot_rows_read_total\{[^}]*\}`)
 }
 
 // write makes random single-statement changes until ctx ends: half of them
@@ -171,10 +151,7 @@ func (f *snapFixture) watchLocks(ctx context.Context, t *testing.T) (samples, ca
 					var mode, typ, schema, table sql.NullString
 					if rows.Scan(&mode, &typ, &schema, &table) == nil {
 						mdlSeen++
-						switch {
-						case strings.Contains(strings.ToLower(typ.String), "global read"),
-							strings.Contains(mode.String, "NO_WRITE"), strings.Contains(mode.String, "NO_READ_WRITE"),
-							strings.Contains(mode.String, "EXCLUSIVE"), strings.Contains(mode.String, "SHARED_WRITE"):
+						if blocksWriters(mode.String, typ.String) {
 							bad = append(bad, fmt.Sprintf("metadata lock %s %s on %s.%s", mode.String, typ.String, schema.String, table.String))
 						}
 					}
@@ -186,6 +163,25 @@ func (f *snapFixture) watchLocks(ctx context.Context, t *testing.T) (samples, ca
 		time.Sleep(20 * time.Millisecond)
 	}
 	return samples, capSeen, mdlSeen, bad
+}
+
+// blocksWriters reports whether a metadata lock (METADATA_LOCK_INFO's
+// LOCK_MODE and LOCK_TYPE) is more than a reader's. A consistent-snapshot
+// SELECT holds MDL_SHARED_READ on its table, SHOW CREATE TABLE and
+// information_schema MDL_SHARED_HIGH_PRIO or MDL_SHARED; anything else is
+// a lock: on MariaDB 10.11, LOCK TABLES ... READ shows as
+// MDL_SHARED_READ_ONLY and FLUSH TABLES WITH READ LOCK as a "Backup lock"
+// (MDL_BACKUP_FTWRL1/2), neither of which names NO_WRITE or a global read
+// lock (checked on the stack's server).
+func blocksWriters(mode, typ string) bool {
+	if typ != "Table metadata lock" {
+		return true
+	}
+	switch mode {
+	case "MDL_SHARED_READ", "MDL_SHARED_HIGH_PRIO", "MDL_SHARED":
+		return false
+	}
+	return true
 }
 
 type snapRow struct {
@@ -288,7 +284,7 @@ func diffViews(t *testing.T, got, want map[int64]snapRow) {
 // the writer runs and the lock watcher samples; kill > 0 kills capture
 // that many times at random moments, restarting it each time.
 func runSnapshot(t *testing.T, kills, chunk int) {
-	f := newSnapFixture(t, chunk)
+	f := newSnapFixture(t, snapshotRows(t), chunk)
 	bin := binary(t, "capture")
 
 	wctx, stopWriter := context.WithCancel(t.Context())
@@ -311,7 +307,7 @@ func runSnapshot(t *testing.T, kills, chunk int) {
 		// Kill a random moment after this process took up the snapshot, so
 		// that kills land on it however fast the machine is.
 		testenv.Eventually(t, time.Minute, 20*time.Millisecond, func() bool {
-			out := p.output()
+			out := p.fullLog(t)
 			return p.exited() || strings.Contains(out, "snapshot: running") || strings.Contains(out, "snapshot: done")
 		}, "capture to take up the snapshot")
 		// Up to 1.5 s: some kills land before the first chunk commits,
@@ -321,14 +317,14 @@ func runSnapshot(t *testing.T, kills, chunk int) {
 			t.Fatalf("capture exited on its own before kill %d: %v\n%s", i, p.err, p.output())
 		}
 		p.kill()
-		if !done && strings.Contains(p.output(), "snapshot: done") {
+		if !done && strings.Contains(p.fullLog(t), "snapshot: done") {
 			done = true
 			t.Logf("the snapshot finished before kill %d", i)
 		}
 		if !done {
 			during++
 		}
-		logs.WriteString(p.output())
+		logs.WriteString(p.fullLog(t))
 		p = start(t, bin, f.c.env, fmt.Sprintf("capture-%d.log", i+1))
 	}
 	if done {
@@ -337,7 +333,7 @@ func runSnapshot(t *testing.T, kills, chunk int) {
 		waitLog(t, p, "snapshot: done", 5*time.Minute)
 	}
 	took := time.Since(began)
-	for _, l := range strings.Split(logs.String()+p.output(), "\n") {
+	for _, l := range strings.Split(logs.String()+p.fullLog(t), "\n") {
 		if strings.Contains(l, "snapshot: running") || strings.Contains(l, "snapshot: done") || strings.Contains(l, "level=ERROR") {
 			t.Log(l)
 		}
@@ -355,6 +351,7 @@ func runSnapshot(t *testing.T, kills, chunk int) {
 	if f.ops.Load() < 500 {
 		t.Fatalf("the writer made only %d changes; the test proves little", f.ops.Load())
 	}
+	f.c.caughtUp(t, 5*time.Minute)
 	t.Logf("lock watcher: %d samples, %d capture sessions seen, %d metadata locks of capture's sessions seen (-1: METADATA_LOCK_INFO unavailable)", samples, capSeen, mdlSeen)
 	if mdlSeen == 0 {
 		// Every SELECT holds a shared metadata lock while it runs: a
@@ -387,7 +384,7 @@ func runSnapshot(t *testing.T, kills, chunk int) {
 		// never go back, and most kills must have landed after some chunks
 		// were committed (else the test only proves restarts from zero).
 		var resumed []int
-		for _, m := range resumedRe.FindAllStringSubmatch(logs.String()+p.output(), -1) {
+		for _, m := range resumedRe.FindAllStringSubmatch(logs.String()+p.fullLog(t), -1) {
 			n, _ := strconv.Atoi(m[1])
 			resumed = append(resumed, n)
 		}

@@ -161,23 +161,60 @@ func isUnionBranch(k string) bool {
 // timeout. It fails the test on any decoding error.
 func ReadAll(t testing.TB, brokers []string, dec *Decoder, topic string, want int, quiet, timeout time.Duration) []Record {
 	t.Helper()
-	cl, err := kgo.NewClient(
+	ctx := t.Context()
+	var out []Record
+	Consume(t, brokers, topic, want, quiet, timeout, func(r *kgo.Record) {
+		rec := Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, RawKey: r.Key, Headers: map[string]string{}}
+		for _, h := range r.Headers {
+			rec.Headers[h.Key] = string(h.Value)
+		}
+		if r.Key != nil {
+			k, id, err := dec.Decode(ctx, r.Key)
+			if err != nil {
+				t.Fatalf("decoding key at %s[%d]@%d: %v", r.Topic, r.Partition, r.Offset, err)
+			}
+			rec.Key, rec.KeyID = k, id
+		}
+		if r.Value != nil {
+			v, id, err := dec.Decode(ctx, r.Value)
+			if err != nil {
+				t.Fatalf("decoding value at %s[%d]@%d: %v", r.Topic, r.Partition, r.Offset, err)
+			}
+			rec.Value, rec.ValueID = v, id
+		}
+		out = append(out, rec)
+	})
+	if len(out) < want {
+		t.Fatalf("read %d records from %s, want at least %d", len(out), topic, want)
+	}
+	return out
+}
+
+// Consume reads topic from the start with read_committed, passing each
+// record to fn, until it has read at least want records and then nothing
+// new arrives for quiet, or until timeout, and returns how many it read.
+// It is ReadAll without the decoding and without keeping the records, for
+// topics too large to hold (opts are added to the client's, e.g. larger
+// fetches); reading fewer than want is for the caller to judge.
+func Consume(t testing.TB, brokers []string, topic string, want int, quiet, timeout time.Duration, fn func(*kgo.Record), opts ...kgo.Opt) int {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(brokers...),
 		kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.FetchMaxWait(200*time.Millisecond),
-	)
+		kgo.FetchMaxWait(200 * time.Millisecond),
+	}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
 	ctx := t.Context()
-	var out []Record
+	n := 0
 	deadline := time.Now().Add(timeout)
 	lastNew := time.Now()
 	for time.Now().Before(deadline) {
-		if len(out) >= want && time.Since(lastNew) >= quiet {
+		if n >= want && time.Since(lastNew) >= quiet {
 			break
 		}
 		pctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
@@ -190,31 +227,11 @@ func ReadAll(t testing.TB, brokers []string, dec *Decoder, topic string, want in
 		})
 		fs.EachRecord(func(r *kgo.Record) {
 			lastNew = time.Now()
-			rec := Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, RawKey: r.Key, Headers: map[string]string{}}
-			for _, h := range r.Headers {
-				rec.Headers[h.Key] = string(h.Value)
-			}
-			if r.Key != nil {
-				k, id, err := dec.Decode(ctx, r.Key)
-				if err != nil {
-					t.Fatalf("decoding key at %s[%d]@%d: %v", r.Topic, r.Partition, r.Offset, err)
-				}
-				rec.Key, rec.KeyID = k, id
-			}
-			if r.Value != nil {
-				v, id, err := dec.Decode(ctx, r.Value)
-				if err != nil {
-					t.Fatalf("decoding value at %s[%d]@%d: %v", r.Topic, r.Partition, r.Offset, err)
-				}
-				rec.Value, rec.ValueID = v, id
-			}
-			out = append(out, rec)
+			n++
+			fn(r)
 		})
 	}
-	if len(out) < want {
-		t.Fatalf("read %d records from %s, want at least %d", len(out), topic, want)
-	}
-	return out
+	return n
 }
 
 // ListTopics returns the topics with the given prefix.
