@@ -4,3 +4,6 @@
 CREATE USER IF NOT EXISTS 'binlake_capture'@'%' IDENTIFIED BY 'binlake_capture';
 GRANT SELECT, SHOW DATABASES, REPLICATION SLAVE, BINLOG MONITOR ON *.* TO 'binlake_capture'@'%';
 CREATE DATABASE IF NOT EXISTS shop;
+-- An admin user for workloads (the image's MARIADB_USER would get no grant without a MARIADB_DATABASE).
+CREATE USER IF NOT EXISTS 'binlake_admin'@'%' IDENTIFIED BY 'binlake_admin';
+GRANT ALL PRIVILEGES ON *.* TO 'binlake_admin'@'%';
