@@ -269,10 +269,6 @@ func (p *Pipeline) poll(ctx context.Context) error {
 			p.cl.AllowRebalance()
 			return nil
 		}
-		if err := p.firstErr(); err != nil {
-			p.cl.AllowRebalance()
-			return nil
-		}
 		var fatal error
 		fetches.EachError(func(topic string, part int32, err error) {
 			if errors.Is(err, context.Canceled) {
