@@ -51,9 +51,12 @@ type worker struct {
 	committer *commit.Committer
 	schema    *decode.Schema
 	key       []string
-	keyless   bool // an append-only change log (no primary key)
-	buf       *batch.Buffer
+	buf       *batch.Buffer // append-only for a keyless table's change log
 }
+
+// changeLog reports whether the table is the append-only change log of a
+// source table without a primary key.
+func (w *worker) changeLog() bool { return w.buf != nil && w.buf.AppendOnly() }
 
 // send queues m, waiting while the queue is full. It returns false when
 // ctx ends or the pipeline failed.
@@ -147,7 +150,7 @@ func (w *worker) add(ctx context.Context, rec *kgo.Record) error {
 	}
 	keyless := ch.Keyless
 	if ch.Event.Op == batch.OpTruncate { // a truncate has no key: the table stays what it was
-		keyless = w.keyless
+		keyless = w.changeLog()
 	}
 	if ch.Keyless && !w.p.cfg.KeylessAppend {
 		return fmt.Errorf("table %v: %c event with a null key at %s/%d/%d: the table has no primary key and keyless-tables=reject; set keyless-tables=append to keep it as an append-only change log, or add a primary key",
@@ -157,7 +160,7 @@ func (w *worker) add(ctx context.Context, rec *kgo.Record) error {
 	if key == nil && !ch.Keyless { // a truncate: the key stays what it was
 		key = w.key
 	}
-	if ch.Schema != w.schema || keyless != w.keyless || (ch.KeyFields != nil && !slices.Equal(key, w.key)) {
+	if ch.Schema != w.schema || keyless != w.changeLog() || (ch.KeyFields != nil && !slices.Equal(key, w.key)) {
 		if err := w.flush(ctx, "schema"); err != nil {
 			return err
 		}
@@ -169,7 +172,7 @@ func (w *worker) add(ctx context.Context, rec *kgo.Record) error {
 		return nil
 	}
 	now := time.Now()
-	if w.keyless {
+	if w.buf.AppendOnly() {
 		if err := w.addChangeLog(&ch, now); err != nil {
 			return err
 		}
@@ -285,7 +288,7 @@ func (w *worker) adopt(ctx context.Context, s *decode.Schema, key []string, keyl
 	} else if w.buf, err = batch.New(s.Columns, key, w.p.cfg.Limits); err != nil {
 		return fmt.Errorf("table %v: %w", w.ident, err)
 	}
-	w.schema, w.key, w.keyless = s, key, keyless
+	w.schema, w.key = s, key
 	return nil
 }
 
