@@ -330,7 +330,6 @@ func (p *Pipeline) worker(ctx context.Context, topic string) (*worker, error) {
 	ident, identErr := p.ident(topic)
 	w := &worker{p: p, topic: topic, ident: ident, identErr: identErr, in: make(chan msg, p.cfg.QueueRecords),
 		log: p.log.With("table", strings.Join(ident, "."), "topic", topic)}
-	w.partition, w.partitionExplicit = p.cfg.Partitions.For(sourceNames(topic))
 	p.tables[topic] = w
 	p.wg.Add(1)
 	go func() {

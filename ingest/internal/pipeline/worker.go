@@ -38,15 +38,13 @@ type msg struct {
 
 // worker owns one table: its buffer, its Committer and its schema.
 type worker struct {
-	p                 *Pipeline
-	topic             string
-	ident             table.Identifier
-	identErr          error   // the topic cannot name a table
-	partition         *Bucket // spec of the table if ingest creates it
-	partitionExplicit bool    // set for this table, not by "*"
-	in                chan msg
-	log               *slog.Logger
-	skipped           map[string]int64 // records that are not changes, by value schema name
+	p        *Pipeline
+	topic    string
+	ident    table.Identifier
+	identErr error // the topic cannot name a table
+	in       chan msg
+	log      *slog.Logger
+	skipped  map[string]int64 // records that are not changes, by value schema name
 
 	committer *commit.Committer
 	schema    *decode.Schema
@@ -314,8 +312,8 @@ func (w *worker) create(ctx context.Context, s *decode.Schema, key []string, key
 	if err != nil {
 		return fmt.Errorf("mapping the schema of %s (%s): %w", w.topic, s.ID, err)
 	}
-	part := w.partition
-	if keyless && !w.partitionExplicit {
+	part, explicit := w.p.cfg.Partitions.For(sourceNames(w.topic))
+	if keyless && !explicit {
 		part = nil // "*" partitions tables by their key; a change log has none
 	}
 	spec, err := part.Spec(m.Schema, key)
