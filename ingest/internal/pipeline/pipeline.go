@@ -379,11 +379,11 @@ func (p *Pipeline) adjustOffsets(ctx context.Context, offsets map[string]map[int
 	for topic, parts := range offsets {
 		ident, err := p.ident(topic)
 		if err != nil {
-			// Not a table's topic: nothing holds offsets for it. Its
-			// records are skipped if they are not changes (worker.add).
-			for part := range parts {
-				parts[part] = kgo.NewOffset().AtStart()
-			}
+			// Not a table's topic: no table holds its offsets, so the
+			// group's (or the start, with none) are kept. Its records are
+			// skipped, and the group offsets committed past them
+			// (worker.commitSkipped), if they are not changes; a change
+			// stops ingest before its offset is committed.
 			continue
 		}
 		var held batch.Offsets

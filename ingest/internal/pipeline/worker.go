@@ -45,6 +45,10 @@ type worker struct {
 	in       chan msg
 	log      *slog.Logger
 	skipped  map[string]int64 // records that are not changes, by value schema name
+	// skippedTo is, on a topic that names no table, the next offset by
+	// partition past the records skipped since the last group commit:
+	// only the consumer group can remember them (see adjustOffsets).
+	skippedTo map[int32]int64
 
 	committer *commit.Committer
 	schema    *decode.Schema
@@ -105,6 +109,7 @@ func (w *worker) run(ctx context.Context) error {
 			switch m.ctl {
 			case ctlFlush:
 				err = w.flush(m.ctx, "handoff")
+				w.commitSkipped(m.ctx)
 			case ctlDrop:
 				w.drop()
 			}
@@ -118,6 +123,7 @@ func (w *worker) run(ctx context.Context) error {
 					return err
 				}
 			}
+			w.commitSkipped(ctx)
 		}
 	}
 }
@@ -138,9 +144,11 @@ func (w *worker) add(ctx context.Context, rec *kgo.Record) error {
 			w.log.Info("skipping records that are not row changes", "schema", ch.NotChange, "skipped", w.skipped[ch.NotChange]+1, "offset", rec.Offset)
 		}
 		w.skipped[ch.NotChange]++
+		w.skip(rec)
 		return nil
 	}
 	if ch.Tombstone {
+		w.skip(rec)
 		return nil
 	}
 	if w.identErr != nil {
@@ -386,6 +394,7 @@ func (w *worker) evolve(ctx context.Context, changes []schemamap.Change) error {
 }
 
 func (w *worker) drop() {
+	w.skippedTo = nil // no longer ours to commit
 	if w.buf == nil || w.buf.Len() == 0 {
 		return
 	}
@@ -445,17 +454,51 @@ func (w *worker) flush(ctx context.Context, reason string) error {
 	w.setBuffered()
 	// Advisory group commit, after the table holds the offsets.
 	if offs := res.Offsets[w.topic]; len(offs) > 0 {
-		eo := map[string]map[int32]kgo.EpochOffset{w.topic: {}}
-		for p, next := range offs {
-			eo[w.topic][p] = kgo.EpochOffset{Epoch: -1, Offset: next}
-		}
-		w.p.cl.CommitOffsets(ctx, eo, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, _ *kmsg.OffsetCommitResponse, err error) {
-			if err != nil {
-				w.log.Debug("advisory group offset commit failed", "error", err)
-			}
-		})
+		w.commitGroup(ctx, offs)
 	}
 	return nil
+}
+
+// skip notes a record skipped on a topic that names no table, for
+// commitSkipped. A table's topic needs no note: its table holds its
+// offsets.
+func (w *worker) skip(rec *kgo.Record) {
+	if w.identErr == nil {
+		return
+	}
+	if w.skippedTo == nil {
+		w.skippedTo = map[int32]int64{}
+	}
+	w.skippedTo[rec.Partition] = rec.Offset + 1
+}
+
+// commitSkipped commits to the consumer group the offsets past the records
+// skipped on a topic that names no table, so that a restart resumes there
+// rather than re-reading the topic from its start. It is safe: such a
+// topic's records are all skipped, and its first change record stops
+// ingest before any offset past it is noted.
+func (w *worker) commitSkipped(ctx context.Context) {
+	if len(w.skippedTo) == 0 {
+		return
+	}
+	w.commitGroup(ctx, w.skippedTo)
+	w.skippedTo = nil
+}
+
+// commitGroup commits next offsets of the worker's topic to the consumer
+// group, asynchronously. The commit is advisory for a table's topic (the
+// table holds the real offsets) and the only record of progress for a
+// topic that names no table.
+func (w *worker) commitGroup(ctx context.Context, next map[int32]int64) {
+	eo := map[string]map[int32]kgo.EpochOffset{w.topic: {}}
+	for p, n := range next {
+		eo[w.topic][p] = kgo.EpochOffset{Epoch: -1, Offset: n}
+	}
+	w.p.cl.CommitOffsets(ctx, eo, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, _ *kmsg.OffsetCommitResponse, err error) {
+		if err != nil {
+			w.log.Debug("group offset commit failed", "error", err)
+		}
+	})
 }
 
 func (w *worker) setBuffered() {
