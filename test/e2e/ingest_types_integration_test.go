@@ -151,9 +151,42 @@ var typesWorkload = []string{
 func TestIngestBothProducersTypes(t *testing.T) {
 	c := newCaptureEnv(t, "CAPTURE_SNAPSHOT_MODE=no_data")
 	exec1(t, c, typesTables...)
-	tables := []keyedTable{{"ints", []string{"id"}}, {"nums", []string{"id"}}, {"strs", []string{"id"}}, {"times", []string{"id"}},
-		{"geo", []string{"id"}}, {"buck", []string{"id"}}, {"nopk", nil}}
-	runBothProducers(t, c, []string{"INGEST_PARTITION_SPEC=*=none; " + c.dbName + ".buck=bucket(4, id)"}, typesWorkload, tables)
+	cat, namespaces := runBothProducers(t, c, bothProducers{
+		ingestEnv: []string{"INGEST_PARTITION_SPEC=*=none; " + c.dbName + ".buck=bucket(4, id)"},
+		workload:  typesWorkload,
+		tables: []keyedTable{{"ints", []string{"id"}}, {"nums", []string{"id"}}, {"strs", []string{"id"}}, {"times", []string{"id"}},
+			{"geo", []string{"id"}}, {"buck", []string{"id"}}, {"nopk", nil}},
+		nonChange: true,
+	})
+	ctx := t.Context()
+	for _, ns := range namespaces {
+		tbl, err := cat.LoadTable(ctx, table.Identifier{ns, "buck"})
+		if err != nil {
+			t.Errorf("loading the bucketed table: %v", err)
+			continue
+		}
+		spec := tbl.Spec()
+		if spec.NumFields() != 1 || spec.Field(0).Transform.String() != "bucket[4]" {
+			t.Errorf("%v: partition spec %s, want bucket[4](id)", tbl.Identifier(), spec.String())
+		}
+		// Rows live in several buckets, and each equality delete file
+		// is in the partition of the keys it deletes.
+		tasks, err := tbl.Scan().PlanFiles(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, eqDeletes := map[string]bool{}, map[string]bool{}
+		for _, task := range tasks {
+			data[fmt.Sprint(task.File.Partition())] = true
+			for _, d := range task.EqualityDeleteFiles {
+				eqDeletes[fmt.Sprint(d.Partition())] = true
+			}
+		}
+		if len(data) < 2 || len(eqDeletes) < 2 {
+			t.Errorf("%v: data files in %d buckets, equality deletes in %d: want rows and deletes spread over buckets", tbl.Identifier(), len(data), len(eqDeletes))
+		}
+		t.Logf("%v: partition spec %s; data files in %d buckets, live equality deletes in %d", tbl.Identifier(), spec.String(), len(data), len(eqDeletes))
+	}
 }
 
 // keyedTable is a table to compare; a nil key is a table without a primary
@@ -163,32 +196,51 @@ type keyedTable struct {
 	key  []string
 }
 
-// runBothProducers starts Debezium, capture and one ingest (with extra
-// settings) on c's database, runs the workload and waits until every table,
-// in both producers' namespaces, read with the Java reader, equals MariaDB.
-func runBothProducers(t *testing.T, c *captureEnv, ingestEnv, workload []string, tables []keyedTable) {
+// bothProducers are the settings of runBothProducers.
+type bothProducers struct {
+	ingestEnv []string // extra ingest settings
+	workload  []string // statements run once capture, Debezium and ingest run
+	tables    []keyedTable
+	// nonChange has Debezium also write its schema change topic
+	// <prefix>, transaction metadata on <prefix>.transaction and
+	// heartbeats, all matched by ingest's topic regex: ingest must skip
+	// them, and log that it did.
+	nonChange bool
+}
+
+// runBothProducers starts the real Debezium connector, capture and one
+// ingest (consuming both producers' topics into namespaces
+// <producer>_<db>) on c's database, whose tables exist, runs the workload
+// and waits until every table, in both namespaces, read with the Java
+// reference reader, equals MariaDB. It returns the catalog and the two
+// namespaces.
+func runBothProducers(t *testing.T, c *captureEnv, run bothProducers) (*rest.Catalog, []string) {
 	t.Helper()
 	ice := testenv.IcebergEnv(t)
 	ctx := t.Context()
 	dbzPrefix := "dbz_" + c.prefix
-	// Debezium also writes its schema change topic <prefix>, transaction
-	// metadata on <prefix>.transaction and heartbeats, all of which the
-	// topic regex matches: ingest must skip them.
+	extra := map[string]string{"skipped.operations": "none"}
+	regex := "(" + c.prefix + "|" + dbzPrefix + `)\.` + c.dbName + `\..*`
+	if run.nonChange {
+		extra["include.schema.changes"] = "true"
+		extra["provide.transaction.metadata"] = "true"
+		extra["heartbeat.interval.ms"] = "500"
+		regex = "(" + c.prefix + "|" + dbzPrefix + `)(\.` + c.dbName + `\..*|\.transaction)?|__debezium-heartbeat\.` + dbzPrefix
+	}
 	debezium.Run(t, debezium.Config{Database: c.dbName, TopicPrefix: dbzPrefix, ServerID: 6600 + uint32(time.Now().UnixNano()%100000),
-		SnapshotMode: "no_data", Extra: map[string]string{"skipped.operations": "none",
-			"include.schema.changes": "true", "provide.transaction.metadata": "true", "heartbeat.interval.ms": "500"}})
+		SnapshotMode: "no_data", Extra: extra})
 	cp := start(t, binary(t, "capture"), c.env, "capture.log")
 	waitLog(t, cp, "Connected to server", 30*time.Second)
 	ing := start(t, binary(t, "ingest"), append([]string{
 		"INGEST_KAFKA_BROKERS=" + strings.Join(testenv.KafkaBrokers(t), ","),
 		"INGEST_GROUP_ID=" + testenv.Unique(t, "g"),
-		"INGEST_TOPIC_REGEX=(" + c.prefix + "|" + dbzPrefix + `)(\.` + c.dbName + `\..*|\.transaction)?|__debezium-heartbeat\.` + dbzPrefix,
+		"INGEST_TOPIC_REGEX=" + regex,
 		"INGEST_NAMESPACE_WITH_PREFIX=true",
 		"INGEST_SCHEMA_REGISTRY_URL=" + testenv.RegistryURL(t),
 		"INGEST_CATALOG_URI=" + ice.URI, "INGEST_S3_ENDPOINT=" + ice.S3Endpoint, "INGEST_S3_REGION=" + ice.Region,
 		"INGEST_FLUSH_INTERVAL=1s", "INGEST_METRICS_ADDR=127.0.0.1:0",
-	}, ingestEnv...), "ingest.log")
-	exec1(t, c, workload...)
+	}, run.ingestEnv...), "ingest.log")
+	exec1(t, c, run.workload...)
 
 	cat, err := rest.NewCatalog(ctx, "e2e", ice.URI, rest.WithAdditionalProps(ice.FileIOProps()))
 	if err != nil {
@@ -199,10 +251,10 @@ func runBothProducers(t *testing.T, c *captureEnv, ingestEnv, workload []string,
 		t.Fatal(err)
 	}
 	db.SetMaxOpenConns(1) // keep the session time zone
+	namespaces := []string{c.prefix + "_" + c.dbName, dbzPrefix + "_" + c.dbName}
 	compared := 0
-	for _, producer := range []string{c.prefix, dbzPrefix} {
-		ns := producer + "_" + c.dbName
-		for _, tb := range tables {
+	for _, ns := range namespaces {
+		for _, tb := range run.tables {
 			var last []string
 			deadline := time.Now().Add(3 * time.Minute)
 			for {
@@ -225,51 +277,26 @@ func runBothProducers(t *testing.T, c *captureEnv, ingestEnv, workload []string,
 					t.Logf("%s.%s not equal yet: %s", ns, tb.name, strings.Join(last, "; "))
 				}
 				if time.Now().After(deadline) {
-					t.Fatalf("%s.%s (producer %s) differs from MariaDB through the Java reader:\n%s\ningest log:\n%s",
-						ns, tb.name, producer, strings.Join(last, "\n"), ing.output())
+					t.Fatalf("%s.%s differs from MariaDB through the Java reader:\n%s\ningest log:\n%s",
+						ns, tb.name, strings.Join(last, "\n"), ing.output())
 				}
 				time.Sleep(time.Second)
 			}
 		}
 	}
-	t.Logf("%d rows of %d tables equal through the Java reader, with capture and with Debezium as the producer", compared, len(tables))
-	for _, producer := range []string{c.prefix, dbzPrefix} {
-		tbl, err := cat.LoadTable(ctx, table.Identifier{producer + "_" + c.dbName, "buck"})
-		if err == nil {
-			spec := tbl.Spec()
-			if spec.NumFields() != 1 || spec.Field(0).Transform.String() != "bucket[4]" {
-				t.Errorf("%v: partition spec %s, want bucket[4](id)", tbl.Identifier(), spec.String())
+	t.Logf("%d rows of %d tables equal through the Java reader, with capture and with Debezium as the producer", compared, len(run.tables))
+	if run.nonChange {
+		full, err := os.ReadFile(ing.log) // output() is only the tail
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, schema := range []string{"io.debezium.connector.mariadb.SchemaChangeValue", "io.debezium.connector.common.TransactionMetadataValue", "io.debezium.connector.common.Heartbeat"} {
+			if !strings.Contains(string(full), `msg="skipping records that are not row changes"`) || !strings.Contains(string(full), " schema="+schema+" ") {
+				t.Errorf("ingest did not log skipping %s records", schema)
 			}
-			// Rows live in several buckets, and each equality delete file
-			// is in the partition of the keys it deletes.
-			tasks, err := tbl.Scan().PlanFiles(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			data, eqDeletes := map[string]bool{}, map[string]bool{}
-			for _, task := range tasks {
-				data[fmt.Sprint(task.File.Partition())] = true
-				for _, d := range task.EqualityDeleteFiles {
-					eqDeletes[fmt.Sprint(d.Partition())] = true
-				}
-			}
-			if len(data) < 2 || len(eqDeletes) < 2 {
-				t.Errorf("%v: data files in %d buckets, equality deletes in %d: want rows and deletes spread over buckets", tbl.Identifier(), len(data), len(eqDeletes))
-			}
-			t.Logf("%v: partition spec %s; data files in %d buckets, live equality deletes in %d", tbl.Identifier(), spec.String(), len(data), len(eqDeletes))
-		} else {
-			t.Errorf("loading the bucketed table: %v", err)
 		}
 	}
-	full, err := os.ReadFile(ing.log) // output() is only the tail
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, schema := range []string{"io.debezium.connector.mariadb.SchemaChangeValue", "io.debezium.connector.common.TransactionMetadataValue", "io.debezium.connector.common.Heartbeat"} {
-		if !strings.Contains(string(full), `msg="skipping records that are not row changes"`) || !strings.Contains(string(full), " schema="+schema+" ") {
-			t.Errorf("ingest did not log skipping %s records", schema)
-		}
-	}
+	return cat, namespaces
 }
 
 // changeLogEqualsMariaDB reads the change log of a table without a

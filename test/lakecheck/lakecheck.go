@@ -2,7 +2,12 @@
 // table row for row and value for value, for the demo and end-to-end tests.
 // Both sides are rendered to canonical text guided by the Iceberg column
 // type and, on the MariaDB side, the MySQL column type (the mapping of
-// schemas/TYPES.md). The canonical forms, per Iceberg type:
+// schemas/TYPES.md). The Iceberg type a MariaDB column must have is
+// decided here from information_schema alone, by TYPES.md with the
+// producers' defaults (see [IcebergTypeOf]), and a table whose column has
+// another type is an error: ingest's mapping is checked, never reused, so
+// a wrong mapping (a lost decimal scale, a double as float) cannot make
+// both sides render alike. The canonical forms, per Iceberg type:
 //
 //   - NULL: NULL.
 //   - int, long: decimal digits. MySQL BIGINT UNSIGNED in a long column:
@@ -216,6 +221,9 @@ func scanMariaDB(ctx context.Context, db *sql.DB, name string, types map[string]
 	if err != nil {
 		return nil, err
 	}
+	if err := checkTypes(name, mysqlTypes, types); err != nil {
+		return nil, err
+	}
 	rows, err := db.QueryContext(ctx, "SELECT * FROM `"+name+"`")
 	if err != nil {
 		return nil, err
@@ -248,10 +256,13 @@ type mysqlColumn struct {
 	dataType   string // e.g. "bigint", "bit", "time"
 	columnType string // e.g. "bigint(20) unsigned", "bit(10)"
 	nullable   bool
+	precision  int // NUMERIC_PRECISION of a decimal
+	scale      int // NUMERIC_SCALE of a decimal
 }
 
 func columnTypes(ctx context.Context, db *sql.DB, table string) (map[string]mysqlColumn, error) {
-	rows, err := db.QueryContext(ctx, `SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE
+	rows, err := db.QueryContext(ctx, `SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE,
+		COALESCE(NUMERIC_PRECISION, 0), COALESCE(NUMERIC_SCALE, 0)
 		FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?`, table)
 	if err != nil {
 		return nil, fmt.Errorf("reading the column types of %s: %w", table, err)
@@ -261,13 +272,124 @@ func columnTypes(ctx context.Context, db *sql.DB, table string) (map[string]mysq
 	for rows.Next() {
 		var name, nullable string
 		var c mysqlColumn
-		if err := rows.Scan(&name, &c.dataType, &c.columnType, &nullable); err != nil {
+		if err := rows.Scan(&name, &c.dataType, &c.columnType, &nullable, &c.precision, &c.scale); err != nil {
 			return nil, err
 		}
 		c.dataType, c.columnType, c.nullable = strings.ToLower(c.dataType), strings.ToLower(c.columnType), nullable == "YES"
 		out[name] = c
 	}
 	return out, rows.Err()
+}
+
+// IcebergTypeOf is the Iceberg type of a MySQL/MariaDB column given its
+// information_schema DATA_TYPE and COLUMN_TYPE (lower case) and, for a
+// decimal, its precision and scale: schemas/TYPES.md with Debezium's
+// defaults (decimal.handling.mode=precise, bigint.unsigned.handling.mode=
+// long, time.precision.mode=adaptive_time_microseconds,
+// binary.handling.mode=bytes), written down here on its own rather than
+// taken from ingest. MariaDB's JSON is a longtext. ok is false for a type
+// TYPES.md does not map.
+func IcebergTypeOf(dataType, columnType string, precision, scale int) (t iceberg.Type, ok bool) {
+	p := iceberg.PrimitiveTypes
+	switch dataType {
+	case "tinyint", "smallint", "mediumint", "year":
+		return p.Int32, true
+	case "int":
+		if strings.Contains(columnType, "unsigned") {
+			return p.Int64, true
+		}
+		return p.Int32, true
+	case "bigint", "time":
+		return p.Int64, true
+	case "float":
+		if strings.Contains(columnType, ",") { // float(M,D) is a double
+			return p.Float64, true
+		}
+		return p.Float32, true
+	case "double", "real":
+		return p.Float64, true
+	case "decimal", "numeric":
+		if precision > 38 {
+			return p.String, true
+		}
+		return iceberg.DecimalTypeOf(precision, scale), true
+	case "bit":
+		if columnType == "bit(1)" {
+			return p.Bool, true
+		}
+		return p.Binary, true
+	case "char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum", "set", "json":
+		return p.String, true
+	case "binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob":
+		return p.Binary, true
+	case "date":
+		return p.Date, true
+	case "datetime":
+		return p.Timestamp, true
+	case "timestamp":
+		return p.TimestampTz, true
+	case "point":
+		return geometryType("x", "y", "wkb", "srid"), true
+	case "geometry", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon", "geometrycollection":
+		return geometryType("wkb", "srid"), true
+	}
+	return nil, false
+}
+
+// geometryType is the struct of Debezium's Point (x, y, wkb, srid) or
+// Geometry (wkb, srid); field IDs and optionality are not compared.
+func geometryType(names ...string) *iceberg.StructType {
+	types := map[string]iceberg.Type{"x": iceberg.PrimitiveTypes.Float64, "y": iceberg.PrimitiveTypes.Float64,
+		"wkb": iceberg.PrimitiveTypes.Binary, "srid": iceberg.PrimitiveTypes.Int32}
+	st := &iceberg.StructType{}
+	for _, n := range names {
+		st.FieldList = append(st.FieldList, iceberg.NestedField{Name: n, Type: types[n]})
+	}
+	return st
+}
+
+// sameType compares Iceberg types, structs by field names and types only.
+func sameType(a, b iceberg.Type) bool {
+	sa, okA := a.(*iceberg.StructType)
+	sb, okB := b.(*iceberg.StructType)
+	if !okA || !okB {
+		return a.Equals(b)
+	}
+	if len(sa.FieldList) != len(sb.FieldList) {
+		return false
+	}
+	for i, f := range sa.FieldList {
+		g := sb.FieldList[i]
+		if f.Name != g.Name || !sameType(f.Type, g.Type) {
+			return false
+		}
+	}
+	return true
+}
+
+// checkTypes refuses Iceberg column types that are not what TYPES.md
+// says for the MariaDB columns. A column Iceberg lacks (not yet added) is
+// left to Diff.
+func checkTypes(name string, mysqlTypes map[string]mysqlColumn, types map[string]iceberg.Type) error {
+	var errs []string
+	for c, m := range mysqlTypes {
+		got := types[c]
+		if got == nil {
+			continue
+		}
+		want, ok := IcebergTypeOf(m.dataType, m.columnType, m.precision, m.scale)
+		switch {
+		case !ok:
+			errs = append(errs, fmt.Sprintf("column %s: MySQL %s has no Iceberg type in TYPES.md", c, m.columnType))
+		case !sameType(want, got):
+			errs = append(errs, fmt.Sprintf("column %s: MySQL %s is Iceberg %s, want %s (TYPES.md)", c, m.columnType, got, want))
+		}
+	}
+	if len(errs) > 0 {
+		sort.Strings(errs)
+		return fmt.Errorf("table %s: %s", name, strings.Join(errs, "; "))
+	}
+	return nil
 }
 
 // zeroDate reports MySQL's zero date (or a date with month or day 0).

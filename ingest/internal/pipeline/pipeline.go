@@ -269,10 +269,6 @@ func (p *Pipeline) poll(ctx context.Context) error {
 			p.cl.AllowRebalance()
 			return nil
 		}
-		if err := p.firstErr(); err != nil {
-			p.cl.AllowRebalance()
-			return nil
-		}
 		var fatal error
 		fetches.EachError(func(topic string, part int32, err error) {
 			if errors.Is(err, context.Canceled) {
@@ -334,7 +330,6 @@ func (p *Pipeline) worker(ctx context.Context, topic string) (*worker, error) {
 	ident, identErr := p.ident(topic)
 	w := &worker{p: p, topic: topic, ident: ident, identErr: identErr, in: make(chan msg, p.cfg.QueueRecords),
 		log: p.log.With("table", strings.Join(ident, "."), "topic", topic)}
-	w.partition, w.partitionExplicit = p.cfg.Partitions.For(sourceNames(topic))
 	p.tables[topic] = w
 	p.wg.Add(1)
 	go func() {
@@ -384,11 +379,11 @@ func (p *Pipeline) adjustOffsets(ctx context.Context, offsets map[string]map[int
 	for topic, parts := range offsets {
 		ident, err := p.ident(topic)
 		if err != nil {
-			// Not a table's topic: nothing holds offsets for it. Its
-			// records are skipped if they are not changes (worker.add).
-			for part := range parts {
-				parts[part] = kgo.NewOffset().AtStart()
-			}
+			// Not a table's topic: no table holds its offsets, so the
+			// group's (or the start, with none) are kept. Its records are
+			// skipped, and the group offsets committed past them
+			// (worker.commitSkipped), if they are not changes; a change
+			// stops ingest before its offset is committed.
 			continue
 		}
 		var held batch.Offsets

@@ -38,22 +38,27 @@ type msg struct {
 
 // worker owns one table: its buffer, its Committer and its schema.
 type worker struct {
-	p                 *Pipeline
-	topic             string
-	ident             table.Identifier
-	identErr          error   // the topic cannot name a table
-	partition         *Bucket // spec of the table if ingest creates it
-	partitionExplicit bool    // set for this table, not by "*"
-	in                chan msg
-	log               *slog.Logger
-	skipped           map[string]int64 // records that are not changes, by value schema name
+	p        *Pipeline
+	topic    string
+	ident    table.Identifier
+	identErr error // the topic cannot name a table
+	in       chan msg
+	log      *slog.Logger
+	skipped  map[string]int64 // records that are not changes, by value schema name
+	// skippedTo is, on a topic that names no table, the next offset by
+	// partition past the records skipped since the last group commit:
+	// only the consumer group can remember them (see adjustOffsets).
+	skippedTo map[int32]int64
 
 	committer *commit.Committer
 	schema    *decode.Schema
 	key       []string
-	keyless   bool // an append-only change log (no primary key)
-	buf       *batch.Buffer
+	buf       *batch.Buffer // append-only for a keyless table's change log
 }
+
+// changeLog reports whether the table is the append-only change log of a
+// source table without a primary key.
+func (w *worker) changeLog() bool { return w.buf != nil && w.buf.AppendOnly() }
 
 // send queues m, waiting while the queue is full. It returns false when
 // ctx ends or the pipeline failed.
@@ -104,6 +109,7 @@ func (w *worker) run(ctx context.Context) error {
 			switch m.ctl {
 			case ctlFlush:
 				err = w.flush(m.ctx, "handoff")
+				w.commitSkipped(m.ctx)
 			case ctlDrop:
 				w.drop()
 			}
@@ -117,6 +123,7 @@ func (w *worker) run(ctx context.Context) error {
 					return err
 				}
 			}
+			w.commitSkipped(ctx)
 		}
 	}
 }
@@ -137,9 +144,11 @@ func (w *worker) add(ctx context.Context, rec *kgo.Record) error {
 			w.log.Info("skipping records that are not row changes", "schema", ch.NotChange, "skipped", w.skipped[ch.NotChange]+1, "offset", rec.Offset)
 		}
 		w.skipped[ch.NotChange]++
+		w.skip(rec)
 		return nil
 	}
 	if ch.Tombstone {
+		w.skip(rec)
 		return nil
 	}
 	if w.identErr != nil {
@@ -147,7 +156,7 @@ func (w *worker) add(ctx context.Context, rec *kgo.Record) error {
 	}
 	keyless := ch.Keyless
 	if ch.Event.Op == batch.OpTruncate { // a truncate has no key: the table stays what it was
-		keyless = w.keyless
+		keyless = w.changeLog()
 	}
 	if ch.Keyless && !w.p.cfg.KeylessAppend {
 		return fmt.Errorf("table %v: %c event with a null key at %s/%d/%d: the table has no primary key and keyless-tables=reject; set keyless-tables=append to keep it as an append-only change log, or add a primary key",
@@ -157,7 +166,7 @@ func (w *worker) add(ctx context.Context, rec *kgo.Record) error {
 	if key == nil && !ch.Keyless { // a truncate: the key stays what it was
 		key = w.key
 	}
-	if ch.Schema != w.schema || keyless != w.keyless || (ch.KeyFields != nil && !slices.Equal(key, w.key)) {
+	if ch.Schema != w.schema || keyless != w.changeLog() || (ch.KeyFields != nil && !slices.Equal(key, w.key)) {
 		if err := w.flush(ctx, "schema"); err != nil {
 			return err
 		}
@@ -169,7 +178,7 @@ func (w *worker) add(ctx context.Context, rec *kgo.Record) error {
 		return nil
 	}
 	now := time.Now()
-	if w.keyless {
+	if w.buf.AppendOnly() {
 		if err := w.addChangeLog(&ch, now); err != nil {
 			return err
 		}
@@ -285,7 +294,7 @@ func (w *worker) adopt(ctx context.Context, s *decode.Schema, key []string, keyl
 	} else if w.buf, err = batch.New(s.Columns, key, w.p.cfg.Limits); err != nil {
 		return fmt.Errorf("table %v: %w", w.ident, err)
 	}
-	w.schema, w.key, w.keyless = s, key, keyless
+	w.schema, w.key = s, key
 	return nil
 }
 
@@ -311,8 +320,8 @@ func (w *worker) create(ctx context.Context, s *decode.Schema, key []string, key
 	if err != nil {
 		return fmt.Errorf("mapping the schema of %s (%s): %w", w.topic, s.ID, err)
 	}
-	part := w.partition
-	if keyless && !w.partitionExplicit {
+	part, explicit := w.p.cfg.Partitions.For(sourceNames(w.topic))
+	if keyless && !explicit {
 		part = nil // "*" partitions tables by their key; a change log has none
 	}
 	spec, err := part.Spec(m.Schema, key)
@@ -385,6 +394,7 @@ func (w *worker) evolve(ctx context.Context, changes []schemamap.Change) error {
 }
 
 func (w *worker) drop() {
+	w.skippedTo = nil // no longer ours to commit
 	if w.buf == nil || w.buf.Len() == 0 {
 		return
 	}
@@ -444,17 +454,51 @@ func (w *worker) flush(ctx context.Context, reason string) error {
 	w.setBuffered()
 	// Advisory group commit, after the table holds the offsets.
 	if offs := res.Offsets[w.topic]; len(offs) > 0 {
-		eo := map[string]map[int32]kgo.EpochOffset{w.topic: {}}
-		for p, next := range offs {
-			eo[w.topic][p] = kgo.EpochOffset{Epoch: -1, Offset: next}
-		}
-		w.p.cl.CommitOffsets(ctx, eo, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, _ *kmsg.OffsetCommitResponse, err error) {
-			if err != nil {
-				w.log.Debug("advisory group offset commit failed", "error", err)
-			}
-		})
+		w.commitGroup(ctx, offs)
 	}
 	return nil
+}
+
+// skip notes a record skipped on a topic that names no table, for
+// commitSkipped. A table's topic needs no note: its table holds its
+// offsets.
+func (w *worker) skip(rec *kgo.Record) {
+	if w.identErr == nil {
+		return
+	}
+	if w.skippedTo == nil {
+		w.skippedTo = map[int32]int64{}
+	}
+	w.skippedTo[rec.Partition] = rec.Offset + 1
+}
+
+// commitSkipped commits to the consumer group the offsets past the records
+// skipped on a topic that names no table, so that a restart resumes there
+// rather than re-reading the topic from its start. It is safe: such a
+// topic's records are all skipped, and its first change record stops
+// ingest before any offset past it is noted.
+func (w *worker) commitSkipped(ctx context.Context) {
+	if len(w.skippedTo) == 0 {
+		return
+	}
+	w.commitGroup(ctx, w.skippedTo)
+	w.skippedTo = nil
+}
+
+// commitGroup commits next offsets of the worker's topic to the consumer
+// group, asynchronously. The commit is advisory for a table's topic (the
+// table holds the real offsets) and the only record of progress for a
+// topic that names no table.
+func (w *worker) commitGroup(ctx context.Context, next map[int32]int64) {
+	eo := map[string]map[int32]kgo.EpochOffset{w.topic: {}}
+	for p, n := range next {
+		eo[w.topic][p] = kgo.EpochOffset{Epoch: -1, Offset: n}
+	}
+	w.p.cl.CommitOffsets(ctx, eo, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, _ *kmsg.OffsetCommitResponse, err error) {
+		if err != nil {
+			w.log.Debug("group offset commit failed", "error", err)
+		}
+	})
 }
 
 func (w *worker) setBuffered() {

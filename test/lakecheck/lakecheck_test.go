@@ -1,0 +1,60 @@
+package lakecheck
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/apache/iceberg-go"
+)
+
+// TestCheckTypes checks that the Iceberg types lakecheck expects come from
+// the MariaDB column alone: a mapping that loses a decimal's scale, narrows
+// a double or a BIGINT, or changes a geometry struct is refused, the
+// mapping of TYPES.md is accepted, and a column Iceberg lacks is left to
+// Diff.
+func TestCheckTypes(t *testing.T) {
+	p := iceberg.PrimitiveTypes
+	mysql := map[string]mysqlColumn{
+		"d":   {dataType: "decimal", columnType: "decimal(10,2)", precision: 10, scale: 2},
+		"dw":  {dataType: "decimal", columnType: "decimal(65,30)", precision: 65, scale: 30},
+		"f":   {dataType: "double", columnType: "double"},
+		"fl":  {dataType: "float", columnType: "float"},
+		"fm":  {dataType: "float", columnType: "float(7,2)"},
+		"iu":  {dataType: "int", columnType: "int(10) unsigned"},
+		"b1":  {dataType: "bit", columnType: "bit(1)"},
+		"b9":  {dataType: "bit", columnType: "bit(9)"},
+		"t":   {dataType: "time", columnType: "time(6)"},
+		"ts":  {dataType: "timestamp", columnType: "timestamp(3)"},
+		"p":   {dataType: "point", columnType: "point"},
+		"g":   {dataType: "linestring", columnType: "linestring"},
+		"j":   {dataType: "longtext", columnType: "longtext"},
+		"y":   {dataType: "year", columnType: "year(4)"},
+		"new": {dataType: "varchar", columnType: "varchar(10)"},
+	}
+	point := &iceberg.StructType{FieldList: []iceberg.NestedField{
+		{ID: 20, Name: "x", Type: p.Float64, Required: true}, {ID: 21, Name: "y", Type: p.Float64, Required: true},
+		{ID: 22, Name: "wkb", Type: p.Binary}, {ID: 23, Name: "srid", Type: p.Int32}}}
+	geom := &iceberg.StructType{FieldList: []iceberg.NestedField{{ID: 24, Name: "wkb", Type: p.Binary, Required: true}, {ID: 25, Name: "srid", Type: p.Int32}}}
+	good := map[string]iceberg.Type{"d": iceberg.DecimalTypeOf(10, 2), "dw": p.String, "f": p.Float64, "fl": p.Float32, "fm": p.Float64,
+		"iu": p.Int64, "b1": p.Bool, "b9": p.Binary, "t": p.Int64, "ts": p.TimestampTz, "p": point, "g": geom, "j": p.String, "y": p.Int32}
+	if err := checkTypes("x", mysql, good); err != nil {
+		t.Fatalf("the TYPES.md mapping: %v", err)
+	}
+	for col, bad := range map[string]iceberg.Type{
+		"d": iceberg.DecimalTypeOf(10, 1), "dw": iceberg.DecimalTypeOf(38, 30), "f": p.Float32, "iu": p.Int32,
+		"b1": p.Int32, "t": p.Time, "ts": p.Timestamp, "p": geom, "g": point, "y": p.String,
+	} {
+		types := map[string]iceberg.Type{}
+		for k, v := range good {
+			types[k] = v
+		}
+		types[col] = bad
+		err := checkTypes("x", mysql, types)
+		if err == nil || !strings.Contains(err.Error(), "column "+col+":") {
+			t.Errorf("%s as %s: err %v, want a refusal naming %s", col, bad, err, col)
+		}
+	}
+	if err := checkTypes("x", map[string]mysqlColumn{"u": {dataType: "uuid", columnType: "uuid"}}, map[string]iceberg.Type{"u": p.String}); err == nil {
+		t.Error("a type TYPES.md does not map was accepted")
+	}
+}
