@@ -112,12 +112,11 @@ func newRunWith(t *testing.T, o runOpts) *run {
 	// Debezium, streaming only; settings of the golden run (see
 	// schemas/testdata/debezium), with schema changes and transaction
 	// metadata. Capture writes the DDL of captured tables and databases
-	// only, which Debezium does with the store.only.captured settings
-	// (by default it writes every database's DDL during its snapshot).
+	// only, which Debezium does with the store.only.captured settings that
+	// debezium.Properties sets (by default it writes every database's DDL
+	// during its snapshot).
 	extra := map[string]string{"skipped.operations": "none", "include.schema.changes": "true",
-		"provide.transaction.metadata":                              "true",
-		"schema.history.internal.store.only.captured.tables.ddl":    "true",
-		"schema.history.internal.store.only.captured.databases.ddl": "true"}
+		"provide.transaction.metadata": "true"}
 	for k, v := range o.dbz {
 		extra[k] = v
 	}

@@ -154,6 +154,11 @@ func Properties(name string, cfg Config, mariadbAddr, user, password, registryUR
 		// removed with the worker directory.
 		"schema.history.internal":               "io.debezium.storage.file.history.FileSchemaHistory",
 		"schema.history.internal.file.filename": "@DIR@/schema-history.dat",
+		// Read and keep the schemas of the captured database only, as capture
+		// does. By default Debezium's snapshot reads every database on the
+		// server, and dies when another test drops a table meanwhile.
+		"schema.history.internal.store.only.captured.tables.ddl":    "true",
+		"schema.history.internal.store.only.captured.databases.ddl": "true",
 		// The broker does not auto-create topics: Connect creates them.
 		"topic.creation.default.replication.factor": "1",
 		"topic.creation.default.partitions":         "1",
