@@ -268,7 +268,8 @@ func (r *snapRun) stopFetch() {
 // not sit in a read of an idle binlog meanwhile.
 func (s *Stream) snapWake() <-chan struct{} {
 	r := s.snap
-	if r == nil || r.done || r.pending != nil || r.fetch == nil {
+	if r == nil || r.done || r.pending != nil || r.fetch == nil || (r.incremental && s.incrPaused()) {
+		// A paused snapshot takes no chunk: waking up for one would spin.
 		return nil
 	}
 	return r.fetchWait

@@ -87,6 +87,13 @@ func TestReadContext(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the read did not end when the chunk was ready")
 	}
+
+	// A paused incremental snapshot takes no chunk: no wake-up for one.
+	s.snap.incremental = true
+	s.incr = &incrState{paused: true}
+	if got := s.readContext(ctx); got != ctx {
+		t.Error("a paused incremental snapshot wakes the loop for a chunk it will not take")
+	}
 }
 
 // BenchmarkReadContext reads a busy binlog while a snapshot waits for a
