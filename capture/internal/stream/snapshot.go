@@ -166,9 +166,14 @@ func (s *Stream) snapshotting(key string) bool {
 }
 
 // trackChange remembers that the stream changed a key of a snapshotted table.
+// It runs for every row: without a snapshot it must not build the table's
+// name.
 func (s *Stream) trackChange(t *table, row debezium.Struct) {
+	if s.snap == nil || s.snap.done || t.Key == nil {
+		return
+	}
 	key := tableKey(t.Def.DB, t.Def.Table)
-	if !s.snapshotting(key) || t.Key == nil {
+	if !s.snap.tables[key] {
 		return
 	}
 	m := s.snap.changes[key]
