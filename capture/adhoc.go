@@ -109,6 +109,7 @@ func incrementalSetup(ctx context.Context, cfg Config, state *stream.State, stor
 ) (ic stream.IncrementalConfig, rd *signal.Reader, store bool, err error) {
 	ic = stream.IncrementalConfig{
 		ChunkRows: cfg.SnapshotChunkRows,
+		ReadAhead: cfg.SnapshotReadAhead,
 		Tables:    func(ctx context.Context) ([]string, error) { return snapshot.ListTables(ctx, db, filt) },
 		Lists:     cfg.tableLists(),
 	}

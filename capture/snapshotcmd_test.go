@@ -151,3 +151,17 @@ func TestSignalsOverSASL(t *testing.T) {
 		t.Fatal("the signal reader read nothing")
 	}
 }
+
+// TestIncrementalSnapshotSettings: ad-hoc snapshots read with the
+// snapshot settings of the initial one.
+func TestIncrementalSnapshotSettings(t *testing.T) {
+	cfg := Config{SnapshotChunkRows: 7, SnapshotReadAhead: 5}
+	var state stream.State
+	ic, rd, _, err := incrementalSetup(t.Context(), cfg, &state, false, nil, nil, nil, nil, nil, slog.New(slog.DiscardHandler))
+	if err != nil || rd != nil {
+		t.Fatalf("incrementalSetup: reader %v, %v", rd, err)
+	}
+	if ic.ChunkRows != 7 || ic.ReadAhead != 5 {
+		t.Errorf("chunk rows %d, read-ahead %d; want 7 and 5", ic.ChunkRows, ic.ReadAhead)
+	}
+}
