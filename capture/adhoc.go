@@ -161,7 +161,7 @@ func incrementalSetup(ctx context.Context, cfg Config, state *stream.State, stor
 	}
 	if state.SignalOffset == nil {
 		last := at - 1
-		state.SignalOffset, ic.Resume.SignalOffset, store = &last, &last, true
+		state.SignalOffset, store = &last, true
 	}
 	logger.Info("reading signals", "topic", cfg.SignalKafkaTopic, "offset", at)
 	return ic, rd, store, nil
