@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/binlake/binlake/capture/internal/filter"
 	"github.com/binlake/binlake/capture/internal/publish"
 	"github.com/binlake/binlake/capture/internal/schemahist"
@@ -97,15 +99,17 @@ func newlyCaptured(ctx context.Context, db *sql.DB, stored *stream.TableLists, c
 
 // incrementalSetup prepares ad-hoc snapshots for stream1: the tables to
 // snapshot because the lists were widened, and the signal reader when the
-// kafka channel is enabled (nil otherwise). It sets state's signal offset
+// kafka channel is enabled (nil otherwise), connecting with kafkaOpts
+// (TLS, SASL) as the publisher does. It sets state's signal offset
 // and lists when they are not stored yet, and then reports store: the
 // state must be stored before streaming starts, so that a signal sent from
 // now on is read after a restart.
 func incrementalSetup(ctx context.Context, cfg Config, state *stream.State, stored bool, db *sql.DB, filt *filter.Filter,
-	history map[string]schemahist.Definition, pub *publish.Publisher, logger *slog.Logger,
+	history map[string]schemahist.Definition, pub *publish.Publisher, kafkaOpts []kgo.Opt, logger *slog.Logger,
 ) (ic stream.IncrementalConfig, rd *signal.Reader, store bool, err error) {
 	ic = stream.IncrementalConfig{
 		ChunkRows: cfg.SnapshotChunkRows,
+		ReadAhead: cfg.SnapshotReadAhead,
 		Tables:    func(ctx context.Context) ([]string, error) { return snapshot.ListTables(ctx, db, filt) },
 		Lists:     cfg.tableLists(),
 	}
@@ -150,13 +154,14 @@ func incrementalSetup(ctx context.Context, cfg Config, state *stream.State, stor
 	if state.SignalOffset != nil {
 		from = *state.SignalOffset + 1
 	}
-	rd, at, err := signal.NewReader(ctx, strings.Split(cfg.KafkaBrokers, ","), cfg.SignalKafkaTopic, from)
+	rd, at, err := signal.NewReader(ctx, strings.Split(cfg.KafkaBrokers, ","), cfg.SignalKafkaTopic, from, kafkaOpts...)
 	if err != nil {
+		err, _ = cfg.Kafka.explain(err)
 		return ic, nil, false, err
 	}
 	if state.SignalOffset == nil {
 		last := at - 1
-		state.SignalOffset, ic.Resume.SignalOffset, store = &last, &last, true
+		state.SignalOffset, store = &last, true
 	}
 	logger.Info("reading signals", "topic", cfg.SignalKafkaTopic, "offset", at)
 	return ic, rd, store, nil

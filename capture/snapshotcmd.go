@@ -86,11 +86,16 @@ func runSnapshotCommand(ctx context.Context, args []string, getenv func(string) 
 		return fmt.Errorf("capture snapshot: %w", err)
 	}
 
-	cl, err := kgo.NewClient(
+	// The Kafka security settings (TLS, SASL) are capture's.
+	opts, err := cfg.Kafka.clientOpts(ctx, "binlake-capture")
+	if err != nil {
+		return err
+	}
+	cl, err := kgo.NewClient(append(opts,
 		kgo.SeedBrokers(strings.Split(cfg.KafkaBrokers, ",")...),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
-	)
+	)...)
 	if err != nil {
 		return fmt.Errorf("creating kafka client: %w", err)
 	}
@@ -102,10 +107,12 @@ func runSnapshotCommand(ctx context.Context, args []string, getenv func(string) 
 		err = resp.Err
 	}
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		err, _ = cfg.Kafka.explain(err)
 		return fmt.Errorf("creating signal topic %s: %w", cfg.SignalKafkaTopic, err)
 	}
 	off, err := signal.Send(sctx, cl, cfg.SignalKafkaTopic, cfg.TopicPrefix, value)
 	if err != nil {
+		err, _ = cfg.Kafka.explain(err)
 		return err
 	}
 	fmt.Fprintf(stdout, "signal %s (id %s) written to %s at offset %d for the capture with topic prefix %s",

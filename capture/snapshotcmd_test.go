@@ -2,10 +2,20 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/binlake/binlake/capture/internal/publish"
+	"github.com/binlake/binlake/capture/internal/signal"
+	"github.com/binlake/binlake/capture/internal/stream"
 )
 
 func TestSnapshotCommandFlagsDocumented(t *testing.T) {
@@ -78,5 +88,80 @@ func TestSignalSettings(t *testing.T) {
 		if err != nil || c.SignalKafkaTopic != tc.wantTopic {
 			t.Errorf("channels %q topic %q: topic %q err %v, want topic %q", tc.channels, tc.topic, c.SignalKafkaTopic, err, tc.wantTopic)
 		}
+	}
+}
+
+// TestSignalsOverSASL checks that `capture snapshot` and capture's signal
+// reader connect with the Kafka security settings, as the publisher does:
+// against a broker that requires SCRAM-SHA-512 (in-process, kfake), the
+// signal the command writes is read by the reader incrementalSetup opens.
+func TestSignalsOverSASL(t *testing.T) {
+	fake, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.EnableSASL(),
+		kfake.Superuser("SCRAM-SHA-512", "capture", "s3cret"), kfake.SeedTopics(1, "offsets"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fake.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	brokers := strings.Join(fake.ListenAddrs(), ",")
+
+	cfg := Config{KafkaBrokers: brokers, TopicPrefix: "p", SignalEnabledChannels: "kafka", SignalKafkaTopic: "p-signal",
+		Kafka: KafkaSecurity{SASLMechanism: SASLScramSHA512, SASLUsername: "capture", SASLPassword: "s3cret"}}
+	opts, err := cfg.Kafka.clientOpts(ctx, "binlake-capture")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := publish.New(ctx, publish.Config{
+		Brokers: fake.ListenAddrs(), ID: "c1", OffsetsTopic: "offsets", TopicPartitions: 1, TopicReplication: 1,
+		MaxRecordBytes: 1 << 20, TransactionTimeout: time.Minute, MaxBufferedBytes: 4 << 20, Opts: opts,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	var state stream.State
+	_, rd, store, err := incrementalSetup(ctx, cfg, &state, false, nil, nil, nil, pub, opts, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatalf("incrementalSetup: %v", err)
+	}
+	if rd == nil || !store || state.SignalOffset == nil {
+		t.Fatalf("no signal reader (%v) or no signal offset to store (%v, %v)", rd, store, state.SignalOffset)
+	}
+	defer rd.Close()
+
+	var out bytes.Buffer
+	err = run(ctx, []string{"capture", "snapshot", "--tables", "db.t1"}, env(map[string]string{
+		"CAPTURE_KAFKA_BROKERS": brokers, "CAPTURE_TOPIC_PREFIX": "p", "CAPTURE_SIGNAL_ENABLED_CHANNELS": "kafka",
+		"CAPTURE_KAFKA_SASL_MECHANISM": "scram-sha-512", "CAPTURE_KAFKA_SASL_USERNAME": "capture", "CAPTURE_KAFKA_SASL_PASSWORD": "s3cret",
+	}), &out, &out)
+	if err != nil {
+		t.Fatalf("capture snapshot: %v\n%s", err, out.String())
+	}
+
+	recs := make(chan signal.Record, 1)
+	go func() { _ = rd.Run(ctx, recs) }()
+	select {
+	case rec := <-recs:
+		sig, err := signal.Parse("p", rec.Key, rec.Value)
+		if err != nil || sig.Type != signal.TypeExecuteSnapshot || !slices.Equal(sig.Collections, []string{"db.t1"}) {
+			t.Errorf("signal read: %+v, %v", sig, err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the signal reader read nothing")
+	}
+}
+
+// TestIncrementalSnapshotSettings: ad-hoc snapshots read with the
+// snapshot settings of the initial one.
+func TestIncrementalSnapshotSettings(t *testing.T) {
+	cfg := Config{SnapshotChunkRows: 7, SnapshotReadAhead: 5}
+	var state stream.State
+	ic, rd, _, err := incrementalSetup(t.Context(), cfg, &state, false, nil, nil, nil, nil, nil, slog.New(slog.DiscardHandler))
+	if err != nil || rd != nil {
+		t.Fatalf("incrementalSetup: reader %v, %v", rd, err)
+	}
+	if ic.ChunkRows != 7 || ic.ReadAhead != 5 {
+		t.Errorf("chunk rows %d, read-ahead %d; want 7 and 5", ic.ChunkRows, ic.ReadAhead)
 	}
 }

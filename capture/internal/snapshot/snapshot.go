@@ -24,6 +24,7 @@ import (
 
 	"github.com/binlake/binlake/capture/internal/binlog"
 	"github.com/binlake/binlake/capture/internal/filter"
+	"github.com/binlake/binlake/capture/internal/schemahist"
 )
 
 // Mode is capture's snapshot.mode (Debezium's names).
@@ -91,27 +92,17 @@ func SplitTable(s string) (db, table string) {
 }
 
 // ListTables returns the base tables the filter captures, "db.table",
-// sorted, skipping the server's own databases.
+// sorted, skipping the server's own databases (schemahist.ListTables).
 func ListTables(ctx context.Context, db *sql.DB, f *filter.Filter) ([]string, error) {
-	rows, err := db.QueryContext(ctx, `SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES
-		WHERE TABLE_TYPE = 'BASE TABLE'
-		AND TABLE_SCHEMA NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys')
-		ORDER BY TABLE_SCHEMA, TABLE_NAME`)
+	tables, err := schemahist.ListTables(ctx, db, f.Table)
 	if err != nil {
-		return nil, fmt.Errorf("listing tables: %w", err)
+		return nil, err
 	}
-	defer rows.Close()
 	var out []string
-	for rows.Next() {
-		var d, t string
-		if err := rows.Scan(&d, &t); err != nil {
-			return nil, err
-		}
-		if f.Table(d, t) {
-			out = append(out, d+"."+t)
-		}
+	for _, t := range tables {
+		out = append(out, t[0]+"."+t[1])
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // EstimateRows returns information_schema.TABLES.TABLE_ROWS (an estimate).

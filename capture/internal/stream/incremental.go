@@ -35,8 +35,9 @@ const signalPollInterval = 500 * time.Millisecond
 type IncrementalConfig struct {
 	// DB reads the rows, as SnapshotConfig.DB.
 	DB *sql.DB
-	// ChunkRows is the rows per SELECT (default 10000).
-	ChunkRows int
+	// ChunkRows is the rows per SELECT (default 10000) and ReadAhead the
+	// chunks read ahead (default 2), as in SnapshotConfig.
+	ChunkRows, ReadAhead int
 	// Signals delivers the signal topic's records in offset order; nil
 	// when no signal channel is enabled.
 	Signals <-chan signal.Record
@@ -104,7 +105,7 @@ func (s *Stream) EnableIncremental(cfg IncrementalConfig) {
 }
 
 func (s *Stream) newIncrementalRun(p snapshot.Progress) *snapRun {
-	r := newSnapRun(SnapshotConfig{DB: s.incr.cfg.DB, Progress: p, ChunkRows: s.incr.cfg.ChunkRows})
+	r := newSnapRun(SnapshotConfig{DB: s.incr.cfg.DB, Progress: p, ChunkRows: s.incr.cfg.ChunkRows, ReadAhead: s.incr.cfg.ReadAhead})
 	r.incremental = true
 	return r
 }

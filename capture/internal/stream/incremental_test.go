@@ -237,3 +237,16 @@ func TestSignalsSourceDown(t *testing.T) {
 		t.Fatalf("offset %d stored for a signal not acted on", *st.SignalOffset)
 	}
 }
+
+// TestIncrementalReadAhead: an ad-hoc snapshot reads as many chunks ahead
+// as configured.
+func TestIncrementalReadAhead(t *testing.T) {
+	s, err := New(Config{Prefix: "p"}, nil, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.EnableIncremental(IncrementalConfig{ReadAhead: 5, Resume: IncrementalState{Incremental: &snapshot.Progress{Tables: []string{"db.a"}}}})
+	if r := s.incrementalRunning(); r == nil || r.cfg.ReadAhead != 5 {
+		t.Fatalf("incremental snapshot %+v, want one reading 5 chunks ahead", r)
+	}
+}

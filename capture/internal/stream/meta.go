@@ -467,9 +467,10 @@ func javaHashMapOrder(keys []string) []string {
 	return out
 }
 
-// heartbeatDue reports whether a heartbeat record is due.
-func (s *Stream) heartbeatDue(now time.Time) bool {
-	return s.cfg.HeartbeatInterval > 0 && !now.Before(s.nextHeartbeat)
+// heartbeatDue reports whether a heartbeat record is due. It reads the
+// clock only when heartbeats are on.
+func (s *Stream) heartbeatDue() bool {
+	return s.cfg.HeartbeatInterval > 0 && !time.Now().Before(s.nextHeartbeat)
 }
 
 // heartbeat writes a heartbeat record into the Kafka transaction and makes
@@ -488,21 +489,5 @@ func (s *Stream) heartbeat(ctx context.Context) error {
 		s.pendingPos = &p
 	}
 	s.nextHeartbeat = time.Now().Add(s.cfg.HeartbeatInterval)
-	if s.hbCancel != nil {
-		s.hbCancel()
-		s.hbCtx, s.hbCancel = nil, nil
-	}
 	return nil
-}
-
-// heartbeatContext returns a context that ends when the next heartbeat is
-// due or ctx (Run's) ends; nil when heartbeats are off.
-func (s *Stream) heartbeatContext(ctx context.Context) context.Context {
-	if s.cfg.HeartbeatInterval <= 0 {
-		return nil
-	}
-	if s.hbCtx == nil {
-		s.hbCtx, s.hbCancel = context.WithDeadline(ctx, s.nextHeartbeat)
-	}
-	return s.hbCtx
 }

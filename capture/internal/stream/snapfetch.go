@@ -34,8 +34,12 @@ type chunkFetcher struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	out    chan *fetchedChunk
-	notify chan struct{} // a chunk was queued
 	head   *fetchedChunk // received from out, maybe not converted yet
+	// queued is closed when a chunk is queued, then replaced: a close
+	// wakes every waiter and, unlike a token, cannot be taken by a waiter
+	// that has stopped waiting.
+	mu     sync.Mutex
+	queued chan struct{}
 
 	t     *table
 	idx   int   // the table's index in Progress.Tables
@@ -72,7 +76,7 @@ type fetchConfig struct {
 func startFetcher(ctx context.Context, cfg fetchConfig) *chunkFetcher {
 	ctx, cancel := context.WithCancel(ctx)
 	f := &chunkFetcher{cancel: cancel, out: make(chan *fetchedChunk, max(cfg.readAhead, 1)),
-		notify: make(chan struct{}, 1), t: cfg.t, idx: cfg.idx, start: cfg.seq.Load()}
+		queued: make(chan struct{}), t: cfg.t, idx: cfg.idx, start: cfg.seq.Load()}
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
@@ -145,23 +149,25 @@ func (f *chunkFetcher) queue(ctx context.Context, fc *fetchedChunk) bool {
 	case <-ctx.Done():
 		return false
 	}
-	select {
-	case f.notify <- struct{}{}:
-	default:
-	}
+	f.mu.Lock()
+	close(f.queued)
+	f.queued = make(chan struct{})
+	f.mu.Unlock()
 	return true
 }
 
 // next returns the next chunk in key order if it is ready; if not, it
-// returns a channel that is closed or receives when the loop should look
-// again.
+// returns a channel that is closed when the loop should look again.
 func (f *chunkFetcher) next() (*fetchedChunk, <-chan struct{}) {
 	if f.head == nil {
+		f.mu.Lock()
+		queued := f.queued // taken before looking at out: a chunk queued after the look closes it
+		f.mu.Unlock()
 		select {
 		case fc := <-f.out:
 			f.head = fc
 		default:
-			return nil, f.notify
+			return nil, queued
 		}
 	}
 	select {

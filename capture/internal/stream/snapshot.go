@@ -107,7 +107,6 @@ type snapRun struct {
 	fetch        *chunkFetcher
 	lastLow      int64           // low mark of the last chunk taken from a fetcher
 	fetchWait    <-chan struct{} // ready when the fetcher may have the next chunk
-	wake         wakeCtx
 
 	pending *pendingChunk
 	held    *heldRow
@@ -167,9 +166,14 @@ func (s *Stream) snapshotting(key string) bool {
 }
 
 // trackChange remembers that the stream changed a key of a snapshotted table.
+// It runs for every row: without a snapshot it must not build the table's
+// name.
 func (s *Stream) trackChange(t *table, row debezium.Struct) {
+	if s.snap == nil || s.snap.done || t.Key == nil {
+		return
+	}
 	key := tableKey(t.Def.DB, t.Def.Table)
-	if !s.snapshotting(key) || t.Key == nil {
+	if !s.snap.tables[key] {
 		return
 	}
 	m := s.snap.changes[key]
@@ -264,51 +268,13 @@ func (r *snapRun) stopFetch() {
 	}
 }
 
-// wakeCtx is a context that ends when a snapshot chunk is ready. It is
-// reused for every binlog read while the same wait lasts on the same
-// parent, so that streaming a backlog meanwhile does not cost a goroutine
-// per event.
-type wakeCtx struct {
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	parent context.Context
-	ch     <-chan struct{}
-}
-
-// wakeCtx returns a context of parent that also ends, with cause
-// errChunkReady, when ch is ready.
-func (s *Stream) wakeCtx(parent context.Context, ch <-chan struct{}) context.Context {
-	w := &s.snap.wake
-	if w.ctx != nil && w.parent == parent && w.ch == ch && w.ctx.Err() == nil {
-		return w.ctx
-	}
-	s.snap.stopWake()
-	ctx, cancel := context.WithCancelCause(parent)
-	go func() { // ends with the wait: the chunk is ready or the context was replaced
-		select {
-		case <-ch:
-			cancel(errChunkReady)
-		case <-ctx.Done():
-		}
-	}()
-	*w = wakeCtx{ctx: ctx, cancel: cancel, parent: parent, ch: ch}
-	return ctx
-}
-
-// stopWake ends the goroutine of the current wake context, if any.
-func (r *snapRun) stopWake() {
-	if r.wake.cancel != nil {
-		r.wake.cancel(nil)
-	}
-	r.wake = wakeCtx{}
-}
-
 // snapWake returns a channel that is ready when the chunk the snapshot
 // waits for has been read, or nil if it waits for nothing: the loop must
 // not sit in a read of an idle binlog meanwhile.
 func (s *Stream) snapWake() <-chan struct{} {
 	r := s.snap
-	if r == nil || r.done || r.pending != nil || r.fetch == nil {
+	if r == nil || r.done || r.pending != nil || r.fetch == nil || (r.incremental && s.incrPaused()) {
+		// A paused snapshot takes no chunk: waking up for one would spin.
 		return nil
 	}
 	return r.fetchWait

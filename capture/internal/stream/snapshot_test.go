@@ -96,3 +96,14 @@ func TestSnapKeylessAhead(t *testing.T) {
 		t.Errorf("keyless table after its snapshot: its changes stream")
 	}
 }
+
+// BenchmarkTrackChangeNoSnapshot is the per-row cost of snapshot
+// bookkeeping when no snapshot runs.
+func BenchmarkTrackChangeNoSnapshot(b *testing.B) {
+	s := &Stream{}
+	tb := testTable("inventory", "customers")
+	b.ReportAllocs()
+	for b.Loop() {
+		s.trackChange(tb, nil)
+	}
+}

@@ -93,12 +93,11 @@ type Stream struct {
 	// headers Debezium 3 adds to every record (extended headers).
 	contextHeaders []kgo.RecordHeader
 	// open Kafka transaction
-	txnRecords   int
-	txnStart     time.Time
-	window       context.Context
-	windowCancel context.CancelFunc
-	pendingPos   *binlog.Position // position after the last complete binlog transaction
-	atBoundary   bool             // no binlog transaction is open
+	txnRecords int
+	txnStart   time.Time
+	pendingPos *binlog.Position // position after the last complete binlog transaction
+	atBoundary bool             // no binlog transaction is open
+	wait       readWait         // what a binlog read at a boundary waits for besides the binlog
 
 	readPos   binlog.Position // after the last complete binlog transaction read
 	readMoved bool            // readPos changed since the snapshot last looked
@@ -112,8 +111,7 @@ type Stream struct {
 	tx                      txState
 	lastRow                 int32 // Debezium's source.row of DDL and TRUNCATE: the last row event's last row
 	nextHeartbeat           time.Time
-	hbCtx                   context.Context
-	hbCancel                context.CancelFunc
+	nextSignalPoll          time.Time
 }
 
 type table struct {
@@ -187,15 +185,9 @@ func (s *Stream) compile(def schemahist.Definition) (*table, error) {
 // aborted.
 func (s *Stream) Run(ctx context.Context, r *binlog.Reader) (err error) {
 	defer func() {
-		if s.windowCancel != nil {
-			s.windowCancel()
-		}
-		if s.hbCancel != nil {
-			s.hbCancel()
-		}
+		s.wait.stop()
 		if s.snap != nil {
 			s.snap.stopFetch()
-			s.snap.stopWake()
 		}
 		if !s.pub.InTxn() {
 			return
@@ -243,57 +235,123 @@ func (s *Stream) Run(ctx context.Context, r *binlog.Reader) (err error) {
 				continue
 			}
 		}
-		readCtx := ctx
-		if s.pendingPos != nil && s.atBoundary {
-			readCtx = s.window
-		}
-		if hb := s.heartbeatContext(ctx); hb != nil && s.atBoundary {
-			if d, ok := readCtx.Deadline(); !ok || s.nextHeartbeat.Before(d) {
-				readCtx = hb
-			}
-		}
-		if wake := s.snapWake(); wake != nil {
-			// The snapshot waits for a chunk being read: stop waiting for
-			// the binlog when it is ready.
-			readCtx = s.wakeCtx(readCtx, wake)
-		}
-		var cancelPoll context.CancelFunc
-		if s.atBoundary && s.pollsSignals() {
-			// Idle: wake up now and then to look at the signal channel.
-			if d, ok := readCtx.Deadline(); !ok || time.Until(d) > signalPollInterval {
-				readCtx, cancelPoll = context.WithTimeout(readCtx, signalPollInterval)
-			}
-		}
+		readCtx := s.readContext(ctx)
 		ev, err := r.Next(readCtx)
-		if cancelPoll != nil {
-			cancelPoll()
-		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
+			if readCtx == ctx || readCtx.Err() == nil {
+				return err
+			}
 			if errors.Is(context.Cause(readCtx), errChunkReady) {
 				continue
 			}
-			if errors.Is(err, context.DeadlineExceeded) && readCtx != ctx {
-				// Idle at a boundary, or the window passed: commit now,
-				// with a heartbeat when one is due.
-				if s.heartbeatDue(time.Now()) {
-					if err := s.heartbeat(ctx); err != nil {
-						return err
-					}
+			// A deadline passed while idle at a boundary: the commit
+			// window, a heartbeat, or a look at the signals (at the top).
+			hb := s.heartbeatDue()
+			if hb {
+				if err := s.heartbeat(ctx); err != nil {
+					return err
 				}
+			}
+			if hb || time.Since(s.txnStart) >= s.cfg.CommitInterval {
 				if err := s.commit(ctx); err != nil {
 					return err
 				}
-				continue
 			}
-			return err
+			continue
 		}
 		if err := s.handle(ctx, ev); err != nil {
 			return err
 		}
 	}
+}
+
+// readContext returns the context of the next binlog read. Inside a
+// binlog transaction it is ctx: nothing else can happen before the
+// transaction is read. At a boundary the read must also end when the loop
+// has something else to do: at the next deadline (the commit window of
+// an open Kafka transaction, the next heartbeat, the next look at the
+// signal channel) or when the snapshot chunk waited for is ready.
+func (s *Stream) readContext(ctx context.Context) context.Context {
+	if !s.atBoundary {
+		return ctx
+	}
+	var at time.Time
+	earliest := func(t time.Time) {
+		if at.IsZero() || t.Before(at) {
+			at = t
+		}
+	}
+	if s.pendingPos != nil {
+		earliest(s.txnStart.Add(s.cfg.CommitInterval))
+	}
+	if s.cfg.HeartbeatInterval > 0 {
+		earliest(s.nextHeartbeat)
+	}
+	if s.pollsSignals() {
+		if now := time.Now(); !now.Before(s.nextSignalPoll) {
+			s.nextSignalPoll = now.Add(signalPollInterval)
+		}
+		earliest(s.nextSignalPoll)
+	}
+	return s.wait.context(ctx, at, s.snapWake())
+}
+
+// errReadDeadline ends a binlog read at the loop's next deadline.
+var errReadDeadline = errors.New("read deadline")
+
+// readWait is the context of binlog reads at boundaries: it ends at a
+// deadline or when a channel is ready, with cause errReadDeadline or
+// errChunkReady. One is kept for as long as its deadline and channel stay
+// the same (they change with the Kafka transaction, the heartbeat, the
+// signal poll or the snapshot chunk), so reading a busy binlog costs no
+// context, timer or goroutine per event.
+type readWait struct {
+	parent, ctx context.Context
+	cancel      context.CancelCauseFunc
+	timer       *time.Timer
+	at          time.Time
+	ch          <-chan struct{}
+}
+
+// context returns parent itself when there is neither a deadline (zero
+// at) nor a channel.
+func (w *readWait) context(parent context.Context, at time.Time, ch <-chan struct{}) context.Context {
+	if at.IsZero() && ch == nil {
+		return parent
+	}
+	if w.ctx != nil && w.parent == parent && w.at.Equal(at) && w.ch == ch && w.ctx.Err() == nil {
+		return w.ctx
+	}
+	w.stop()
+	ctx, cancel := context.WithCancelCause(parent)
+	*w = readWait{parent: parent, ctx: ctx, cancel: cancel, at: at, ch: ch}
+	if !at.IsZero() {
+		w.timer = time.AfterFunc(time.Until(at), func() { cancel(errReadDeadline) })
+	}
+	if ch != nil {
+		go func() { // ends with the context: ch ready, deadline, replaced
+			select {
+			case <-ch:
+				cancel(errChunkReady)
+			case <-ctx.Done():
+			}
+		}()
+	}
+	return ctx
+}
+
+// stop releases the context's timer and goroutine.
+func (w *readWait) stop() {
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+	if w.cancel != nil {
+		w.cancel(nil)
+	}
+	*w = readWait{}
 }
 
 func (s *Stream) begin() error {
@@ -305,10 +363,6 @@ func (s *Stream) begin() error {
 	}
 	s.txnRecords = 0
 	s.txnStart = time.Now()
-	if s.windowCancel != nil {
-		s.windowCancel()
-	}
-	s.window, s.windowCancel = context.WithDeadline(context.Background(), s.txnStart.Add(s.cfg.CommitInterval))
 	return nil
 }
 
@@ -330,10 +384,6 @@ func (s *Stream) commit(ctx context.Context) error {
 	s.cfg.Metrics.CommitSeconds.Observe(time.Since(start).Seconds())
 	s.cfg.Metrics.setPosition(pos)
 	s.pendingPos = nil
-	if s.windowCancel != nil {
-		s.windowCancel()
-		s.windowCancel = nil
-	}
 	s.log.Debug("committed", "gtid", pos.GTIDSet, "binlog_file", pos.File, "binlog_pos", pos.Pos, "records", s.txnRecords)
 	return nil
 }
@@ -388,7 +438,7 @@ func (s *Stream) boundary(ctx context.Context, ev binlog.Event) error {
 	s.readPos, s.readMoved = pos, true
 	s.trackBoundary()
 	s.cfg.Metrics.observeSource(ev.Timestamp, s.cfg.Now())
-	if s.heartbeatDue(time.Now()) {
+	if s.heartbeatDue() {
 		if err := s.heartbeat(ctx); err != nil {
 			return err
 		}
