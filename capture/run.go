@@ -167,7 +167,14 @@ func (d sqlDefinitions) DatabaseCharset(ctx context.Context, db string) (string,
 	return schemahist.DatabaseCharset(ctx, d.db, db)
 }
 
-var _ stream.DDLSource = sqlDefinitions{}
+func (d sqlDefinitions) Collations(ctx context.Context) (schemahist.Collations, error) {
+	return schemahist.LoadCollations(ctx, d.db)
+}
+
+var (
+	_ stream.DDLSource       = sqlDefinitions{}
+	_ stream.CollationSource = sqlDefinitions{}
+)
 
 func stream1(ctx context.Context, cfg Config, logger *slog.Logger, metrics *stream.Metrics, ready *atomic.Bool) error {
 	mcfg := mysql.NewConfig()

@@ -360,6 +360,17 @@ func lookupCharset(name string) (*charset, bool) {
 	return cs, ok
 }
 
+// DecodeText decodes b from the named character set ("" is utf8mb4) to
+// UTF-8, as the converters do. It fails with [ErrUnsupportedCharset] or
+// [ErrInvalidValue].
+func DecodeText(charsetName string, b []byte) (string, error) {
+	cs, ok := lookupCharset(charsetName)
+	if !ok {
+		return "", fmt.Errorf("%w: %s", ErrUnsupportedCharset, charsetName)
+	}
+	return cs.decode(b)
+}
+
 // CharsetSupported reports whether capture decodes a character set.
 func CharsetSupported(name string) bool {
 	_, ok := lookupCharset(name)
