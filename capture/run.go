@@ -167,7 +167,14 @@ func (d sqlDefinitions) DatabaseCharset(ctx context.Context, db string) (string,
 	return schemahist.DatabaseCharset(ctx, d.db, db)
 }
 
-var _ stream.DDLSource = sqlDefinitions{}
+func (d sqlDefinitions) Collations(ctx context.Context) (schemahist.Collations, error) {
+	return schemahist.LoadCollations(ctx, d.db)
+}
+
+var (
+	_ stream.DDLSource       = sqlDefinitions{}
+	_ stream.CollationSource = sqlDefinitions{}
+)
 
 func stream1(ctx context.Context, cfg Config, logger *slog.Logger, metrics *stream.Metrics, ready *atomic.Bool) error {
 	mcfg := mysql.NewConfig()
@@ -437,12 +444,15 @@ func startState(ctx context.Context, cfg Config, pub *publish.Publisher, server 
 }
 
 // openSnapshotDB opens the pool the snapshot reads rows with: UTC session
-// time zone (TIMESTAMP text is read as UTC, like the binlog) and the text
-// protocol for every query, so values reach the converter as bytes.
+// time zone (TIMESTAMP text is read as UTC, like the binlog), the text
+// protocol for every query, so values reach the converter as bytes, and
+// character_set_results=binary, so that string values arrive in the
+// column's own character set, as in the binlog, and the one converter
+// (mysqltype) decodes both paths alike.
 func openSnapshotDB(cfg Config) (*sql.DB, error) {
 	mcfg := mysql.NewConfig()
 	mcfg.Net, mcfg.Addr, mcfg.User, mcfg.Passwd = "tcp", cfg.MySQLAddr, cfg.MySQLUser, cfg.MySQLPassword
-	mcfg.Params = map[string]string{"time_zone": "'+00:00'"}
+	mcfg.Params = map[string]string{"time_zone": "'+00:00'", "character_set_results": "binary"}
 	mcfg.InterpolateParams = true
 	conn, err := mysql.NewConnector(mcfg)
 	if err != nil {

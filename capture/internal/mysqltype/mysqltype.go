@@ -29,9 +29,12 @@ type Column struct {
 	DefaultGenerated bool
 	// Comment is COLUMN_COMMENT; it becomes the schema doc.
 	Comment string
-	// Charset is CHARACTER_SET_NAME (informational; "binary" string
-	// columns are reported by MySQL as BINARY/VARBINARY/BLOB types).
-	Charset string
+	// Charset is CHARACTER_SET_NAME: the character set the column's
+	// values are in, binlog and snapshot alike (a snapshot reads them with
+	// character_set_results=binary). String, ENUM and SET values are
+	// decoded from it to UTF-8; "" means utf8mb4. A character set capture
+	// cannot decode fails [New] with a [*CharsetError].
+	Charset string `json:",omitempty"`
 }
 
 // Converter converts the values of one column. It is immutable and safe for
@@ -73,18 +76,26 @@ func New(col Column, opts Options) (*Converter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("converting column %s: %w", col.Name, err)
 	}
-	s, conv, err := mapType(ct, col.Nullable, opts)
+	cs, err := columnCharset(col, ct)
+	if err != nil {
+		return nil, err
+	}
+	s, conv, err := mapType(ct, col.Nullable, opts, cs)
 	if err != nil {
 		return nil, fmt.Errorf("converting column %s: %w", col.Name, err)
 	}
+	// A default is UTF-8 text (information_schema, DDL), not the column's
+	// bytes: it goes through the same converter with a UTF-8 decoder.
+	_, textConv, _ := mapType(ct, col.Nullable, opts, charsets["utf8mb4"])
 	s.Optional = col.Nullable
 	if col.Comment != "" {
 		s.Doc = col.Comment
 	}
-	c := &Converter{name: col.Name, schema: s, conv: conv}
+	c := &Converter{name: col.Name, schema: s, conv: textConv}
 	if err := c.setDefault(col, ct); err != nil {
 		return nil, fmt.Errorf("converting column %s: %w", col.Name, err)
 	}
+	c.conv = conv
 	return c, nil
 }
 
@@ -100,7 +111,7 @@ func decimalSchema(precision, scale int) *debezium.Schema {
 
 // mapType is the exhaustive switch from a MySQL type to its Connect schema
 // and value converter.
-func mapType(ct columnType, nullable bool, o Options) (*debezium.Schema, func(any) (any, error), error) {
+func mapType(ct columnType, nullable bool, o Options, cs *charset) (*debezium.Schema, func(any) (any, error), error) {
 	plain := func(t debezium.Type) *debezium.Schema { return &debezium.Schema{Type: t} }
 	connectTime := o.TimePrecision == TimeConnect
 	switch ct.name {
@@ -167,7 +178,7 @@ func mapType(ct columnType, nullable bool, o Options) (*debezium.Schema, func(an
 	case "char", "varchar", "tinytext", "text", "mediumtext", "longtext", "nchar", "nvarchar",
 		"national char", "national varchar", "character", "character varying", "long varchar",
 		"long", "national character", "national character varying", "nchar varchar":
-		return plain(debezium.STRING), convString, nil
+		return plain(debezium.STRING), stringConv(cs), nil
 	case "binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob", "long varbinary":
 		pad := 0
 		if ct.name == "binary" {
@@ -203,10 +214,10 @@ func mapType(ct columnType, nullable bool, o Options) (*debezium.Schema, func(an
 		return named(debezium.STRING, debezium.JSONName), jsonConv(nullable), nil
 	case "enum":
 		return named(debezium.STRING, debezium.EnumName, debezium.Param{Key: "allowed", Value: strings.Join(ct.labels, ",")}),
-			enumConv(ct.labels), nil
+			enumConv(ct.labels, cs), nil
 	case "set":
 		return named(debezium.STRING, debezium.EnumSetName, debezium.Param{Key: "allowed", Value: strings.Join(ct.labels, ",")}),
-			setConv(ct.labels), nil
+			setConv(ct.labels, cs), nil
 	case "geometry", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon",
 		"geometrycollection", "geomcollection":
 		return debezium.GeometrySchema(nullable), convGeometry, nil
@@ -217,6 +228,31 @@ func mapType(ct columnType, nullable bool, o Options) (*debezium.Schema, func(an
 			Elem: &debezium.Schema{Type: debezium.FLOAT32}}, convVector, nil
 	}
 	return nil, nil, fmt.Errorf("%w: %s", ErrUnsupportedType, ct.name)
+}
+
+// usesCharset reports the types whose values are text in the column's
+// character set.
+func usesCharset(name string) bool {
+	switch name {
+	case "char", "varchar", "tinytext", "text", "mediumtext", "longtext", "nchar", "nvarchar",
+		"national char", "national varchar", "character", "character varying", "long varchar",
+		"long", "national character", "national character varying", "nchar varchar", "enum", "set":
+		return true
+	}
+	return false
+}
+
+// columnCharset returns the decoder of a column's character set: utf8mb4
+// for types without one, a [*CharsetError] when capture cannot decode it.
+func columnCharset(col Column, ct columnType) (*charset, error) {
+	if !usesCharset(ct.name) {
+		return charsets["utf8mb4"], nil
+	}
+	cs, ok := lookupCharset(col.Charset)
+	if !ok {
+		return nil, &CharsetError{Column: col.Name, Charset: col.Charset}
+	}
+	return cs, nil
 }
 
 func binarySchema(m BinaryMode) *debezium.Schema {

@@ -407,14 +407,17 @@ func decimalStringConv(scale int) func(any) (any, error) {
 
 // ---- strings ----
 
-func convString(v any) (any, error) {
-	switch x := v.(type) {
-	case string:
-		return x, nil
-	case []byte:
-		return string(x), nil
+// stringConv decodes a string column's bytes from its character set.
+func stringConv(cs *charset) func(any) (any, error) {
+	return func(v any) (any, error) {
+		switch x := v.(type) {
+		case string:
+			return cs.decode([]byte(x))
+		case []byte:
+			return cs.decode(x)
+		}
+		return nil, badType(v, "string column")
 	}
-	return nil, badType(v, "string column")
 }
 
 func jsonConv(nullable bool) func(any) (any, error) {
@@ -438,13 +441,15 @@ func jsonConv(nullable bool) func(any) (any, error) {
 	}
 }
 
-func enumConv(labels []string) func(any) (any, error) {
+// enumConv: the binlog gives the member's index into labels (UTF-8); a
+// snapshot gives the member's bytes in the column's character set.
+func enumConv(labels []string, cs *charset) func(any) (any, error) {
 	return func(v any) (any, error) {
 		switch x := v.(type) {
 		case string:
-			return x, nil
+			return cs.decode([]byte(x))
 		case []byte:
-			return string(x), nil
+			return cs.decode(x)
 		}
 		i, err := signedInput(v, 64, false)
 		if err != nil {
@@ -460,13 +465,15 @@ func enumConv(labels []string) func(any) (any, error) {
 	}
 }
 
-func setConv(labels []string) func(any) (any, error) {
+// setConv: the binlog gives the members' bitmask over labels (UTF-8); a
+// snapshot gives the members' bytes in the column's character set.
+func setConv(labels []string, cs *charset) func(any) (any, error) {
 	return func(v any) (any, error) {
 		switch x := v.(type) {
 		case string:
-			return x, nil
+			return cs.decode([]byte(x))
 		case []byte:
-			return string(x), nil
+			return cs.decode(x)
 		}
 		u, err := unsignedInput(v)
 		if err != nil {

@@ -22,6 +22,14 @@ const binaryCollation = 63
 // MariaDB that a LONGTEXT column is JSON) is taken from hint, column by
 // column, when hint has a column of that name and type.
 func FromTableMap(tm *replication.TableMapEvent, hint Definition) (Definition, error) {
+	return FromTableMapCharsets(tm, hint, nil)
+}
+
+// FromTableMapCharsets is [FromTableMap] with the server's collations: each
+// string, ENUM and SET column then gets the character set its rows were
+// written in from the event itself rather than from hint, and ENUM and SET
+// labels (raw bytes in that character set) are decoded to UTF-8.
+func FromTableMapCharsets(tm *replication.TableMapEvent, hint Definition, colls Collations) (Definition, error) {
 	names := tm.ColumnNameString()
 	if len(names) != int(tm.ColumnCount) {
 		return Definition{}, fmt.Errorf("%w: %s.%s: the binlog has no column names (set binlog_row_metadata=FULL)",
@@ -37,7 +45,17 @@ func FromTableMap(tm *replication.TableMapEvent, hint Definition) (Definition, e
 	sets := tm.SetStrValueMap()
 	geoms := tm.GeometryTypeMap()
 	def := Definition{DB: string(tm.Schema), Table: string(tm.Table), Charset: hint.Charset}
+	charsets := tableMapCharsets(tm, colls)
 	for i := range int(tm.ColumnCount) {
+		cs, known := charsets[i]
+		if !known {
+			if h, ok := hinted[strings.ToLower(names[i])]; ok {
+				cs = h.Charset
+			}
+		}
+		if err := decodeLabels(enums, sets, i, cs); err != nil {
+			return Definition{}, fmt.Errorf("%s.%s column %s: %w", tm.Schema, tm.Table, names[i], err)
+		}
 		typ, err := columnType(tm, i, unsigned[i], collations, enums[i], sets[i], geoms)
 		if err != nil {
 			return Definition{}, fmt.Errorf("%s.%s column %s: %w", tm.Schema, tm.Table, names[i], err)
@@ -53,6 +71,9 @@ func FromTableMap(tm *replication.TableMapEvent, hint Definition) (Definition, e
 			}
 			c.Charset = h.Charset
 		}
+		if known {
+			c.Charset = cs
+		}
 		def.Columns = append(def.Columns, c)
 	}
 	for _, pk := range tm.PrimaryKey {
@@ -62,6 +83,25 @@ func FromTableMap(tm *replication.TableMapEvent, hint Definition) (Definition, e
 		def.PrimaryKey = append(def.PrimaryKey, names[pk])
 	}
 	return def, nil
+}
+
+// decodeLabels decodes column i's ENUM or SET labels from charset cs.
+func decodeLabels(enums, sets map[int][]string, i int, cs string) error {
+	for _, m := range []map[int][]string{enums, sets} {
+		labels, ok := m[i]
+		if !ok {
+			continue
+		}
+		out := make([]string, len(labels))
+		for k, l := range labels {
+			var err error
+			if out[k], err = mysqltype.DecodeText(cs, []byte(l)); err != nil {
+				return err
+			}
+		}
+		m[i] = out
+	}
+	return nil
 }
 
 // sameType compares column types ignoring display widths ("int(11)" vs "int").

@@ -40,6 +40,15 @@ type Definitions interface {
 	Load(ctx context.Context, db, table string) (schemahist.Definition, error)
 }
 
+// CollationSource is implemented by Definitions that can list the
+// server's collation ids; with it, the character set of each column is
+// taken from the table map event its rows come with
+// (binlog_row_metadata=FULL), so a charset-changing ALTER never makes rows
+// decode with the wrong character set.
+type CollationSource interface {
+	Collations(ctx context.Context) (schemahist.Collations, error)
+}
+
 // Config configures a Stream.
 type Config struct {
 	Prefix  string          // topic.prefix
@@ -89,7 +98,8 @@ type Stream struct {
 	defs Definitions
 	log  *slog.Logger
 
-	tables map[string]*table // db.table → compiled definition
+	tables map[string]*table     // db.table → compiled definition
+	colls  schemahist.Collations // collation id → charset (nil: not loaded or not available)
 	// headers Debezium 3 adds to every record (extended headers).
 	contextHeaders []kgo.RecordHeader
 	// open Kafka transaction
@@ -462,6 +472,21 @@ func (s *Stream) boundary(ctx context.Context, ev binlog.Event) error {
 func (s *Stream) lookup(ctx context.Context, db, tbl string, tm *replication.TableMapEvent) (*table, error) {
 	key := tableKey(db, tbl)
 	t := s.tables[key]
+	if tm != nil && s.colls == nil {
+		if src, ok := s.defs.(CollationSource); ok {
+			colls, err := src.Collations(ctx)
+			if err != nil {
+				return nil, err
+			}
+			s.colls = colls
+		}
+	}
+	matches := func(t *schemahist.Table, tm *replication.TableMapEvent) error {
+		if err := matches(t, tm); err != nil {
+			return err
+		}
+		return t.MatchesCharsets(tm, s.colls)
+	}
 	if t != nil && (tm == nil || matches(t.Table, tm) == nil) {
 		if !t.ready {
 			if err := s.prepare(ctx, t); err != nil {
@@ -483,7 +508,7 @@ func (s *Stream) lookup(ctx context.Context, db, tbl string, tm *replication.Tab
 		if t != nil && len(def.Columns) == 0 {
 			hint = t.Def
 		}
-		derived, derr := schemahist.FromTableMap(tm, hint)
+		derived, derr := schemahist.FromTableMapCharsets(tm, hint, s.colls)
 		if derr != nil {
 			return nil, derr
 		}
