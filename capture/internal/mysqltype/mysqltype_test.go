@@ -257,6 +257,29 @@ func valueCases(t *testing.T) []valueCase {
 			"2024-07-01 12:00:00", "2024-07-01T10:00:00Z"},
 		{"timestamp zero nullable", "timestamp", true, Options{}, "0000-00-00 00:00:00", nil},
 		{"timestamp zero not null", "timestamp(6)", false, Options{}, "0000-00-00 00:00:00.000000", EpochZonedTimestamp},
+		// TIMESTAMP second 0 with a fraction (issue 17): go-mysql's binlog
+		// text is "0000-00-00 00:00:00.ffffff" (fsp digits), a SELECT in
+		// UTC gives the instant; both are 1970-01-01T00:00:00.fZ.
+		{"timestamp(6) second 0 fraction binlog", "timestamp(6)", true, Options{}, "0000-00-00 00:00:00.999999", "1970-01-01T00:00:00.999999Z"},
+		{"timestamp(6) second 0 fraction snapshot", "timestamp(6)", true, Options{}, "1970-01-01 00:00:00.999999", "1970-01-01T00:00:00.999999Z"},
+		{"timestamp(6) second 0 one µs", "timestamp(6)", false, Options{}, "0000-00-00 00:00:00.000001", "1970-01-01T00:00:00.000001Z"},
+		{"timestamp(1) second 0 fraction binlog", "timestamp(1)", true, Options{}, "0000-00-00 00:00:00.9", "1970-01-01T00:00:00.9Z"},
+		{"timestamp(3) second 0 fraction binlog", "timestamp(3)", false, Options{}, "0000-00-00 00:00:00.001", "1970-01-01T00:00:00.001Z"},
+		{"timestamp(5) second 0 fraction binlog", "timestamp(5)", false, Options{}, "0000-00-00 00:00:00.99999", "1970-01-01T00:00:00.99999Z"},
+		{"timestamp(6) second 0 fraction in New York", "timestamp(6)", false, Options{ServerTimeZone: ny}, "0000-00-00 00:00:00.5", "1970-01-01T00:00:00.500000Z"},
+		{"timestamp(6) zero fraction digits", "timestamp(6)", true, Options{}, "0000-00-00 00:00:00.000000", nil},
+		// TIMESTAMP limits: 1970-01-01 00:00:01 … 2038-01-19 03:14:07.999999 UTC.
+		{"timestamp min", "timestamp", false, Options{}, "1970-01-01 00:00:01", "1970-01-01T00:00:01Z"},
+		{"timestamp max", "timestamp", false, Options{}, "2038-01-19 03:14:07", "2038-01-19T03:14:07Z"},
+		{"timestamp(6) max", "timestamp(6)", false, Options{}, "2038-01-19 03:14:07.999999", "2038-01-19T03:14:07.999999Z"},
+		{"timestamp(1) max", "timestamp(1)", false, Options{}, "2038-01-19 03:14:07.9", "2038-01-19T03:14:07.9Z"},
+		{"timestamp(2) min", "timestamp(2)", false, Options{}, "1970-01-01 00:00:01.00", "1970-01-01T00:00:01.00Z"},
+		{"timestamp(4) min", "timestamp(4)", false, Options{}, "1970-01-01 00:00:01.0001", "1970-01-01T00:00:01.0001Z"},
+		{"timestamp(6) min binlog time.Time", "timestamp(6)", false, Options{}, time.Unix(1, 1000), "1970-01-01T00:00:01.000001Z"},
+		{"timestamp max text in -12:59", "timestamp(6)", false, Options{ServerTimeZone: time.FixedZone("", -(12*3600 + 59*60))},
+			"2038-01-18 14:15:07.999999", "2038-01-19T03:14:07.999999Z"},
+		{"timestamp min text in +13:00", "timestamp", false, Options{ServerTimeZone: time.FixedZone("", 13*3600)},
+			"1970-01-01 13:00:01", "1970-01-01T00:00:01Z"},
 		// year
 		{"year", "year(4)", false, Options{}, int(2024), int32(2024)},
 		{"year text", "year", false, Options{}, "1901", int32(1901)},

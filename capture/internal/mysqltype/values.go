@@ -586,6 +586,17 @@ type civil struct {
 
 func (c civil) zeroDate() bool { return c.mo == 0 || c.d == 0 }
 
+// epochFraction reports go-mysql's binlog text for a TIMESTAMP(fsp > 0)
+// stored as second 0 with a non-zero fraction: "0000-00-00
+// 00:00:00.ffffff". MariaDB stores such values (1970-01-01
+// 00:00:00.999999 UTC, or out-of-range input in non-strict mode) and
+// reads them back as that instant; only second 0 with fraction 0 is the
+// zero TIMESTAMP. A SELECT shows the instant itself, so the text is only
+// ever the binlog's.
+func (c civil) epochFraction() bool {
+	return c.micros != 0 && c.y == 0 && c.mo == 0 && c.d == 0 && c.h == 0 && c.mi == 0 && c.s == 0
+}
+
 func (c civil) epochMicros() int64 {
 	secs := daysFromCivil(c.y, c.mo, c.d)*86400 + int64(c.h*3600+c.mi*60+c.s)
 	return secs*1_000_000 + int64(c.micros)
@@ -735,6 +746,12 @@ func timestampConv(nullable bool, fsp int, loc *time.Location) func(any) (any, e
 			c, err := civilInput(x, "TIMESTAMP")
 			if err != nil {
 				return nil, err
+			}
+			if c.epochFraction() {
+				// Second 0 with a fraction is an instant, not the zero
+				// value: 1970-01-01T00:00:00.ffffffZ.
+				t = time.Unix(0, int64(c.micros)*1000)
+				break
 			}
 			if c.zeroDate() {
 				return zero()
