@@ -7,7 +7,9 @@
 --   TIME(p)     -838:59:59.999999 … 838:59:59.999999, p = 0…6
 --   YEAR        1901 … 2155 and 0000
 -- Zero dates and parts (0000-00-00, 2020-00-15, 2020-02-00) need a sql_mode without NO_ZERO_DATE /
--- NO_ZERO_IN_DATE; invalid days (2021-02-31) need ALLOW_INVALID_DATES (DATE and DATETIME only).
+-- NO_ZERO_IN_DATE. Invalid days (2021-02-31, stored under ALLOW_INVALID_DATES in DATE and DATETIME) are
+-- not here: Debezium 3.5 stops on them ("Error while deserializing binlog data of date: Invalid date
+-- 'FEBRUARY 31'"), and so does capture, naming the column (TestInvalidDateStopsCapture).
 -- Session zones run from -12:59 to +13:00 on MariaDB; the shared server has no named zones loaded
 -- (capture/internal/binlog's private-server test covers named zones and DST).
 --
@@ -69,14 +71,14 @@ CREATE TABLE t_year0 (id INT PRIMARY KEY, y YEAR NULL);
 INSERT INTO t_year0 VALUES (1, 0), (2, '0000');
 UPDATE t_year0 SET y = 0 WHERE id = 1;
 
--- Zero dates and zero parts (no NO_ZERO_DATE / NO_ZERO_IN_DATE) and invalid days (ALLOW_INVALID_DATES).
+-- Zero dates and zero parts (no NO_ZERO_DATE / NO_ZERO_IN_DATE), year 0.
 CREATE TABLE t_zero (id INT PRIMARY KEY, d DATE NULL, dn DATE NOT NULL, dt DATETIME NULL, dtn DATETIME(6) NOT NULL, ts TIMESTAMP NULL, tsn TIMESTAMP(3) NOT NULL);
 INSERT INTO t_zero VALUES (1, '0000-00-00', '0000-00-00', '0000-00-00 00:00:00', '0000-00-00 00:00:00.000000', '0000-00-00 00:00:00', '0000-00-00 00:00:00.000');
 INSERT INTO t_zero VALUES (2, '2020-00-15', '2020-00-15', '2020-00-15 10:20:30', '2020-00-15 10:20:30.123456', '2020-01-01 00:00:00', '2020-01-01 00:00:00.123');
 INSERT INTO t_zero VALUES (3, '2020-02-00', '2020-02-00', '2020-02-00 10:20:30', '2020-02-00 23:59:59.999999', '2020-01-01 00:00:00', '2020-01-01 00:00:00.123');
-INSERT INTO t_zero VALUES (4, '2021-02-31', '2021-02-31', '2021-02-31 10:20:30', '2021-04-31 00:00:00.000001', '2021-02-28 00:00:00', '2021-02-28 00:00:00.001');
 INSERT INTO t_zero VALUES (5, '0000-01-01', '0000-12-31', '0000-01-01 00:00:00', '0000-12-31 23:59:59.999999', NULL, '1970-01-01 00:00:00.999');
-UPDATE t_zero SET d = '2021-02-30', dt = '2021-02-29 00:00:00' WHERE id = 1;
+UPDATE t_zero SET d = '2021-02-28', dt = '2020-02-29 00:00:00' WHERE id = 1;
+UPDATE t_zero SET d = '0000-00-00', dt = '2020-00-00 00:00:00' WHERE id = 1;
 
 -- TIMESTAMP written and read in non-UTC session zones: stored as UTC, so the events are the same instants.
 CREATE TABLE t_zone (id INT PRIMARY KEY, ts TIMESTAMP(6) NULL, ts0 TIMESTAMP NULL, dt DATETIME(6) NULL);
