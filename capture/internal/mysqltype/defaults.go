@@ -52,8 +52,12 @@ func (c *Converter) setDefault(col Column, ct columnType) error {
 		switch ct.name {
 		case "timestamp":
 			// Debezium's epoch fallback, formatted without fraction digits
-			// whatever the column's fsp.
-			c.schema.Default = EpochZonedTimestamp
+			// whatever the column's fsp, for a NOT NULL column; a nullable
+			// one gets no default (observed with Debezium 3.5,
+			// test/compat/testdata/realworld/50_temporal.sql).
+			if !col.Nullable {
+				c.schema.Default = EpochZonedTimestamp
+			}
 			return nil
 		case "datetime":
 			raw = "1970-01-01 00:00:00"

@@ -293,8 +293,12 @@ func valueCases(t *testing.T) []valueCase {
 			"2024-01-02 03:04:05.120", "2024-01-02T08:04:05.120Z"},
 		{"timestamp text in Berlin summer", "timestamp", false, Options{ServerTimeZone: berlin},
 			"2024-07-01 12:00:00", "2024-07-01T10:00:00Z"},
-		{"timestamp zero nullable", "timestamp", true, Options{}, "0000-00-00 00:00:00", nil},
-		{"timestamp zero not null", "timestamp(6)", false, Options{}, "0000-00-00 00:00:00.000000", EpochZonedTimestamp},
+		// The zero TIMESTAMP is second 0: Debezium's binlog reader emits
+		// that instant with the column's fsp digits, nullable or not.
+		{"timestamp zero nullable", "timestamp", true, Options{}, "0000-00-00 00:00:00", "1970-01-01T00:00:00Z"},
+		{"timestamp zero not null", "timestamp(6)", false, Options{}, "0000-00-00 00:00:00.000000", "1970-01-01T00:00:00.000000Z"},
+		{"timestamp(3) zero not null", "timestamp(3)", false, Options{}, "0000-00-00 00:00:00.000", "1970-01-01T00:00:00.000Z"},
+		{"timestamp(1) zero nullable", "timestamp(1)", true, Options{}, []byte("0000-00-00 00:00:00.0"), "1970-01-01T00:00:00.0Z"},
 		// TIMESTAMP second 0 with a fraction (issue 17): go-mysql's binlog
 		// text is "0000-00-00 00:00:00.ffffff" (fsp digits), a SELECT in
 		// UTC gives the instant; both are 1970-01-01T00:00:00.fZ.
@@ -305,7 +309,6 @@ func valueCases(t *testing.T) []valueCase {
 		{"timestamp(3) second 0 fraction binlog", "timestamp(3)", false, Options{}, "0000-00-00 00:00:00.001", "1970-01-01T00:00:00.001Z"},
 		{"timestamp(5) second 0 fraction binlog", "timestamp(5)", false, Options{}, "0000-00-00 00:00:00.99999", "1970-01-01T00:00:00.99999Z"},
 		{"timestamp(6) second 0 fraction in New York", "timestamp(6)", false, Options{ServerTimeZone: ny}, "0000-00-00 00:00:00.5", "1970-01-01T00:00:00.500000Z"},
-		{"timestamp(6) zero fraction digits", "timestamp(6)", true, Options{}, "0000-00-00 00:00:00.000000", nil},
 		// TIMESTAMP limits: 1970-01-01 00:00:01 … 2038-01-19 03:14:07.999999 UTC.
 		{"timestamp min", "timestamp", false, Options{}, "1970-01-01 00:00:01", "1970-01-01T00:00:01Z"},
 		{"timestamp max", "timestamp", false, Options{}, "2038-01-19 03:14:07", "2038-01-19T03:14:07Z"},
@@ -401,6 +404,8 @@ func TestDefaults(t *testing.T) {
 		{name: "decimal", col: Column{Type: "decimal(10,2)", Default: ptr("1.5")}, want: decBytes("150")},
 		{name: "timestamp current", col: Column{Type: "timestamp", Default: ptr("CURRENT_TIMESTAMP")}, want: EpochZonedTimestamp},
 		{name: "timestamp(3) current mariadb", col: Column{Type: "timestamp(3)", Default: ptr("current_timestamp(3)")}, want: EpochZonedTimestamp},
+		{name: "timestamp(3) nullable current", col: Column{Type: "timestamp(3)", Nullable: true, Default: ptr("current_timestamp(3)")}, want: nil},
+		{name: "datetime(6) nullable current", col: Column{Type: "datetime(6)", Nullable: true, Default: ptr("current_timestamp(6)")}, want: int64(0)},
 		{name: "timestamp literal in zone", col: Column{Type: "timestamp", Default: ptr("2024-01-01 01:00:00")},
 			opts: Options{ServerTimeZone: time.FixedZone("+01", 3600)}, want: "2024-01-01T00:00:00Z"},
 		{name: "datetime current", col: Column{Type: "datetime", Default: ptr("now()")}, want: int64(0)},

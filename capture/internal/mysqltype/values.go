@@ -586,15 +586,17 @@ type civil struct {
 
 func (c civil) zeroDate() bool { return c.mo == 0 || c.d == 0 }
 
-// epochFraction reports go-mysql's binlog text for a TIMESTAMP(fsp > 0)
-// stored as second 0 with a non-zero fraction: "0000-00-00
-// 00:00:00.ffffff". MariaDB stores such values (1970-01-01
-// 00:00:00.999999 UTC, or out-of-range input in non-strict mode) and
-// reads them back as that instant; only second 0 with fraction 0 is the
-// zero TIMESTAMP. A SELECT shows the instant itself, so the text is only
-// ever the binlog's.
-func (c civil) epochFraction() bool {
-	return c.micros != 0 && c.y == 0 && c.mo == 0 && c.d == 0 && c.h == 0 && c.mi == 0 && c.s == 0
+// epochSecond reports the text of a TIMESTAMP stored as second 0:
+// "0000-00-00 00:00:00[.ffffff]". That is the zero TIMESTAMP (what
+// non-strict mode stores for out-of-range input; SELECT shows
+// 0000-00-00 00:00:00, UNIX_TIMESTAMP gives 0) or, with a non-zero
+// fraction, second 0 plus that fraction (1970-01-01 00:00:00.999999 UTC,
+// which SELECT shows as that instant and go-mysql's binlog text shows as
+// 0000-00-00 00:00:00.999999). The binlog holds the instant 0.ffffff in
+// both cases, and Debezium 3.5 emits it as 1970-01-01T00:00:00[.fff]Z
+// with the column's fsp digits, nullable column or not.
+func (c civil) epochSecond() bool {
+	return c.y == 0 && c.mo == 0 && c.d == 0 && c.h == 0 && c.mi == 0 && c.s == 0
 }
 
 func (c civil) epochMicros() int64 {
@@ -783,9 +785,9 @@ func timestampConv(nullable bool, fsp int, loc *time.Location) func(any) (any, e
 			if err != nil {
 				return nil, err
 			}
-			if c.epochFraction() {
-				// Second 0 with a fraction is an instant, not the zero
-				// value: 1970-01-01T00:00:00.ffffffZ.
+			if c.epochSecond() {
+				// Second 0: the instant it stores, 1970-01-01T00:00:00Z
+				// plus the fraction, as Debezium's binlog reader gives it.
 				t = time.Unix(0, int64(c.micros)*1000)
 				break
 			}
