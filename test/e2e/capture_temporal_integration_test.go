@@ -49,6 +49,12 @@ func TestInvalidDateStopsCapture(t *testing.T) {
 			if p.err == nil {
 				t.Error("capture exited 0 on an invalid date")
 			}
+			for _, line := range strings.Split(out, "\n") {
+				if strings.Contains(line, "ALLOWED_INVALID_DATES") {
+					t.Logf("capture stopped: %s", line)
+					break
+				}
+			}
 			dec, err := kafkatest.NewDecoder(testenv.RegistryURL(t))
 			if err != nil {
 				t.Fatal(err)
