@@ -26,9 +26,13 @@
 //   - date: YYYY-MM-DD. timestamp, timestamptz: "YYYY-MM-DD
 //     HH:MM:SS.ffffff" in UTC (the MariaDB session must use time_zone
 //     '+00:00').
-//   - Zero dates (month or day 0) cannot round-trip: Debezium turns them
-//     into NULL in a nullable column and the epoch in a NOT NULL one, so
-//     MariaDB's zero date is compared as that.
+//   - Zero dates (month or day 0) in DATE and DATETIME cannot round-trip:
+//     Debezium turns them into NULL in a nullable column and the epoch in a
+//     NOT NULL one, so MariaDB's zero date is compared as that. The zero
+//     TIMESTAMP is second 0 (UNIX_TIMESTAMP 0), which Debezium's binlog
+//     reader emits as the epoch, nullable column or not: it is compared as
+//     1970-01-01 00:00:00. Year 0 with a real month and day (0000-01-01)
+//     is a date like any other.
 //   - struct (geometry): {name=value,...} in field order, each value in its
 //     canonical form. MariaDB's geometry (4-byte little-endian SRID + WKB)
 //     becomes wkb = the WKB, srid = the SRID or NULL when 0, and for a
@@ -403,7 +407,11 @@ func sqlValue(v sql.RawBytes, t iceberg.Type, m mysqlColumn) string {
 	}
 	s := string(v)
 	switch m.dataType {
-	case "date", "datetime", "timestamp":
+	case "timestamp":
+		if zeroDate(s) {
+			s = "1970-01-01 00:00:00"
+		}
+	case "date", "datetime":
 		if zeroDate(s) {
 			if m.nullable {
 				return "NULL"
@@ -413,6 +421,11 @@ func sqlValue(v sql.RawBytes, t iceberg.Type, m mysqlColumn) string {
 			} else {
 				s = "1970-01-01 00:00:00"
 			}
+		}
+	case "year":
+		// MariaDB prints YEAR 0 as 0000; Iceberg holds the int 0.
+		if y, err := strconv.Atoi(s); err == nil {
+			return strconv.Itoa(y)
 		}
 	case "time":
 		if _, ok := t.(iceberg.Int64Type); ok {

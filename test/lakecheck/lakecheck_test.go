@@ -58,3 +58,41 @@ func TestCheckTypes(t *testing.T) {
 		t.Error("a type TYPES.md does not map was accepted")
 	}
 }
+
+// TestSQLValueTemporal checks MariaDB's temporal text at the limits against
+// the canonical forms: the zero TIMESTAMP is the epoch whatever the
+// column's nullability, a zero DATE or DATETIME is NULL or the epoch, year
+// 0 is kept, and an invalid day stays as written (so it can never equal a
+// value ingest could write).
+func TestSQLValueTemporal(t *testing.T) {
+	p := iceberg.PrimitiveTypes
+	tests := []struct {
+		in   string
+		t    iceberg.Type
+		m    mysqlColumn
+		want string
+	}{
+		{"0000-00-00 00:00:00", p.TimestampTz, mysqlColumn{dataType: "timestamp", nullable: true}, "1970-01-01 00:00:00.000000"},
+		{"0000-00-00 00:00:00.000", p.TimestampTz, mysqlColumn{dataType: "timestamp"}, "1970-01-01 00:00:00.000000"},
+		{"1970-01-01 00:00:00.999999", p.TimestampTz, mysqlColumn{dataType: "timestamp", nullable: true}, "1970-01-01 00:00:00.999999"},
+		{"2038-01-19 03:14:07.999999", p.TimestampTz, mysqlColumn{dataType: "timestamp"}, "2038-01-19 03:14:07.999999"},
+		{"0000-00-00 00:00:00", p.Timestamp, mysqlColumn{dataType: "datetime", nullable: true}, "NULL"},
+		{"2020-00-15 10:20:30.123456", p.Timestamp, mysqlColumn{dataType: "datetime"}, "1970-01-01 00:00:00.000000"},
+		{"0000-12-31 23:59:59.999999", p.Timestamp, mysqlColumn{dataType: "datetime"}, "0000-12-31 23:59:59.999999"},
+		{"9999-12-31 23:59:59.999999", p.Timestamp, mysqlColumn{dataType: "datetime"}, "9999-12-31 23:59:59.999999"},
+		{"2020-02-00", p.Date, mysqlColumn{dataType: "date", nullable: true}, "NULL"},
+		{"2020-02-00", p.Date, mysqlColumn{dataType: "date"}, "1970-01-01"},
+		{"0000-01-01", p.Date, mysqlColumn{dataType: "date"}, "0000-01-01"},
+		{"2021-02-31", p.Date, mysqlColumn{dataType: "date"}, "2021-02-31"},
+		{"2021-02-31 10:00:00", p.Timestamp, mysqlColumn{dataType: "datetime"}, "2021-02-31 10:00:00"},
+		{"-838:59:59.999999", p.Int64, mysqlColumn{dataType: "time"}, "-3020399999999"},
+		{"-00:00:00.000001", p.Int64, mysqlColumn{dataType: "time"}, "-1"},
+		{"0000", p.Int32, mysqlColumn{dataType: "year"}, "0"},
+		{"2155", p.Int32, mysqlColumn{dataType: "year"}, "2155"},
+	}
+	for _, tt := range tests {
+		if got := sqlValue([]byte(tt.in), tt.t, tt.m); got != tt.want {
+			t.Errorf("%s %q: got %q, want %q", tt.m.dataType, tt.in, got, tt.want)
+		}
+	}
+}

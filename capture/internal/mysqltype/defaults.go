@@ -21,6 +21,17 @@ func isCurrentTimestamp(s string) bool {
 	return false
 }
 
+// isZeroTimestamp reports the zero TIMESTAMP literal ('0000-00-00
+// 00:00:00[.000000]', quoted or not), whose default Debezium treats like
+// CURRENT_TIMESTAMP's.
+func isZeroTimestamp(s string) bool {
+	if len(s) >= 2 && s[0] == '\'' && s[len(s)-1] == '\'' {
+		s = s[1 : len(s)-1]
+	}
+	c, ok := parseCivil(s)
+	return ok && c.epochSecond() && c.micros == 0
+}
+
 // unquoteSQL removes MariaDB's quoting of literal defaults: the outer single
 // quotes go, and a doubled or backslash-escaped quote inside becomes one quote.
 func unquoteSQL(s string) string {
@@ -48,12 +59,17 @@ func (c *Converter) setDefault(col Column, ct columnType) error {
 	}
 	raw := *col.Default
 	switch {
-	case isCurrentTimestamp(raw):
+	case isCurrentTimestamp(raw) || ct.name == "timestamp" && isZeroTimestamp(raw):
 		switch ct.name {
 		case "timestamp":
-			// Debezium's epoch fallback, formatted without fraction digits
-			// whatever the column's fsp.
-			c.schema.Default = EpochZonedTimestamp
+			// CURRENT_TIMESTAMP or the zero TIMESTAMP: Debezium's epoch
+			// fallback, formatted without fraction digits whatever the
+			// column's fsp, for a NOT NULL column; a nullable one gets no
+			// default (observed with Debezium 3.5,
+			// test/compat/testdata/realworld/50_temporal.sql).
+			if !col.Nullable {
+				c.schema.Default = EpochZonedTimestamp
+			}
 			return nil
 		case "datetime":
 			raw = "1970-01-01 00:00:00"

@@ -593,6 +593,19 @@ type civil struct {
 
 func (c civil) zeroDate() bool { return c.mo == 0 || c.d == 0 }
 
+// epochSecond reports the text of a TIMESTAMP stored as second 0:
+// "0000-00-00 00:00:00[.ffffff]". That is the zero TIMESTAMP (what
+// non-strict mode stores for out-of-range input; SELECT shows
+// 0000-00-00 00:00:00, UNIX_TIMESTAMP gives 0) or, with a non-zero
+// fraction, second 0 plus that fraction (1970-01-01 00:00:00.999999 UTC,
+// which SELECT shows as that instant and go-mysql's binlog text shows as
+// 0000-00-00 00:00:00.999999). The binlog holds the instant 0.ffffff in
+// both cases, and Debezium 3.5 emits it as 1970-01-01T00:00:00[.fff]Z
+// with the column's fsp digits, nullable column or not.
+func (c civil) epochSecond() bool {
+	return c.y == 0 && c.mo == 0 && c.d == 0 && c.h == 0 && c.mi == 0 && c.s == 0
+}
+
 func (c civil) epochMicros() int64 {
 	secs := daysFromCivil(c.y, c.mo, c.d)*86400 + int64(c.h*3600+c.mi*60+c.s)
 	return secs*1_000_000 + int64(c.micros)
@@ -658,21 +671,57 @@ func parseCivil(s string) (civil, bool) {
 
 // civilInput extracts a wall-clock value from a DATE/DATETIME input.
 func civilInput(v any, what string) (civil, error) {
+	var s string
 	switch x := v.(type) {
 	case time.Time:
 		return civilFromTime(x), nil
 	case string:
-		if c, ok := parseCivil(x); ok {
-			return c, nil
-		}
+		s = x
 	case []byte:
-		if c, ok := parseCivil(string(x)); ok {
-			return c, nil
-		}
+		s = string(x)
 	default:
 		return civil{}, badType(v, what)
 	}
-	return civil{}, badValue(v, what)
+	c, ok := parseCivil(s)
+	if !ok {
+		return civil{}, badValue(v, what)
+	}
+	if err := c.checkDay(s, what); err != nil {
+		return civil{}, err
+	}
+	return c, nil
+}
+
+// checkDay rejects a day the month does not have (2021-02-31, 2021-04-31).
+// MariaDB and MySQL store such dates in DATE and DATETIME under sql_mode
+// ALLOW_INVALID_DATES; no days-since-epoch value names them, and moving
+// them to another day (2021-03-03) would alter the value silently.
+// Debezium 3.5 stops on them too ("Invalid date 'FEBRUARY 31'"). Zero
+// months and days (zeroDate) are not invalid here: they have Debezium's
+// documented NULL/epoch value.
+func (c civil) checkDay(text, what string) error {
+	if c.zeroDate() {
+		return nil
+	}
+	if last := daysIn(c.y, c.mo); c.d > last {
+		return fmt.Errorf("%w: %q for %s: %04d-%02d has %d days (a date stored under sql_mode ALLOW_INVALID_DATES has no Debezium value; correct the row in the source)",
+			ErrInvalidValue, text, what, c.y, c.mo, last)
+	}
+	return nil
+}
+
+// daysIn returns the days of month mo (1-12) of proleptic Gregorian year y.
+func daysIn(y, mo int) int {
+	switch mo {
+	case 2:
+		if y%4 == 0 && (y%100 != 0 || y%400 == 0) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
 }
 
 // dateConv: days since epoch. Zero dates are null when nullable, else the
@@ -742,6 +791,12 @@ func timestampConv(nullable bool, fsp int, loc *time.Location) func(any) (any, e
 			c, err := civilInput(x, "TIMESTAMP")
 			if err != nil {
 				return nil, err
+			}
+			if c.epochSecond() {
+				// Second 0: the instant it stores, 1970-01-01T00:00:00Z
+				// plus the fraction, as Debezium's binlog reader gives it.
+				t = time.Unix(0, int64(c.micros)*1000)
+				break
 			}
 			if c.zeroDate() {
 				return zero()
@@ -855,13 +910,18 @@ func convTimeMicros(v any) (any, error) {
 }
 
 // convTimeMillis: Connect Time as INT32 ms, truncated toward zero; values
-// outside a day pass through like convTimeMicros.
+// outside a day pass through like convTimeMicros. TIME beyond
+// ±596:31:23.647 does not fit an INT32 and is an error, not a wrapped value.
 func convTimeMillis(v any) (any, error) {
 	us, err := timeMicros(v)
 	if err != nil {
 		return nil, err
 	}
-	return int32(us / 1000), nil
+	ms := us / 1000
+	if ms < math.MinInt32 || ms > math.MaxInt32 {
+		return nil, fmt.Errorf("%w: TIME %v is %d ms, beyond the INT32 of time.precision.mode=connect (use adaptive_time_microseconds)", ErrInvalidValue, v, ms)
+	}
+	return int32(ms), nil
 }
 
 func convYear(v any) (any, error) {

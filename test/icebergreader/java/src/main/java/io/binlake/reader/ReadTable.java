@@ -26,7 +26,8 @@ import org.apache.iceberg.types.Types;
  * and position deletes. Usage: ReadTable namespace.table (catalog from env).
  */
 public final class ReadTable {
-  private static final DateTimeFormatter TS = DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm:ss.SSSSSS");
+  // uuuu, the proleptic year: yyyy is the year of the era, which prints year 0 (1 BC) as 0001.
+  private static final DateTimeFormatter TS = DateTimeFormatter.ofPattern("uuuu-MM-dd HH:mm:ss.SSSSSS");
 
   public static void main(String[] args) throws Exception {
     Map<String, String> props = new HashMap<>();
