@@ -279,6 +279,7 @@ func stream1(ctx context.Context, cfg Config, logger *slog.Logger, metrics *stre
 		Flavor:          srcFlavor,
 		Version:         version,
 		Types:           cfg.Types,
+		Naming:          cfg.Naming,
 		Filter:          filt,
 		Tombstones:      cfg.TombstonesOnDelete,
 		SkipTruncate:    cfg.skipTruncate(),

@@ -47,7 +47,11 @@ type Config struct {
 	Flavor  debezium.Flavor // source block flavor
 	Version string          // source.version
 	Types   mysqltype.Options
-	Filter  *filter.Filter
+	// Naming adjusts schema and field names (Debezium's
+	// schema.name.adjustment.mode and field.name.adjustment.mode; zero
+	// value: none for both).
+	Naming schemahist.Naming
+	Filter *filter.Filter
 	// Tombstones: a null-value record follows each delete (tombstones.on.delete).
 	Tombstones bool
 	// SkipTruncate drops TRUNCATE events (skipped.operations=t).
@@ -173,7 +177,7 @@ func (s *Stream) compile(def schemahist.Definition) (*table, error) {
 	if s.cfg.Filter.HasColumnLists() {
 		include = func(col string) bool { return s.cfg.Filter.Column(def.DB, def.Table, col) }
 	}
-	t, err := schemahist.Compile(def, s.cfg.Prefix, s.cfg.Flavor, s.cfg.Types, include)
+	t, err := schemahist.Compile(def, s.cfg.Prefix, s.cfg.Flavor, s.cfg.Types, s.cfg.Naming, include)
 	if err != nil {
 		return nil, err
 	}
