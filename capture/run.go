@@ -300,6 +300,15 @@ func stream1(ctx context.Context, cfg Config, logger *slog.Logger, metrics *stre
 	if err != nil {
 		return err
 	}
+	// Every captured table must compile (names Avro can carry under the
+	// adjustment modes) before anything is written.
+	captured, err := schemahist.ListTables(ctx, db, filt.Table)
+	if err != nil {
+		return err
+	}
+	if err := st.Check(ctx, captured); err != nil {
+		return err
+	}
 	if !stored || storeNow {
 		// Store the start at once: a capture stopped before its first
 		// change must resume here, not at a later "current". A new
