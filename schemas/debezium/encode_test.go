@@ -286,6 +286,16 @@ func TestNames(t *testing.T) {
 	if got := id.SchemaPrefix(); got != "my_server.t" {
 		t.Errorf("SchemaPrefix (avro) = %q", got)
 	}
+	for mode, want := range map[debezium.NameAdjustment]string{
+		debezium.AdjustNone:        "p.db.2024-sales",
+		debezium.AdjustAvro:        "p.db._2024_sales",
+		debezium.AdjustAvroUnicode: "p.db._u0032024_u002dsales",
+	} {
+		id := debezium.TableID{Prefix: "p", DB: "db", Table: "2024-sales", SchemaNames: mode}
+		if got := id.SchemaPrefix(); got != want {
+			t.Errorf("SchemaPrefix of a leading-digit table (%s) = %q, want %q", mode, got, want)
+		}
+	}
 	if got := debezium.HeartbeatTopic("p"); got != "__debezium-heartbeat.p" {
 		t.Errorf("HeartbeatTopic = %q", got)
 	}
@@ -361,6 +371,9 @@ func TestValidAvroName(t *testing.T) {
 		"created at": false, "Amount€": false, "a-b": false, "a.b": false, "$x": false,
 		"1st": false, "": false, "x😀": false, "١٢": false, "x١٢": true,
 	} {
+		if full := "p.db." + name + ".Value"; !strings.Contains(name, ".") && debezium.ValidAvroFullName(full) != want {
+			t.Errorf("ValidAvroFullName(%q) = %v, want %v", full, !want, want)
+		}
 		if got := debezium.ValidAvroName(name); got != want {
 			t.Errorf("ValidAvroName(%q) = %v, want %v", name, got, want)
 		}

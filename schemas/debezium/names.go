@@ -59,7 +59,38 @@ func (t TableID) Topic() string { return TopicName(t.Prefix, t.DB, t.Table) }
 // Value, Envelope): like Debezium, the data topic adjusted with
 // [AdjustSchemaName] (adjusting "<topic>.Value" as a whole gives the same
 // result as adjusting the topic and appending ".Value").
-func (t TableID) SchemaPrefix() string { return AdjustSchemaName(t.SchemaNames, t.Topic()) }
+//
+// With avro and avro_unicode one more rule applies, where binlake departs
+// from Debezium: a dot-separated part that still does not start with a
+// letter or "_" (a table named "2024-sales" gives "P.db.2024_sales") gets
+// the mode's first-character treatment too ("_2024_sales", or
+// "_u0032024_u002dsales"). Debezium keeps such a part; its Apicurio
+// converter registers it through Apicurio's own API, but Avro 1.12's parser
+// (the registry's Confluent-compatible API, Avro 1.12 readers) rejects a
+// namespace part that starts with a digit, so the name could not be
+// registered or read back. With none the name is left as it is; see
+// [ValidAvroFullName].
+func (t TableID) SchemaPrefix() string {
+	name := AdjustSchemaName(t.SchemaNames, t.Topic())
+	if t.SchemaNames != AdjustAvro && t.SchemaNames != AdjustAvroUnicode || ValidAvroFullName(name) {
+		return name
+	}
+	parts := strings.Split(name, ".")
+	for i, p := range parts {
+		switch {
+		case p == "":
+			parts[i] = "_"
+		case p[0] >= '0' && p[0] <= '9':
+			// After adjustment only a leading digit can be wrong.
+			if t.SchemaNames == AdjustAvro {
+				parts[i] = "_" + p
+			} else {
+				parts[i] = fmt.Sprintf("_u%04x", p[0]) + p[1:]
+			}
+		}
+	}
+	return strings.Join(parts, ".")
+}
 
 // TopicName joins the non-blank parts with "." and sanitises the result like
 // Debezium's AbstractTopicNamingStrategy.
@@ -181,6 +212,18 @@ func adjust(mode NameAdjustment, name string, dots bool) string {
 		return name
 	}
 	return b.String()
+}
+
+// ValidAvroFullName reports whether every dot-separated part of a record
+// full name is a [ValidAvroName], as Avro 1.12's schema parser (the
+// registry's) requires of a namespace and a name.
+func ValidAvroFullName(full string) bool {
+	for _, p := range strings.Split(full, ".") {
+		if !ValidAvroName(p) {
+			return false
+		}
+	}
+	return true
 }
 
 // ValidAvroName reports whether name is a valid Avro name for the Java

@@ -11,6 +11,7 @@
 package schemahist
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -30,8 +31,8 @@ var ErrSchemaMismatch = errors.New("schemahist: row event does not match the tab
 // ErrNoTable reports a table that does not exist (any more).
 var ErrNoTable = errors.New("schemahist: table not found")
 
-// ErrInvalidName reports a column whose name the Avro converter cannot
-// carry as a field name under the configured field-name adjustment (none).
+// ErrInvalidName reports a column or table whose name the Avro converter
+// and the registry cannot carry under the configured adjustment (none).
 var ErrInvalidName = errors.New("schemahist: column name is not a valid Avro field name")
 
 // ErrNameCollision reports two columns of one table whose field names are
@@ -132,6 +133,10 @@ func Compile(def Definition, prefix string, flavor debezium.Flavor, opts mysqlty
 		return nil, err
 	}
 	t := &Table{Def: def, ID: debezium.TableID{Prefix: prefix, DB: def.DB, Table: def.Table, SchemaNames: naming.Schema}, Conv: conv, ColumnIdx: idx}
+	if full := t.ID.SchemaPrefix() + ".Value"; !debezium.ValidAvroFullName(full) {
+		return nil, fmt.Errorf("%w: table %s.%s: its record name %s is not a valid Avro name (a part with a dash or starting with a digit, which the registry rejects) with schema-name-adjustment-mode (CAPTURE_SCHEMA_NAME_ADJUSTMENT_MODE)=%s; set it to avro or avro_unicode, or rename the table (or the topic prefix)",
+			ErrInvalidName, def.DB, def.Table, full, cmp.Or(naming.Schema, debezium.AdjustNone))
+	}
 	fields := slices.Clone(conv.Fields())
 	for i := range fields {
 		fields[i].Name = names[i]

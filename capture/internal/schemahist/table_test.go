@@ -49,17 +49,27 @@ func TestCompileNaming(t *testing.T) {
 		{"none stops on a space", Naming{}, []string{"id", "created at"}, nil, "", ErrInvalidName},
 		{"none stops on a leading digit", Naming{}, []string{"id", "1st"}, nil, "", ErrInvalidName},
 		{"none stops on a symbol", Naming{}, []string{"id", "Amount€"}, nil, "", ErrInvalidName},
+		{"avro fixes a leading-digit table", avro, []string{"id"}, []string{"id"}, "p.shop._2024_sales.Value", nil},
+		{"none stops on a leading-digit table", Naming{}, []string{"id"}, nil, "", ErrInvalidName},
 		{"avro collision", avro, []string{"id", "a b", "a_b"}, nil, "", ErrNameCollision},
 		{"avro collision of two adjusted", avro, []string{"id", "a-b", "a.b"}, nil, "", ErrNameCollision},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tbl, err := Compile(namesDef(tt.cols...), "p", debezium.FlavorMariaDB, mysqltype.Options{}, tt.naming, nil)
+			def := namesDef(tt.cols...)
+			if strings.Contains(tt.name, "leading-digit table") {
+				def.Table = "2024-sales"
+			}
+			tbl, err := Compile(def, "p", debezium.FlavorMariaDB, mysqltype.Options{}, tt.naming, nil)
 			if tt.wantErr != nil {
 				if !errors.Is(err, tt.wantErr) {
 					t.Fatalf("Compile: %v, want %v", err, tt.wantErr)
 				}
-				for _, want := range []string{"shop.order items", "CAPTURE_FIELD_NAME_ADJUSTMENT_MODE", "field-name-adjustment-mode"} {
+				wants := []string{"shop.order items", "CAPTURE_FIELD_NAME_ADJUSTMENT_MODE", "field-name-adjustment-mode"}
+				if def.Table == "2024-sales" {
+					wants = []string{"shop.2024-sales", "CAPTURE_SCHEMA_NAME_ADJUSTMENT_MODE", "schema-name-adjustment-mode"}
+				}
+				for _, want := range wants {
 					if !strings.Contains(err.Error(), want) {
 						t.Errorf("error %q does not name %q", err, want)
 					}
@@ -85,7 +95,7 @@ func TestCompileNaming(t *testing.T) {
 			if tbl.Key.Name != prefix+".Key" || tbl.Envelope.Name != prefix+".Envelope" {
 				t.Errorf("key %q, envelope %q", tbl.Key.Name, tbl.Envelope.Name)
 			}
-			if tbl.ID.Topic() != "p.shop.order_items" {
+			if tbl.ID.Topic() != debezium.TopicName("p", "shop", def.Table) {
 				t.Errorf("topic %q", tbl.ID.Topic())
 			}
 			// The converters' own fields keep the column names.

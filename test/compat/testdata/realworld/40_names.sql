@@ -6,7 +6,7 @@
 -- debezium: schema.name.adjustment.mode=avro
 -- capture-env: CAPTURE_FIELD_NAME_ADJUSTMENT_MODE=avro
 -- capture-env: CAPTURE_SCHEMA_NAME_ADJUSTMENT_MODE=avro
-CREATE TABLE `order items` (`order id` INT NOT NULL PRIMARY KEY, `created at` DATETIME(3), `Amount€` DECIMAL(10,2), `unit-price` INT, `ship.to` VARCHAR(40), `$cost` INT, `naïve` VARCHAR(10), `1st_place` INT, `select` INT, `order` INT, `key` INT, `MixedCase` INT, `a column name that is exactly sixty-four characters long, see!!!!` INT);
+CREATE TABLE `order items` (`order id` INT NOT NULL PRIMARY KEY, `created at` DATETIME(3), `Amount€` DECIMAL(10,2), `unit-price` INT, `ship.to` VARCHAR(40), `$cost` INT, `naïve` VARCHAR(10), `1st_place` INT, `select` INT, `order` INT, `key` INT, `MixedCase` INT, `a column name that is exactly sixty-four characters long, see!!!` INT);
 INSERT INTO `order items` VALUES (1, '2024-05-01 10:00:00.123', 12.50, 3, 'Berlin', 7, 'oui', 1, 2, 3, 4, 5, 6), (2, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
 UPDATE `order items` SET `Amount€` = 99.99, `select` = 20 WHERE `order id` = 1;
 UPDATE `order items` SET `order id` = 3 WHERE `order id` = 2;
