@@ -10,7 +10,9 @@ import (
 
 	"github.com/binlake/binlake/capture/internal/filter"
 	"github.com/binlake/binlake/capture/internal/mysqltype"
+	"github.com/binlake/binlake/capture/internal/schemahist"
 	"github.com/binlake/binlake/capture/internal/snapshot"
+	"github.com/binlake/binlake/schemas/debezium"
 )
 
 // Config is capture's whole configuration. Each field's flag, environment
@@ -66,7 +68,14 @@ type Config struct {
 	DecimalHandling       string
 	BigintUnsignedMode    string
 	BinaryHandlingMode    string
-	MetricsAddr           string
+	// FieldNameAdjustment and SchemaNameAdjustment are Debezium's
+	// field.name.adjustment.mode and schema.name.adjustment.mode (none,
+	// avro or avro_unicode; default none, as in Debezium); Naming is
+	// their parsed form, filled by Validate.
+	FieldNameAdjustment  string
+	SchemaNameAdjustment string
+	Naming               schemahist.Naming
+	MetricsAddr          string
 	LogFormat, LogLevel   string
 	ShutdownTimeout       time.Duration
 }
@@ -116,6 +125,8 @@ func (c *Config) bind(f *envFlags) {
 	f.String(&c.DecimalHandling, "decimal-handling-mode", "precise", "Debezium decimal.handling.mode: precise, string or double")
 	f.String(&c.BigintUnsignedMode, "bigint-unsigned-handling-mode", "long", "Debezium bigint.unsigned.handling.mode: long or precise")
 	f.String(&c.BinaryHandlingMode, "binary-handling-mode", "bytes", "Debezium binary.handling.mode: bytes, base64, base64-url-safe or hex")
+	f.String(&c.FieldNameAdjustment, "field-name-adjustment-mode", "none", "Debezium field.name.adjustment.mode for column fields of keys and rows: none (names as they are; a name Avro cannot carry stops capture before anything is written), avro (invalid characters become _) or avro_unicode (they become _uXXXX)")
+	f.String(&c.SchemaNameAdjustment, "schema-name-adjustment-mode", "none", "Debezium schema.name.adjustment.mode for the Key, Value and Envelope record names (<topic>.Value): none, avro or avro_unicode")
 	f.String(&c.MetricsAddr, "metrics-addr", "127.0.0.1:9464", "address of /metrics, /healthz and /readyz (off: none)")
 	f.String(&c.LogFormat, "log-format", "text", "log format: text or json")
 	f.String(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
@@ -220,6 +231,13 @@ func (c *Config) Validate() error {
 	if err := c.Types.Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	var err error
+	if c.Naming.Field, err = debezium.ParseNameAdjustment(c.FieldNameAdjustment); err != nil {
+		bad("field-name-adjustment-mode: %v", err)
+	}
+	if c.Naming.Schema, err = debezium.ParseNameAdjustment(c.SchemaNameAdjustment); err != nil {
+		bad("schema-name-adjustment-mode: %v", err)
+	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		bad("log-format %q: want text or json", c.LogFormat)
 	}
@@ -248,6 +266,7 @@ func (c *Config) redacted() []any {
 		"kafka_tls", c.Kafka.TLS, "kafka_sasl_mechanism", c.Kafka.SASLMechanism, "kafka_sasl_username", c.Kafka.SASLUsername,
 		"schema_registry_url", redactURL(c.RegistryURL), "offsets_topic", c.OffsetsTopic, "schema_history_topic", c.HistoryTopic,
 		"server_id", c.ServerID, "flavor", c.Flavor, "snapshot_mode", c.SnapshotMode, "signal_kafka_topic", c.SignalKafkaTopic, "snapshot_chunk_rows", c.SnapshotChunkRows, "snapshot_read_ahead", c.SnapshotReadAhead, "commit_interval", c.CommitInterval,
+		"field_name_adjustment_mode", c.Naming.Field, "schema_name_adjustment_mode", c.Naming.Schema,
 	}
 }
 

@@ -286,6 +286,7 @@ func stream1(ctx context.Context, cfg Config, logger *slog.Logger, metrics *stre
 		Flavor:          srcFlavor,
 		Version:         version,
 		Types:           cfg.Types,
+		Naming:          cfg.Naming,
 		Filter:          filt,
 		Tombstones:      cfg.TombstonesOnDelete,
 		SkipTruncate:    cfg.skipTruncate(),
@@ -304,6 +305,15 @@ func stream1(ctx context.Context, cfg Config, logger *slog.Logger, metrics *stre
 		HeartbeatPrefix:   cfg.HeartbeatTopicsPrefix,
 	}, pub, registry, sqlDefinitions{db}, history)
 	if err != nil {
+		return err
+	}
+	// Every captured table must compile (names Avro can carry under the
+	// adjustment modes) before anything is written.
+	captured, err := schemahist.ListTables(ctx, db, filt.Table)
+	if err != nil {
+		return err
+	}
+	if err := st.Check(ctx, captured); err != nil {
 		return err
 	}
 	if !stored || storeNow {

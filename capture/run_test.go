@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/binlake/binlake/schemas/debezium"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -107,5 +109,35 @@ func TestREADMEDocumentsEveryFlag(t *testing.T) {
 	}
 	if n < 10 {
 		t.Fatalf("found only %d flags in the help text", n)
+	}
+}
+
+// TestNameAdjustmentModes checks the two name-adjustment settings: Debezium's
+// values (case-insensitive), its default none, and a clear error otherwise.
+func TestNameAdjustmentModes(t *testing.T) {
+	check := func(args []string, e map[string]string) (Config, error) {
+		t.Helper()
+		var cfg Config
+		var out bytes.Buffer
+		ef := newTestFlags(&out, e)
+		cfg.bind(ef)
+		if err := ef.fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		cfg.TopicPrefix = "p"
+		return cfg, cfg.Validate()
+	}
+	cfg, err := check(nil, nil)
+	if err != nil || cfg.Naming.Field != debezium.AdjustNone || cfg.Naming.Schema != debezium.AdjustNone {
+		t.Fatalf("defaults: %+v, %v; want none and none", cfg.Naming, err)
+	}
+	cfg, err = check([]string{"--schema-name-adjustment-mode=AVRO"},
+		map[string]string{"CAPTURE_FIELD_NAME_ADJUSTMENT_MODE": "avro_unicode"})
+	if err != nil || cfg.Naming.Field != debezium.AdjustAvroUnicode || cfg.Naming.Schema != debezium.AdjustAvro {
+		t.Fatalf("flag and env: %+v, %v", cfg.Naming, err)
+	}
+	_, err = check([]string{"--field-name-adjustment-mode=unicode"}, nil)
+	if err == nil || !strings.Contains(err.Error(), "field-name-adjustment-mode") || !strings.Contains(err.Error(), "avro_unicode") {
+		t.Fatalf("bad mode: %v, want an error naming the setting and its values", err)
 	}
 }

@@ -265,41 +265,118 @@ func TestNames(t *testing.T) {
 	tests := []struct{ fn, in, want string }{
 		{"topic", "dbserver1.inventory.orders", "dbserver1.inventory.orders"},
 		{"topic", "db server.tä$ble", "db_server.t__ble"},
+		{"topic", "p.db.emoji😀", "p.db.emoji__"}, // two UTF-16 units, two "_"
 		{"topic", ".", "_"},
 		{"topic", "..", "__"},
 		{"topic", strings.Repeat("a", 300), strings.Repeat("a", 249)},
-		{"avro", "dbserver1.inventory.orders.Value", "dbserver1.inventory.orders.Value"},
-		{"avro", "my-server.2024db.order-items.Value", "my_server._2024db.order_items.Value"},
-		{"avro", "a.b c.é", "a.b_c._"},
-		{"field", "9lives", "_9lives"},
-		{"field", "", "_"},
 	}
 	for _, tt := range tests {
-		var got string
-		switch tt.fn {
-		case "topic":
-			got = debezium.SanitizeTopic(tt.in)
-		case "avro":
-			got = debezium.AvroName(tt.in)
-		case "field":
-			got = debezium.AvroFieldName(tt.in)
-		}
-		if got != tt.want {
-			t.Errorf("%s(%q) = %q, want %q", tt.fn, tt.in, got, tt.want)
+		if got := debezium.SanitizeTopic(tt.in); got != tt.want {
+			t.Errorf("SanitizeTopic(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 	id := debezium.TableID{Prefix: "my-server", DB: "", Table: "t"}
 	if got := id.Topic(); got != "my-server.t" {
 		t.Errorf("Topic with blank db = %q", got)
 	}
+	if got := id.SchemaPrefix(); got != "my-server.t" {
+		t.Errorf("SchemaPrefix (none) = %q", got)
+	}
+	id.SchemaNames = debezium.AdjustAvro
 	if got := id.SchemaPrefix(); got != "my_server.t" {
-		t.Errorf("SchemaPrefix = %q", got)
+		t.Errorf("SchemaPrefix (avro) = %q", got)
+	}
+	for mode, want := range map[debezium.NameAdjustment]string{
+		debezium.AdjustNone:        "p.db.2024-sales",
+		debezium.AdjustAvro:        "p.db._2024_sales",
+		debezium.AdjustAvroUnicode: "p.db._u0032024_u002dsales",
+	} {
+		id := debezium.TableID{Prefix: "p", DB: "db", Table: "2024-sales", SchemaNames: mode}
+		if got := id.SchemaPrefix(); got != want {
+			t.Errorf("SchemaPrefix of a leading-digit table (%s) = %q, want %q", mode, got, want)
+		}
 	}
 	if got := debezium.HeartbeatTopic("p"); got != "__debezium-heartbeat.p" {
 		t.Errorf("HeartbeatTopic = %q", got)
 	}
 	if got := debezium.TransactionTopic("p"); got != "p.transaction" {
 		t.Errorf("TransactionTopic = %q", got)
+	}
+}
+
+// TestAdjustNames checks the rules of Debezium's SchemaNameAdjuster (schema
+// names) and field namer (field names) for each mode, including the
+// examples of Debezium's own SchemaNameAdjusterTest.
+func TestAdjustNames(t *testing.T) {
+	const (
+		none    = debezium.AdjustNone
+		avro    = debezium.AdjustAvro
+		unicode = debezium.AdjustAvroUnicode
+	)
+	tests := []struct {
+		field bool
+		mode  debezium.NameAdjustment
+		in    string
+		want  string
+	}{
+		{false, none, "my-server.db.t-1.Value", "my-server.db.t-1.Value"},
+		{false, avro, "dbserver1.inventory.orders.Value", "dbserver1.inventory.orders.Value"},
+		{false, avro, "my-server.db.order-items.Value", "my_server.db.order_items.Value"},
+		// Only the name's first character is a first character.
+		{false, avro, "p.db.2024t.Value", "p.db.2024t.Value"},
+		{false, avro, "1p.db.t.Key", "_1p.db.t.Key"},
+		{false, unicode, "_hello_语言.", "_u005fhello_u005f_u8bed_u8a00."},
+		{false, unicode, "p.db.t_1.Value", "p.db.t_u005f1.Value"},
+		{false, unicode, "1p.t", "_u0031p.t"},
+		{true, none, "created at", "created at"},
+		{true, avro, "24ColumnName", "_24ColumnName"},
+		{true, avro, "created at", "created_at"},
+		{true, avro, "Amount€", "Amount_"},
+		{true, avro, "a.b", "a_b"},
+		{true, avro, "_ok_", "_ok_"},
+		{true, avro, "émoji😀", "_moji__"},
+		{true, unicode, "created at", "created_u0020at"},
+		{true, unicode, "Amount€", "Amount_u20ac"},
+		{true, unicode, "a.b", "a_u002eb"},
+		{true, unicode, "9lives", "_u0039lives"},
+		{true, unicode, "snake_case", "snake_u005fcase"},
+		{true, unicode, "ā", "_u101"}, // Integer.toHexString pads only codes below 0x100
+		{true, unicode, "x😀", "x_ud83d_ude00"},
+		{true, avro, "", ""},
+	}
+	for _, tt := range tests {
+		adjust, kind := debezium.AdjustSchemaName, "schema"
+		if tt.field {
+			adjust, kind = debezium.AdjustFieldName, "field"
+		}
+		if got := adjust(tt.mode, tt.in); got != tt.want {
+			t.Errorf("%s name %q with %s = %q, want %q", kind, tt.in, tt.mode, got, tt.want)
+		}
+	}
+	for _, in := range []string{"none", " AVRO ", "avro_unicode", ""} {
+		if _, err := debezium.ParseNameAdjustment(in); err != nil {
+			t.Errorf("ParseNameAdjustment(%q): %v", in, err)
+		}
+	}
+	if _, err := debezium.ParseNameAdjustment("unicode"); err == nil {
+		t.Error("ParseNameAdjustment(unicode): no error")
+	}
+}
+
+// TestValidAvroName checks the Java Avro default name rule (the one the
+// registry and the converters apply to field names).
+func TestValidAvroName(t *testing.T) {
+	for name, want := range map[string]bool{
+		"id": true, "_x": true, "Café": true, "naïve": true, "日本": true, "a1": true,
+		"created at": false, "Amount€": false, "a-b": false, "a.b": false, "$x": false,
+		"1st": false, "": false, "x😀": false, "١٢": false, "x١٢": true,
+	} {
+		if full := "p.db." + name + ".Value"; !strings.Contains(name, ".") && debezium.ValidAvroFullName(full) != want {
+			t.Errorf("ValidAvroFullName(%q) = %v, want %v", full, !want, want)
+		}
+		if got := debezium.ValidAvroName(name); got != want {
+			t.Errorf("ValidAvroName(%q) = %v, want %v", name, got, want)
+		}
 	}
 }
 

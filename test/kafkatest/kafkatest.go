@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -81,7 +82,7 @@ func (d *Decoder) codec(ctx context.Context, id int) (*goavro.Codec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fetching schema %d: %w", id, err)
 	}
-	c, err = goavro.NewCodec(s.Schema)
+	c, err = goavro.NewCodec(GoavroSchema(s.Schema))
 	if err != nil {
 		return nil, fmt.Errorf("parsing schema %d: %w", id, err)
 	}
@@ -89,6 +90,80 @@ func (d *Decoder) codec(ctx context.Context, id int) (*goavro.Codec, error) {
 	d.codecs[id], d.texts[id] = c, s.Schema
 	d.mu.Unlock()
 	return c, nil
+}
+
+// GoavroSchema returns schema with its record, enum and fixed names made
+// acceptable to goavro, which requires every namespace component to be
+// [A-Za-z_][A-Za-z0-9_]*. Java Avro (the registry, the Kafka Connect
+// converters) checks only the last component, so Debezium registers names
+// such as "P.db.2024-sales.Value" (schema.name.adjustment.mode none, or
+// avro, which fixes only the name's first character). The binary encoding
+// does not depend on names, so decoding is unchanged. A schema that is not
+// JSON is returned as it is.
+func GoavroSchema(schema string) string {
+	var v any
+	if err := json.Unmarshal([]byte(schema), &v); err != nil {
+		return schema
+	}
+	b, err := json.Marshal(goavroNames(v))
+	if err != nil {
+		return schema
+	}
+	return string(b)
+}
+
+func goavroNames(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		named := false
+		if t, ok := x["type"].(string); ok && (t == "record" || t == "enum" || t == "fixed") {
+			named = true
+		}
+		for k, inner := range x {
+			switch {
+			case named && (k == "name" || k == "namespace"):
+				if s, ok := inner.(string); ok {
+					x[k] = goavroName(s)
+				}
+			case k == "type" || k == "items" || k == "values" || k == "fields":
+				x[k] = goavroNames(inner)
+			}
+		}
+		return x
+	case []any:
+		for i := range x {
+			x[i] = goavroNames(x[i])
+		}
+		return x
+	case string: // a reference to a named type, or a primitive
+		return goavroName(x)
+	}
+	return v
+}
+
+// goavroName fixes each dot-separated component: a leading digit gets a
+// "_" before it, other invalid bytes become "_x" and their hex code.
+func goavroName(full string) string {
+	parts := strings.Split(full, ".")
+	for i, p := range parts {
+		var b strings.Builder
+		for j := 0; j < len(p); j++ {
+			c := p[j]
+			switch {
+			case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c == '_':
+				b.WriteByte(c)
+			case c >= '0' && c <= '9':
+				if j == 0 {
+					b.WriteByte('_')
+				}
+				b.WriteByte(c)
+			default:
+				fmt.Fprintf(&b, "_x%02x", c)
+			}
+		}
+		parts[i] = b.String()
+	}
+	return strings.Join(parts, ".")
 }
 
 // Decode decodes one framed datum into goavro's native form, with unions

@@ -11,6 +11,7 @@
 package schemahist
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -29,6 +30,55 @@ var ErrSchemaMismatch = errors.New("schemahist: row event does not match the tab
 
 // ErrNoTable reports a table that does not exist (any more).
 var ErrNoTable = errors.New("schemahist: table not found")
+
+// ErrInvalidName reports a column or table whose name the Avro converter
+// and the registry cannot carry under the configured adjustment (none).
+var ErrInvalidName = errors.New("schemahist: column name is not a valid Avro field name")
+
+// ErrNameCollision reports two columns of one table whose field names are
+// equal after adjustment.
+var ErrNameCollision = errors.New("schemahist: column names collide after adjustment")
+
+// Naming says how the names derived from a table are adjusted, as
+// Debezium's schema.name.adjustment.mode (Schema: the Key, Value and
+// Envelope record names) and field.name.adjustment.mode (Field: the
+// column fields of the key and row structs) do. The zero value is none
+// for both, Debezium's default. Topic names are always sanitised.
+type Naming struct {
+	Schema, Field debezium.NameAdjustment
+}
+
+// fieldNames returns the field name of each column with n.Field, or an
+// error naming the table, the column and the setting to change when a
+// name cannot be carried (mode none) or two names collide.
+func (n Naming) fieldNames(db, table string, cols []mysqltype.Column) ([]string, error) {
+	const setting = "field-name-adjustment-mode (CAPTURE_FIELD_NAME_ADJUSTMENT_MODE)"
+	mode := n.Field
+	if mode == "" {
+		mode = debezium.AdjustNone
+	}
+	names := make([]string, len(cols))
+	seen := make(map[string]string, len(cols))
+	for i, c := range cols {
+		name := debezium.AdjustFieldName(mode, c.Name)
+		if mode == debezium.AdjustNone && !debezium.ValidAvroName(name) {
+			return nil, fmt.Errorf("%w: table %s.%s, column %q: with %s=none the Avro converter cannot carry this name; set it to avro (%q) or avro_unicode (%q), or rename the column",
+				ErrInvalidName, db, table, c.Name, setting,
+				debezium.AdjustFieldName(debezium.AdjustAvro, c.Name), debezium.AdjustFieldName(debezium.AdjustAvroUnicode, c.Name))
+		}
+		if other, dup := seen[name]; dup {
+			fix := "set it to avro_unicode or rename one of the columns"
+			if mode == debezium.AdjustAvroUnicode {
+				fix = "rename one of the columns"
+			}
+			return nil, fmt.Errorf("%w: table %s.%s, columns %q and %q both become field %q with %s=%s; %s",
+				ErrNameCollision, db, table, other, c.Name, name, setting, mode, fix)
+		}
+		seen[name] = c.Name
+		names[i] = name
+	}
+	return names, nil
+}
 
 // Definition is a table's structure as information_schema reports it.
 type Definition struct {
@@ -57,8 +107,12 @@ type Table struct {
 	ColumnIdx []int
 }
 
-// Compile builds the converters and schemas of a definition.
-func Compile(def Definition, prefix string, flavor debezium.Flavor, opts mysqltype.Options, include func(col string) bool) (*Table, error) {
+// Compile builds the converters and schemas of a definition, with the
+// schema and field names adjusted as naming says. It fails, naming the
+// table, the column and the setting, when a column name cannot be
+// carried or two field names collide, so that such a table stops capture
+// before any of its events is written.
+func Compile(def Definition, prefix string, flavor debezium.Flavor, opts mysqltype.Options, naming Naming, include func(col string) bool) (*Table, error) {
 	var cols []mysqltype.Column
 	var idx []int
 	for i, c := range def.Columns {
@@ -74,8 +128,19 @@ func Compile(def Definition, prefix string, flavor debezium.Flavor, opts mysqlty
 	if err != nil {
 		return nil, fmt.Errorf("compiling %s.%s: %w", def.DB, def.Table, err)
 	}
-	t := &Table{Def: def, ID: debezium.TableID{Prefix: prefix, DB: def.DB, Table: def.Table}, Conv: conv, ColumnIdx: idx}
-	fields := conv.Fields()
+	names, err := naming.fieldNames(def.DB, def.Table, cols)
+	if err != nil {
+		return nil, err
+	}
+	t := &Table{Def: def, ID: debezium.TableID{Prefix: prefix, DB: def.DB, Table: def.Table, SchemaNames: naming.Schema}, Conv: conv, ColumnIdx: idx}
+	if full := t.ID.SchemaPrefix() + ".Value"; !debezium.ValidAvroFullName(full) {
+		return nil, fmt.Errorf("%w: table %s.%s: its record name %s is not a valid Avro name (a part with a dash or starting with a digit, which the registry rejects) with schema-name-adjustment-mode (CAPTURE_SCHEMA_NAME_ADJUSTMENT_MODE)=%s; set it to avro or avro_unicode, or rename the table (or the topic prefix)",
+			ErrInvalidName, def.DB, def.Table, full, cmp.Or(naming.Schema, debezium.AdjustNone))
+	}
+	fields := slices.Clone(conv.Fields())
+	for i := range fields {
+		fields[i].Name = names[i]
+	}
 	var keyFields []debezium.Field
 	for _, pk := range def.PrimaryKey {
 		i := slices.IndexFunc(cols, func(c mysqltype.Column) bool { return c.Name == pk })

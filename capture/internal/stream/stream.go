@@ -56,7 +56,11 @@ type Config struct {
 	Flavor  debezium.Flavor // source block flavor
 	Version string          // source.version
 	Types   mysqltype.Options
-	Filter  *filter.Filter
+	// Naming adjusts schema and field names (Debezium's
+	// schema.name.adjustment.mode and field.name.adjustment.mode; zero
+	// value: none for both).
+	Naming schemahist.Naming
+	Filter *filter.Filter
 	// Tombstones: a null-value record follows each delete (tombstones.on.delete).
 	Tombstones bool
 	// SkipTruncate drops TRUNCATE events (skipped.operations=t).
@@ -183,7 +187,7 @@ func (s *Stream) compile(def schemahist.Definition) (*table, error) {
 	if s.cfg.Filter.HasColumnLists() {
 		include = func(col string) bool { return s.cfg.Filter.Column(def.DB, def.Table, col) }
 	}
-	t, err := schemahist.Compile(def, s.cfg.Prefix, s.cfg.Flavor, s.cfg.Types, include)
+	t, err := schemahist.Compile(def, s.cfg.Prefix, s.cfg.Flavor, s.cfg.Types, s.cfg.Naming, include)
 	if err != nil {
 		return nil, err
 	}
@@ -852,62 +856,96 @@ func (s *Stream) emit(ctx context.Context, t *table, op debezium.Op, before, aft
 }
 
 // query handles a statement outside row transactions: DDL and TRUNCATE.
+// The definitions a DDL changes are reloaded and compiled before its
+// schema-change event is written, so that a table capture cannot carry
+// (a column name Avro rejects) stops capture before anything of the DDL
+// is produced.
 func (s *Stream) query(ctx context.Context, ev binlog.Event) error {
 	ddl := schemahist.ParseDDL(ev.Schema, ev.Query)
+	switch ddl.Kind {
+	case schemahist.DDLCreateTable, schemahist.DDLAlterTable, schemahist.DDLRenameTable, schemahist.DDLDropTable:
+		if err := s.reload(ctx, ddl); err != nil {
+			return err
+		}
+	}
 	if err := s.ddlEvents(ctx, ev, ddl); err != nil {
 		return err
 	}
-	switch ddl.Kind {
-	case schemahist.DDLTruncate:
-		ref := ddl.Tables[0]
+	if ddl.Kind != schemahist.DDLTruncate {
+		return nil
+	}
+	ref := ddl.Tables[0]
+	s.trackTable(ref.DB, ref.Table)
+	if !s.cfg.Filter.Table(ref.DB, ref.Table) || s.cfg.SkipTruncate {
+		return nil
+	}
+	t, err := s.lookup(ctx, ref.DB, ref.Table, nil)
+	if err != nil {
+		return err
+	}
+	src := s.source(ev, ref.DB, ref.Table, int(s.lastRow))
+	now := s.cfg.Now()
+	env := debezium.Envelope{Source: src, Op: debezium.OpTruncate, TsMs: now.UnixMilli(), TsUs: now.UnixMicro(), TsNs: now.UnixNano(),
+		Transaction: s.txEvent(t)}
+	val, err := env.AppendAvro(s.frame(t.valueID), t.Envelope)
+	if err != nil {
+		return err
+	}
+	s.pub.Produce(ctx, &kgo.Record{Topic: t.topic, Value: val, Headers: s.contextHeaders})
+	s.txnRecords++
+	s.cfg.Metrics.event(t.topic, debezium.OpTruncate, len(val))
+	return nil
+}
+
+// reload reads and compiles the definitions of the tables a DDL statement
+// creates, alters, renames or drops.
+func (s *Stream) reload(ctx context.Context, ddl schemahist.DDL) error {
+	for _, ref := range ddl.Tables {
 		s.trackTable(ref.DB, ref.Table)
-		if !s.cfg.Filter.Table(ref.DB, ref.Table) || s.cfg.SkipTruncate {
-			return nil
+		if !s.cfg.Filter.Table(ref.DB, ref.Table) {
+			continue
 		}
-		t, err := s.lookup(ctx, ref.DB, ref.Table, nil)
-		if err != nil {
-			return err
-		}
-		src := s.source(ev, ref.DB, ref.Table, int(s.lastRow))
-		now := s.cfg.Now()
-		env := debezium.Envelope{Source: src, Op: debezium.OpTruncate, TsMs: now.UnixMilli(), TsUs: now.UnixMicro(), TsNs: now.UnixNano(),
-			Transaction: s.txEvent(t)}
-		val, err := env.AppendAvro(s.frame(t.valueID), t.Envelope)
-		if err != nil {
-			return err
-		}
-		s.pub.Produce(ctx, &kgo.Record{Topic: t.topic, Value: val, Headers: s.contextHeaders})
-		s.txnRecords++
-		s.cfg.Metrics.event(t.topic, debezium.OpTruncate, len(val))
-	case schemahist.DDLCreateTable, schemahist.DDLAlterTable, schemahist.DDLRenameTable, schemahist.DDLDropTable:
-		for _, ref := range ddl.Tables {
-			s.trackTable(ref.DB, ref.Table)
-			if !s.cfg.Filter.Table(ref.DB, ref.Table) {
-				continue
-			}
-			key := tableKey(ref.DB, ref.Table)
-			def, err := s.defs.Load(ctx, ref.DB, ref.Table)
-			if errors.Is(err, schemahist.ErrNoTable) {
-				if _, known := s.tables[key]; known {
-					delete(s.tables, key)
-					if err := s.writeHistory(ctx, historyRecord{Definition: schemahist.Definition{DB: ref.DB, Table: ref.Table}, Dropped: true}); err != nil {
-						return err
-					}
+		key := tableKey(ref.DB, ref.Table)
+		def, err := s.defs.Load(ctx, ref.DB, ref.Table)
+		if errors.Is(err, schemahist.ErrNoTable) {
+			if _, known := s.tables[key]; known {
+				delete(s.tables, key)
+				if err := s.writeHistory(ctx, historyRecord{Definition: schemahist.Definition{DB: ref.DB, Table: ref.Table}, Dropped: true}); err != nil {
+					return err
 				}
-				continue
 			}
-			if err != nil {
-				return err
-			}
-			t, err := s.compile(def)
-			if err != nil {
-				return err
-			}
-			s.tables[key] = t
-			if err := s.recordHistory(ctx, def); err != nil {
-				return err
-			}
-			s.log.Info("table definition changed", "table", key, "columns", len(def.Columns))
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		t, err := s.compile(def)
+		if err != nil {
+			return err
+		}
+		s.tables[key] = t
+		if err := s.recordHistory(ctx, def); err != nil {
+			return err
+		}
+		s.log.Info("table definition changed", "table", key, "columns", len(def.Columns))
+	}
+	return nil
+}
+
+// Check loads and compiles the definitions of tables (db, table pairs)
+// without writing anything, so that a table capture cannot carry (see
+// schemahist.Compile) stops it at start-up.
+func (s *Stream) Check(ctx context.Context, tables [][2]string) error {
+	for _, ref := range tables {
+		def, err := s.defs.Load(ctx, ref[0], ref[1])
+		if errors.Is(err, schemahist.ErrNoTable) {
+			continue // dropped since it was listed
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := s.compile(def); err != nil {
+			return err
 		}
 	}
 	return nil
