@@ -23,9 +23,9 @@ import (
 type ctlKind uint8
 
 const (
-	ctlFlush ctlKind = iota + 1 // commit the buffer now
-	ctlDrop                     // abandon the buffer
-	ctlRename                   // carry out a rename of the topic's table (msg.job)
+	ctlFlush  ctlKind = iota + 1 // commit the buffer now
+	ctlDrop                      // abandon the buffer
+	ctlRename                    // carry out a rename of the topic's table (msg.job)
 )
 
 // msg is a record or a control request, in one queue so that a request
