@@ -183,10 +183,27 @@ func tableTopic(prefix string, t tableName) string {
 }
 
 // renamesOf returns the renames of a schema-change record: from its DDL,
-// or from table change ids written as "old,new".
+// or from table change ids written as "old,new". A statement that renames
+// several tables is written as one record per new name (an ALTER of it), so
+// only the pairs whose new name the record's table changes carry count.
 func renamesOf(sc *decode.SchemaChange) []renamePair {
 	if pairs := parseRenames(sc.DDL, sc.Database); len(pairs) > 0 {
-		return pairs
+		ids := map[tableName]bool{}
+		for _, tc := range sc.Tables {
+			if n, ok := quotedName(tc.ID); ok {
+				ids[n] = true
+			}
+		}
+		if len(ids) == 0 {
+			return pairs
+		}
+		var out []renamePair
+		for _, pr := range pairs {
+			if ids[pr.To] {
+				out = append(out, pr)
+			}
+		}
+		return out
 	}
 	var out []renamePair
 	for _, tc := range sc.Tables {
@@ -197,7 +214,7 @@ func renamesOf(sc *decode.SchemaChange) []renamePair {
 		from, ok1 := quotedName(old + `"`)
 		to, ok2 := quotedName(`"` + nw)
 		if ok1 && ok2 {
-			out = append(out, renamePair{from, to})
+			out = append(out, renamePair{from, to, true})
 		}
 	}
 	return out
@@ -251,6 +268,11 @@ func (w *worker) followRenames(ctx context.Context, rec *kgo.Record, sc *decode.
 	adm := kadm.NewClient(p.cl)
 	for i, pr := range pairs {
 		fromTopic, toTopic := tableTopic(prefix, pr.From), toTopics[i]
+		if !pr.FromQualified && pr.From.DB != "" {
+			if alt, ok := w.sessionTopic(ctx, adm, prefix, pr); ok {
+				fromTopic = alt
+			}
+		}
 		err := w.renameOne(ctx, adm, fromTopic, toTopic, sc.Source)
 		p.ren.finish(toTopic)
 		if err != nil {
@@ -522,4 +544,31 @@ func commitRespErr(resp *kmsg.OffsetCommitResponse) error {
 		}
 	}
 	return nil
+}
+
+// sessionTopic finds the old topic of a rename whose old name has no
+// database: the event carries only the new table's database, while the
+// server resolved the old name in the session's. When no topic of the old
+// name exists in the new table's database but exactly one exists in
+// another database of the prefix, that one is the old table's.
+func (w *worker) sessionTopic(ctx context.Context, adm *kadm.Client, prefix string, pr renamePair) (string, bool) {
+	topics, err := adm.ListTopics(ctx)
+	if err != nil {
+		return "", false
+	}
+	if topics.Has(tableTopic(prefix, pr.From)) {
+		return "", false
+	}
+	suffix := "." + topicUnsafe.ReplaceAllString(pr.From.Table, "_")
+	var found []string
+	for name := range topics {
+		if strings.HasPrefix(name, prefix+".") && strings.HasSuffix(name, suffix) && strings.Count(name[len(prefix)+1:], ".") == 1 {
+			found = append(found, name)
+		}
+	}
+	if len(found) != 1 {
+		return "", false
+	}
+	w.log.Info("the renamed table's old name has no database; its topic is the only one of that name", "from_topic", found[0])
+	return found[0], true
 }

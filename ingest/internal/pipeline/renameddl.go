@@ -10,7 +10,12 @@ type tableName struct{ DB, Table string }
 
 // renamePair is one rename of a statement, in the order the server applies
 // them (RENAME TABLE a TO b, c TO a renames a first).
-type renamePair struct{ From, To tableName }
+type renamePair struct {
+	From, To tableName
+	// FromQualified says the old name named its database; an unqualified
+	// one is in the session's database, which the event does not carry.
+	FromQualified bool
+}
 
 // parseRenames returns the table renames of a DDL statement: RENAME
 // TABLE[S] [IF EXISTS] a [WAIT n|NOWAIT] TO b [, c TO d ...] and ALTER
@@ -20,12 +25,15 @@ type renamePair struct{ From, To tableName }
 func parseRenames(ddl, db string) []renamePair {
 	toks := ddlTokens(ddl)
 	t := &tokens{toks: toks}
+	qualified := false
 	name := func() (tableName, bool) {
+		qualified = false
 		first, ok := t.ident()
 		if !ok {
 			return tableName{}, false
 		}
 		if t.peek() == "." {
+			qualified = true
 			t.i++
 			second, ok := t.ident()
 			if !ok {
@@ -56,6 +64,7 @@ func parseRenames(ddl, db string) []renamePair {
 			if !ok {
 				return nil
 			}
+			fromQ := qualified
 			skipWait()
 			if !t.kw("TO") {
 				return nil
@@ -64,7 +73,7 @@ func parseRenames(ddl, db string) []renamePair {
 			if !ok {
 				return nil
 			}
-			out = append(out, renamePair{from, to})
+			out = append(out, renamePair{from, to, fromQ})
 			if t.peek() != "," {
 				return out
 			}
@@ -83,6 +92,7 @@ func parseRenames(ddl, db string) []renamePair {
 		if !ok {
 			return nil
 		}
+		fromQ := qualified
 		skipWait()
 		clauseStart := t.i
 		// Find RENAME [TO|AS] name among the top-level clauses; RENAME
@@ -109,7 +119,7 @@ func parseRenames(ddl, db string) []renamePair {
 				if !ok {
 					return nil
 				}
-				return []renamePair{{from, to}}
+				return []renamePair{{from, to, fromQ}}
 			}
 			t.i++
 		}
