@@ -900,6 +900,9 @@ func (s *Stream) query(ctx context.Context, ev binlog.Event) error {
 // reload reads and compiles the definitions of the tables a DDL statement
 // creates, alters, renames or drops.
 func (s *Stream) reload(ctx context.Context, ddl schemahist.DDL) error {
+	if err := s.snapshotRenamedIn(ddl); err != nil {
+		return err
+	}
 	for _, ref := range ddl.Tables {
 		s.trackTable(ref.DB, ref.Table)
 		if !s.cfg.Filter.Table(ref.DB, ref.Table) {
@@ -945,6 +948,29 @@ func (s *Stream) Check(ctx context.Context, tables [][2]string) error {
 			return err
 		}
 		if _, err := s.compile(def); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// snapshotRenamedIn queues an incremental snapshot of each table a rename
+// moves into the include lists: its rows were never captured, and no
+// change event will bring them. The queued snapshot is stored with the
+// position in the transaction of this statement, so it runs once, after a
+// crash too.
+func (s *Stream) snapshotRenamedIn(ddl schemahist.DDL) error {
+	if ddl.Kind != schemahist.DDLRenameTable || s.incr == nil {
+		return nil
+	}
+	for i := 0; i+1 < len(ddl.Tables); i += 2 {
+		from, to := ddl.Tables[i], ddl.Tables[i+1]
+		if s.cfg.Filter.Table(from.DB, from.Table) || !s.cfg.Filter.Table(to.DB, to.Table) {
+			continue
+		}
+		s.log.Info("table renamed into the include lists, snapshotting it", "table", tableKey(to.DB, to.Table), "from", tableKey(from.DB, from.Table))
+		s.addIncremental([]string{to.DB + "." + to.Table})
+		if err := s.markDirty(); err != nil {
 			return err
 		}
 	}

@@ -107,6 +107,12 @@ type Change struct {
 	// Schema's column order; nil when the event has none).
 	Keyless bool
 	Before  []any
+	// Source is the change's binlog position (zero when the record has
+	// none), to order it against schema changes.
+	Source SourcePos
+	// SchemaChange is set on a schema-change record (NotChange is then
+	// its schema name).
+	SchemaChange *SchemaChange
 }
 
 // NonChangeSchema reports whether a value schema name (Connect name) is one
@@ -280,6 +286,8 @@ type valueCodec struct {
 	schema *Schema
 	steps  []step
 	skip   string // the schema name of a record that is not a change
+	// schemaChange is the schema of a SchemaChangeValue, read for renames.
+	schemaChange *node
 }
 
 type stepKind uint8
@@ -304,7 +312,7 @@ type step struct {
 
 type srcStep struct {
 	n    *node
-	want int // 0 skip, 1 ts_ms, 2 gtid
+	want int // 0 skip, 1 ts_ms, 2 gtid, 3 file, 4 pos
 }
 
 func (d *Decoder) decodeAvroValue(ctx context.Context, value []byte, wantBefore bool) (Change, error) {
@@ -336,7 +344,13 @@ func compileValue(id string, text []byte) (*valueCodec, error) {
 		return nil, fmt.Errorf("%w: %w", ErrBadSchema, err)
 	}
 	if NonChangeSchema(cs.Name) {
-		return &valueCodec{skip: cs.Name}, nil
+		vc := &valueCodec{skip: cs.Name}
+		if isSchemaChange(cs.Name) {
+			if vc.schemaChange, err = parseAvroNodes(text); err != nil {
+				return nil, err
+			}
+		}
+		return vc, nil
 	}
 	if cs.Type != debezium.STRUCT || cs.FieldIndex("op") < 0 || cs.FieldIndex("after") < 0 {
 		return nil, ErrNotEnvelope
@@ -392,6 +406,10 @@ func compileValue(id string, text []byte) (*valueCodec, error) {
 					ss.want = 1
 				case "gtid":
 					ss.want = 2
+				case "file":
+					ss.want = 3
+				case "pos":
+					ss.want = 4
 				}
 				st.src = append(st.src, ss)
 			}
@@ -403,7 +421,16 @@ func compileValue(id string, text []byte) (*valueCodec, error) {
 
 func (vc *valueCodec) decode(payload []byte, wantBefore bool) (Change, error) {
 	if vc.skip != "" {
-		return Change{NotChange: vc.skip}, nil
+		ch := Change{NotChange: vc.skip}
+		if vc.schemaChange != nil {
+			r := reader{b: payload}
+			v := r.value(vc.schemaChange, 0)
+			if r.err != nil {
+				return Change{}, r.err
+			}
+			ch.SchemaChange = schemaChangeFromAvro(vc.schemaChange, v)
+		}
+		return ch, nil
 	}
 	r := reader{b: payload}
 	ch := Change{Schema: vc.schema}
@@ -447,6 +474,10 @@ func (vc *valueCodec) decode(payload []byte, wantBefore bool) (Change, error) {
 					if s, ok := r.value(ss.n, 0).(string); ok {
 						ch.Event.GTID = s
 					}
+				case 3:
+					ch.Source.File, _ = r.value(ss.n, 0).(string)
+				case 4:
+					ch.Source.Pos = toInt64(r.value(ss.n, 0))
 				default:
 					r.skip(ss.n, 0)
 				}

@@ -67,7 +67,15 @@ func (d *Decoder) decodeJSONValue(value []byte, wantBefore bool) (Change, error)
 		d.mu.Unlock()
 	}
 	if jc.skip != "" {
-		return Change{NotChange: jc.skip}, nil
+		ch := Change{NotChange: jc.skip}
+		if isSchemaChange(jc.skip) {
+			var p map[string]any
+			if err := unmarshalNumbers(m.Payload, &p); err != nil {
+				return Change{}, err
+			}
+			ch.SchemaChange = schemaChangeFromJSON(p)
+		}
+		return ch, nil
 	}
 	var p map[string]any
 	if err := unmarshalNumbers(m.Payload, &p); err != nil {
@@ -109,6 +117,7 @@ func (d *Decoder) decodeJSONValue(value []byte, wantBefore bool) (Change, error)
 			ch.Event.TsMs, _ = n.Int64()
 		}
 		ch.Event.GTID, _ = src["gtid"].(string)
+		ch.Source = sourceFromJSON(src)
 	}
 	if err := setOp(&ch.Event, []byte(op), row); err != nil {
 		return Change{}, err

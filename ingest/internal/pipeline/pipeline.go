@@ -11,9 +11,11 @@
 // Guarantees:
 //   - Iceberg is the source of truth for consumed offsets. When partitions
 //     are assigned, their fetch offsets are set to the offsets recovered
-//     from the table's snapshots (commit.Offsets), or to the start of the
-//     partition when the table holds none. Consumer-group offsets are
-//     committed only after the Iceberg commit and only as a hint for tools.
+//     from the table's snapshots (commit.Offsets); when the table holds
+//     none, to the consumer group's offset (a renamed table's old topic,
+//     see rename.go) or else the start of the partition. Consumer-group
+//     offsets are committed only after the Iceberg commit.
+//   - Table renames are followed from the schema-change topic (rename.go).
 //   - Every commit stores its offsets in the same snapshot as its rows and
 //     skips events a table already holds, so a replay after a crash, a
 //     rebalance or an ambiguous commit never applies a change twice.
@@ -158,6 +160,8 @@ type Pipeline struct {
 	errOnce sync.Once
 	err     error
 	failed  chan struct{} // closed when a table fails
+
+	ren *renamer
 }
 
 // New returns a pipeline reading with a new Kafka client. Close it.
@@ -166,7 +170,7 @@ func New(cfg Config, cat catalog.Catalog, dec *decode.Decoder) (*Pipeline, error
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	p := &Pipeline{cfg: cfg, cat: cat, dec: dec, log: cfg.Logger, tables: map[string]*worker{}, failed: make(chan struct{})}
+	p := &Pipeline{cfg: cfg, cat: cat, dec: dec, log: cfg.Logger, tables: map[string]*worker{}, failed: make(chan struct{}), ren: newRenamer()}
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.ConsumerGroup(cfg.Group),
@@ -178,6 +182,10 @@ func New(cfg Config, cat catalog.Catalog, dec *decode.Decoder) (*Pipeline, error
 		kgo.OnPartitionsRevoked(p.revoked),
 		kgo.OnPartitionsLost(p.lost),
 		kgo.AdjustFetchOffsetsFn(p.adjustOffsets),
+		// Transaction markers are delivered (and skipped by the workers) so
+		// that a worker knows when it has read its topic up to an offset,
+		// which a rename waits for.
+		kgo.KeepControlRecords(),
 	}
 	if cfg.TopicRegex != "" {
 		// New tables appear as new topics: look for them every 10 s
@@ -384,6 +392,9 @@ func (p *Pipeline) adjustOffsets(ctx context.Context, offsets map[string]map[int
 			// skipped, and the group offsets committed past them
 			// (worker.commitSkipped), if they are not changes; a change
 			// stops ingest before its offset is committed.
+			for part, o := range parts {
+				p.ren.setStart(topic, part, o.EpochOffset().Offset)
+			}
 			continue
 		}
 		var held batch.Offsets
@@ -397,11 +408,19 @@ func (p *Pipeline) adjustOffsets(ctx context.Context, offsets map[string]map[int
 				return nil, err
 			}
 		}
-		for part := range parts {
-			if next, ok := held[topic][part]; ok {
+		for part, group := range parts {
+			switch next, ok := held[topic][part]; {
+			case ok:
 				parts[part] = kgo.NewOffset().At(next).WithEpoch(-1)
 				p.log.Info("resuming from the table's offset", "topic", topic, "partition", part, "offset", next)
-			} else {
+				p.ren.setStart(topic, part, next)
+			case group.EpochOffset().Offset >= 0:
+				// The table that held this topic's offsets was renamed
+				// away (renameJob): the rename committed them to the group
+				// first. The group's offset is kept.
+				p.log.Info("table holds no offset for the topic, resuming from the group's offset", "topic", topic, "partition", part, "offset", group.EpochOffset().Offset)
+				p.ren.setStart(topic, part, group.EpochOffset().Offset)
+			default:
 				parts[part] = kgo.NewOffset().AtStart()
 				p.log.Info("table holds no offset, starting at the beginning", "topic", topic, "partition", part)
 			}

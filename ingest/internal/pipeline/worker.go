@@ -23,8 +23,9 @@ import (
 type ctlKind uint8
 
 const (
-	ctlFlush ctlKind = iota + 1 // commit the buffer now
-	ctlDrop                     // abandon the buffer
+	ctlFlush  ctlKind = iota + 1 // commit the buffer now
+	ctlDrop                      // abandon the buffer
+	ctlRename                    // carry out a rename of the topic's table (msg.job)
 )
 
 // msg is a record or a control request, in one queue so that a request
@@ -34,6 +35,7 @@ type msg struct {
 	ctl  ctlKind
 	ctx  context.Context //nolint:containedctx // the request's deadline travels with it
 	done chan error
+	job  *renameJob
 }
 
 // worker owns one table: its buffer, its Committer and its schema.
@@ -54,6 +56,18 @@ type worker struct {
 	schema    *decode.Schema
 	key       []string
 	buf       *batch.Buffer // append-only for a keyless table's change log
+
+	// seen is the next offset by partition past the records (control
+	// records included) handled, for a rename's cut.
+	seen map[int32]int64
+	// held are messages received while waiting (see waitFor), handled
+	// before the queue.
+	held []msg
+	// job is the rename of this topic's table in progress.
+	job *renameJob
+	// schemaTopic marks the schema-change topic's worker, whose progress
+	// tables wait for (renamer.settled).
+	schemaTopic bool
 }
 
 // changeLog reports whether the table is the append-only change log of a
@@ -94,27 +108,26 @@ func (w *worker) run(ctx context.Context) error {
 	defer tick.Stop()
 	defer w.setBuffered()
 	for {
+		if len(w.held) > 0 {
+			m := w.held[0]
+			w.held = w.held[1:]
+			if err := w.handle(ctx, m); err != nil {
+				if errors.Is(err, errStopped) {
+					return nil
+				}
+				return err
+			}
+			continue
+		}
 		select {
 		case m, ok := <-w.in:
 			if !ok {
 				return nil
 			}
-			if m.rec != nil {
-				if err := w.add(ctx, m.rec); err != nil {
-					return err
+			if err := w.handle(ctx, m); err != nil {
+				if errors.Is(err, errStopped) {
+					return nil
 				}
-				continue
-			}
-			var err error
-			switch m.ctl {
-			case ctlFlush:
-				err = w.flush(m.ctx, "handoff")
-				w.commitSkipped(m.ctx)
-			case ctlDrop:
-				w.drop()
-			}
-			m.done <- err
-			if err != nil {
 				return err
 			}
 		case <-tick.C:
@@ -128,10 +141,64 @@ func (w *worker) run(ctx context.Context) error {
 	}
 }
 
+// handle handles one message: a record, or a control request.
+func (w *worker) handle(ctx context.Context, m msg) error {
+	if m.rec != nil {
+		if err := w.add(ctx, m.rec); err != nil {
+			return err
+		}
+		if w.seen == nil {
+			w.seen = map[int32]int64{}
+		}
+		next := m.rec.Offset + 1
+		w.seen[m.rec.Partition] = max(w.seen[m.rec.Partition], next)
+		if w.schemaTopic || w.identErr != nil {
+			w.p.ren.handled(w.topic, m.rec.Partition, next)
+		}
+		return w.checkRename(ctx)
+	}
+	var err error
+	switch m.ctl {
+	case ctlFlush:
+		err = w.flush(m.ctx, "handoff")
+		w.commitSkipped(m.ctx)
+	case ctlDrop:
+		w.drop()
+	case ctlRename:
+		w.job = m.job
+		return w.checkRename(ctx)
+	}
+	m.done <- err
+	return err
+}
+
 func (w *worker) add(ctx context.Context, rec *kgo.Record) error {
+	if rec.Attrs.IsControl() { // a transaction marker: only its offset counts
+		w.skip(rec)
+		return nil
+	}
 	ch, err := w.p.dec.Decode(ctx, rec.Topic, rec.Partition, rec.Offset, rec.Key, rec.Value)
 	if err != nil {
 		return err
+	}
+	if job := w.job; job != nil {
+		// A change after the rename belongs to a table that took the old
+		// name: it waits until the rename is done. Later records of its
+		// partition wait too, to keep their order.
+		_, heldPart := job.held[rec.Partition]
+		if heldPart || (ch.Source.Known() && ch.Source.Compare(job.pos) > 0) {
+			if !heldPart {
+				job.held[rec.Partition] = rec.Offset
+			}
+			job.later = append(job.later, msg{rec: rec})
+			return nil
+		}
+	}
+	if ch.SchemaChange != nil {
+		w.schemaTopic = true
+		if err := w.followRenames(ctx, rec, ch.SchemaChange); err != nil {
+			return err
+		}
 	}
 	if ch.NotChange != "" {
 		// A schema change, transaction metadata or heartbeat record on a
@@ -167,6 +234,12 @@ func (w *worker) add(ctx context.Context, rec *kgo.Record) error {
 		key = w.key
 	}
 	if ch.Schema != w.schema || keyless != w.changeLog() || (ch.KeyFields != nil && !slices.Equal(key, w.key)) {
+		if w.committer == nil {
+			// The table may be the new name of a renamed table.
+			if err := w.awaitRenamesInto(ctx, ch.Source); err != nil {
+				return err
+			}
+		}
 		if err := w.flush(ctx, "schema"); err != nil {
 			return err
 		}

@@ -1,0 +1,574 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/binlake/binlake/ingest/internal/decode"
+)
+
+// Renames (RENAME TABLE a TO b, ALTER TABLE a RENAME TO b) are followed
+// from the schema-change topic <prefix>, as Debezium and capture write it:
+// neither re-snapshots a renamed table, so the rows of a exist in Kafka
+// only on topic <prefix>.<db>.a. The lake table of a is renamed in the
+// catalog to b's name and keeps its stored offsets, so nothing is applied
+// twice and nothing is lost:
+//
+//   - The worker of the schema topic handles a rename record's pairs one
+//     after another (a swap RENAME TABLE a TO b, c TO a needs that order).
+//     For each pair it hands a renameJob to the old topic's worker with
+//     the old topic's last stable offsets read then (the cut): every change
+//     made before the rename is below it, since capture commits its Kafka
+//     transactions in binlog order and Debezium produces in binlog order.
+//   - The old topic's worker applies its records up to the cut, holding
+//     back those whose source position is after the rename (a table that
+//     took the old name), commits them to the old table, commits the next
+//     offsets of the old topic to the consumer group (synchronously: a
+//     restart resumes the old topic there, since no table under the old
+//     name holds its offsets any more), and renames the table.
+//   - A worker that is about to create its table first waits until the
+//     schema topic has been handled up to its own first change, and until
+//     no rename into its table is pending: b's events land in the renamed
+//     table, after a's.
+//
+// Each step can be repeated after a crash: the rename is done only while
+// the old table exists and the new one does not.
+
+// renameJob is one rename handed to the old topic's worker.
+type renameJob struct {
+	to      table.Identifier
+	toTopic string
+	pos     decode.SourcePos // the rename's binlog position
+	cut     map[int32]int64  // the old topic's last stable offsets at the rename
+	start   map[int32]int64  // the old topic's log start offsets
+	held    map[int32]int64  // first offset per partition of a record held back
+	later   []msg            // the records held back, in order
+	done    chan error
+}
+
+// renamer is the pipeline's rename bookkeeping. Its mutex is a leaf: no
+// other lock is taken while it is held.
+type renamer struct {
+	mu      sync.Mutex
+	changed chan struct{}               // closed and replaced on every change
+	pending map[string]int              // unfinished renames by new topic
+	done    map[string]map[int32]int64  // schema topic → next offset handled per partition
+	busy    map[string]decode.SourcePos // schema topic → position of the record in hand
+	starts  map[string]map[int32]int64  // fetch start offsets chosen at assignment
+}
+
+func newRenamer() *renamer {
+	return &renamer{changed: make(chan struct{}), pending: map[string]int{}, done: map[string]map[int32]int64{},
+		busy: map[string]decode.SourcePos{}, starts: map[string]map[int32]int64{}}
+}
+
+// wait returns a channel closed at the next change.
+func (r *renamer) wait() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.changed
+}
+
+func (r *renamer) broadcastLocked() {
+	close(r.changed)
+	r.changed = make(chan struct{})
+}
+
+func (r *renamer) setStart(topic string, part int32, off int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.starts[topic] == nil {
+		r.starts[topic] = map[int32]int64{}
+	}
+	r.starts[topic][part] = off
+	r.broadcastLocked()
+}
+
+func (r *renamer) start(topic string, part int32) (int64, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	off, ok := r.starts[topic][part]
+	return off, ok
+}
+
+// handled notes that a schema topic's records below next are handled.
+func (r *renamer) handled(topic string, part int32, next int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.done[topic] == nil {
+		r.done[topic] = map[int32]int64{}
+	}
+	r.done[topic][part] = next
+	r.broadcastLocked()
+}
+
+func (r *renamer) begin(schemaTopic string, pos decode.SourcePos, toTopics []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.busy[schemaTopic] = pos
+	for _, t := range toTopics {
+		r.pending[t]++
+	}
+	r.broadcastLocked()
+}
+
+func (r *renamer) finish(toTopic string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.pending[toTopic]--; r.pending[toTopic] <= 0 {
+		delete(r.pending, toTopic)
+	}
+	r.broadcastLocked()
+}
+
+func (r *renamer) end(schemaTopic string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.busy, schemaTopic)
+	r.broadcastLocked()
+}
+
+// settled reports whether table topic toTopic may create its table for a
+// change at q: no rename into it is pending, and the schema topic has been
+// handled past q (busy with a later statement) or up to lso.
+func (r *renamer) settled(schemaTopic, toTopic string, q decode.SourcePos, lso map[int32]int64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.pending[toTopic] > 0 {
+		return false
+	}
+	if pos, ok := r.busy[schemaTopic]; ok && q.Known() && pos.Compare(q) > 0 {
+		return true
+	}
+	for part, end := range lso {
+		next, ok := r.done[schemaTopic][part]
+		if s, sok := r.starts[schemaTopic][part]; sok && (!ok || s > next) {
+			next, ok = s, true
+		}
+		if !ok || next < end {
+			return false
+		}
+	}
+	return true
+}
+
+// consumes reports whether the pipeline subscribes to topic.
+func (p *Pipeline) consumes(topic string) bool {
+	if p.cfg.TopicRegex != "" {
+		re, err := regexp.Compile("^(?:" + p.cfg.TopicRegex + ")$")
+		return err == nil && re.MatchString(topic)
+	}
+	return slices.Contains(p.cfg.Topics, topic)
+}
+
+var topicUnsafe = regexp.MustCompile(`[^a-zA-Z0-9._-]`)
+
+// tableTopic is Debezium's topic name of a table: <prefix>.<db>.<table>
+// with characters Kafka does not allow replaced by _.
+func tableTopic(prefix string, t tableName) string {
+	return prefix + "." + topicUnsafe.ReplaceAllString(t.DB, "_") + "." + topicUnsafe.ReplaceAllString(t.Table, "_")
+}
+
+// renamesOf returns the renames of a schema-change record: from its DDL,
+// or from table change ids written as "old,new". A statement that renames
+// several tables is written as one record per new name (an ALTER of it), so
+// only the pairs whose new name the record's table changes carry count.
+func renamesOf(sc *decode.SchemaChange) []renamePair {
+	if pairs := parseRenames(sc.DDL, sc.Database); len(pairs) > 0 {
+		ids := map[tableName]bool{}
+		for _, tc := range sc.Tables {
+			if n, ok := quotedName(tc.ID); ok {
+				ids[n] = true
+			}
+		}
+		if len(ids) == 0 {
+			return pairs
+		}
+		var out []renamePair
+		for _, pr := range pairs {
+			if ids[pr.To] {
+				out = append(out, pr)
+			}
+		}
+		return out
+	}
+	var out []renamePair
+	for _, tc := range sc.Tables {
+		old, nw, ok := strings.Cut(tc.ID, `","`)
+		if !ok || tc.Type != "ALTER" || strings.Count(tc.ID, `"."`) != 2 {
+			continue
+		}
+		from, ok1 := quotedName(old + `"`)
+		to, ok2 := quotedName(`"` + nw)
+		if ok1 && ok2 {
+			out = append(out, renamePair{from, to, true})
+		}
+	}
+	return out
+}
+
+// quotedName parses "db"."table".
+func quotedName(s string) (tableName, bool) {
+	db, tb, ok := strings.Cut(s, `"."`)
+	if !ok || !strings.HasPrefix(db, `"`) || !strings.HasSuffix(tb, `"`) {
+		return tableName{}, false
+	}
+	return tableName{db[1:], tb[:len(tb)-1]}, true
+}
+
+// offsetsOf lists the offsets of topic's partitions; a topic that does not
+// exist has none.
+func offsetsOf(ctx context.Context, list func(context.Context, ...string) (kadm.ListedOffsets, error), topic string) (map[int32]int64, error) {
+	lo, err := list(ctx, topic)
+	if err != nil {
+		var se *kadm.ShardErrors
+		if !errors.As(err, &se) {
+			return nil, fmt.Errorf("listing offsets of %s: %w", topic, err)
+		}
+	}
+	out := map[int32]int64{}
+	for part, o := range lo[topic] {
+		if o.Err != nil {
+			continue // an unknown topic: nothing was written to it
+		}
+		out[part] = o.Offset
+	}
+	return out, nil
+}
+
+// followRenames handles a schema-change record on w's topic (the schema
+// topic <prefix>): each rename it makes is carried out by the old topic's
+// worker before the record counts as handled.
+func (w *worker) followRenames(ctx context.Context, rec *kgo.Record, sc *decode.SchemaChange) error {
+	pairs := renamesOf(sc)
+	if len(pairs) == 0 {
+		return nil
+	}
+	p := w.p
+	prefix := rec.Topic
+	var toTopics []string
+	for _, pr := range pairs {
+		toTopics = append(toTopics, tableTopic(prefix, pr.To))
+	}
+	p.ren.begin(prefix, sc.Source, toTopics)
+	defer p.ren.end(prefix)
+	adm := kadm.NewClient(p.cl)
+	for i, pr := range pairs {
+		fromTopic, toTopic := tableTopic(prefix, pr.From), toTopics[i]
+		if !pr.FromQualified && pr.From.DB != "" {
+			if alt, ok := w.sessionTopic(ctx, adm, prefix, pr); ok {
+				fromTopic = alt
+			}
+		}
+		err := w.renameOne(ctx, adm, fromTopic, toTopic, sc.Source)
+		p.ren.finish(toTopic)
+		if err != nil {
+			return fmt.Errorf("following the rename of %s to %s at %s/%d/%d: %w", fromTopic, toTopic, rec.Topic, rec.Partition, rec.Offset, err)
+		}
+	}
+	return nil
+}
+
+func (w *worker) renameOne(ctx context.Context, adm *kadm.Client, fromTopic, toTopic string, pos decode.SourcePos) error {
+	p := w.p
+	to, err := p.ident(toTopic)
+	if err != nil {
+		return err
+	}
+	job := &renameJob{to: to, toTopic: toTopic, pos: pos, cut: map[int32]int64{}, start: map[int32]int64{}, held: map[int32]int64{}, done: make(chan error, 1)}
+	if p.consumes(fromTopic) {
+		if job.cut, err = offsetsOf(ctx, adm.ListCommittedOffsets, fromTopic); err != nil {
+			return err
+		}
+		if job.start, err = offsetsOf(ctx, adm.ListStartOffsets, fromTopic); err != nil {
+			return err
+		}
+	}
+	w.log.Info("following a table rename", "from_topic", fromTopic, "to_topic", toTopic, "binlog_file", pos.File, "binlog_pos", pos.Pos, "cut", job.cut)
+	fw, err := p.worker(ctx, fromTopic)
+	if err != nil {
+		return err
+	}
+	if err := w.waitFor(ctx, func() (bool, error) {
+		select {
+		case fw.in <- msg{ctl: ctlRename, job: job}:
+			return true, nil
+		default:
+			return false, nil
+		}
+	}); err != nil {
+		return err
+	}
+	var jobErr error
+	if err := w.waitFor(ctx, func() (bool, error) {
+		select {
+		case jobErr = <-job.done:
+			return true, nil
+		case <-p.failed:
+			return false, p.firstErr()
+		default:
+			return false, nil
+		}
+	}); err != nil {
+		return err
+	}
+	return jobErr
+}
+
+// errStopped ends a worker whose queue was closed while it waited.
+var errStopped = errors.New("pipeline: worker stopped")
+
+// waitFor waits until ready reports true, handing flush and drop requests
+// meanwhile and holding back records and renames, which the worker handles
+// after the wait, in order.
+func (w *worker) waitFor(ctx context.Context, ready func() (bool, error)) error {
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	for {
+		changed := w.p.ren.wait()
+		ok, err := ready()
+		if err != nil || ok {
+			return err
+		}
+		select {
+		case m, ok := <-w.in:
+			if !ok {
+				return errStopped
+			}
+			switch m.ctl {
+			case ctlFlush:
+				err := w.flush(m.ctx, "handoff")
+				w.commitSkipped(m.ctx)
+				m.done <- err
+				if err != nil {
+					return err
+				}
+			case ctlDrop:
+				w.drop()
+				w.held = nil
+				m.done <- nil
+			default:
+				w.held = append(w.held, m)
+			}
+		case <-changed:
+		case <-t.C:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+}
+
+// awaitRenamesInto waits, before w creates its table for a change at q,
+// until renames into it that precede q are done.
+func (w *worker) awaitRenamesInto(ctx context.Context, q decode.SourcePos) error {
+	p := w.p
+	parts := strings.Split(w.topic, ".")
+	if len(parts) < 3 {
+		return nil
+	}
+	schemaTopic := strings.Join(parts[:len(parts)-2], ".")
+	if !p.consumes(schemaTopic) {
+		return nil
+	}
+	ok, err := p.cat.CheckTableExists(ctx, w.ident)
+	if err == nil && ok {
+		return nil
+	}
+	lso, err := offsetsOf(ctx, kadm.NewClient(p.cl).ListCommittedOffsets, schemaTopic)
+	if err != nil {
+		return err
+	}
+	waited := false
+	err = w.waitFor(ctx, func() (bool, error) {
+		ok := p.ren.settled(schemaTopic, w.topic, q, lso)
+		if !ok && !waited {
+			waited = true
+			w.log.Info("waiting for the schema topic before creating the table", "schema_topic", schemaTopic)
+		}
+		return ok, nil
+	})
+	return err
+}
+
+// checkRename finishes w's rename job once w has handled every record of
+// its topic below the cut.
+func (w *worker) checkRename(ctx context.Context) error {
+	job := w.job
+	if job == nil {
+		return nil
+	}
+	for part, cut := range job.cut {
+		next := w.seen[part]
+		if s, ok := w.p.ren.start(w.topic, part); ok && s > next {
+			next = s
+		}
+		if s := job.start[part]; s > next {
+			next = s
+		}
+		if next < cut {
+			return nil
+		}
+	}
+	return w.finishRename(ctx)
+}
+
+func (w *worker) finishRename(ctx context.Context) error {
+	job := w.job
+	p := w.p
+	if err := w.flush(ctx, "rename"); err != nil {
+		return err
+	}
+	// The old topic's next offsets go to the consumer group: the table that
+	// held them leaves this name, so a restart resumes there (see
+	// adjustOffsets). Records held back are after the rename: not past.
+	next := map[int32]kgo.EpochOffset{}
+	for part := range job.cut {
+		n := w.seen[part]
+		if s, ok := p.ren.start(w.topic, part); ok && s > n {
+			n = s
+		}
+		if s := job.start[part]; s > n {
+			n = s
+		}
+		if h, ok := job.held[part]; ok {
+			n = h
+		}
+		if n > 0 {
+			next[part] = kgo.EpochOffset{Epoch: -1, Offset: n}
+		}
+	}
+	if len(next) > 0 {
+		var cerr error
+		p.cl.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{w.topic: next}, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+			cerr = err
+			if err == nil {
+				cerr = commitRespErr(resp)
+			}
+		})
+		if cerr != nil {
+			return fmt.Errorf("committing the offsets of %s before renaming its table: %w", w.topic, cerr)
+		}
+	}
+	if err := w.renameTable(ctx, job.to); err != nil {
+		return err
+	}
+	// The old name starts over: a table that takes it (RENAME TABLE c TO a,
+	// CREATE TABLE a) is another table.
+	w.committer, w.schema, w.key, w.buf = nil, nil, nil, nil
+	w.job = nil
+	w.held = append(job.later, w.held...)
+	job.done <- nil
+	return nil
+}
+
+// renameTable renames w's table to to when w's table exists and to does
+// not; either way, after a retry of an ambiguous answer too, the outcome
+// is checked against the catalog.
+func (w *worker) renameTable(ctx context.Context, to table.Identifier) error {
+	p := w.p
+	from := w.ident
+	exists := func(id table.Identifier) (bool, error) {
+		ok, err := p.cat.CheckTableExists(ctx, id)
+		if errors.Is(err, catalog.ErrNoSuchNamespace) || errors.Is(err, catalog.ErrNoSuchTable) {
+			return false, nil
+		}
+		return ok, err
+	}
+	return retryCatalog(ctx, func() error {
+		fromOK, err := exists(from)
+		if err != nil {
+			return err
+		}
+		toOK, err := exists(to)
+		if err != nil {
+			return err
+		}
+		switch {
+		case !fromOK && toOK:
+			w.log.Info("table already renamed", "to", strings.Join(to, "."))
+			return nil
+		case !fromOK:
+			w.log.Info("no table to rename: the old table holds no change", "to", strings.Join(to, "."))
+			return nil
+		case toOK:
+			w.log.Warn("not renaming the table: a table under the new name exists", "to", strings.Join(to, "."))
+			return nil
+		}
+		if err := w.ensureNamespace(ctx, table.Identifier{to[0]}); err != nil {
+			return err
+		}
+		if _, err := p.cat.RenameTable(ctx, from, to); err != nil {
+			return fmt.Errorf("renaming table %v to %v: %w", from, to, err)
+		}
+		w.log.Info("renamed table", "to", strings.Join(to, "."))
+		return nil
+	})
+}
+
+func (w *worker) ensureNamespace(ctx context.Context, ns table.Identifier) error {
+	w.p.createMu.Lock()
+	defer w.p.createMu.Unlock()
+	err := w.p.cat.CreateNamespace(ctx, ns, nil)
+	if err == nil || errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
+		return nil
+	}
+	if ok, cerr := w.p.cat.CheckNamespaceExists(ctx, ns); cerr == nil && ok {
+		return nil
+	}
+	return fmt.Errorf("creating namespace %v: %w", ns, err)
+}
+
+// commitRespErr returns the first partition error of an offset commit.
+func commitRespErr(resp *kmsg.OffsetCommitResponse) error {
+	if resp == nil {
+		return nil
+	}
+	for _, t := range resp.Topics {
+		for _, pt := range t.Partitions {
+			if err := kerr.ErrorForCode(pt.ErrorCode); err != nil {
+				return fmt.Errorf("partition %d: %w", pt.Partition, err)
+			}
+		}
+	}
+	return nil
+}
+
+// sessionTopic finds the old topic of a rename whose old name has no
+// database: the event carries only the new table's database, while the
+// server resolved the old name in the session's. When no topic of the old
+// name exists in the new table's database but exactly one exists in
+// another database of the prefix, that one is the old table's.
+func (w *worker) sessionTopic(ctx context.Context, adm *kadm.Client, prefix string, pr renamePair) (string, bool) {
+	topics, err := adm.ListTopics(ctx)
+	if err != nil {
+		return "", false
+	}
+	if topics.Has(tableTopic(prefix, pr.From)) {
+		return "", false
+	}
+	suffix := "." + topicUnsafe.ReplaceAllString(pr.From.Table, "_")
+	var found []string
+	for name := range topics {
+		if strings.HasPrefix(name, prefix+".") && strings.HasSuffix(name, suffix) && strings.Count(name[len(prefix)+1:], ".") == 1 {
+			found = append(found, name)
+		}
+	}
+	if len(found) != 1 {
+		return "", false
+	}
+	w.log.Info("the renamed table's old name has no database; its topic is the only one of that name", "from_topic", found[0])
+	return found[0], true
+}

@@ -1,0 +1,216 @@
+//go:build integration
+
+package e2e
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go/catalog/rest"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/binlake/binlake/test/debezium"
+	"github.com/binlake/binlake/test/testenv"
+)
+
+// renameTable is the schema of every table of the rename tests.
+const renameTable = "(id INT PRIMARY KEY, v VARCHAR(20), n INT)"
+
+// renameOpts are the variants of runRenames.
+type renameOpts struct {
+	debezium bool // also run the real Debezium connector into its own namespaces
+	kills    bool // kill -9 ingest during the renames and capture right after them
+}
+
+// runRenames changes tables before and after every rename form (RENAME
+// TABLE, a swap, ALTER TABLE … ADD COLUMN, RENAME TO, a rename into another
+// captured database and one out of the captured databases) with capture
+// (and Debezium) → ingest, and waits until every renamed table, read with
+// the Java reader, equals MariaDB under its new name, with the rows from
+// before the rename; the old names are gone from the lake, and the table
+// renamed out of the include list keeps the rows it had at the rename.
+func runRenames(t *testing.T, o renameOpts) {
+	ctx := t.Context()
+	c := newCaptureEnv(t)
+	db1 := c.dbName
+	db2 := c.db.CreateDatabase(t, "e2r")
+	db3 := c.db.CreateDatabase(t, "e2o") // not captured
+	c.env = append(c.env, "CAPTURE_DATABASE_INCLUDE_LIST="+db1+","+db2)
+	for _, tb := range []string{"a", "s1", "s3", "x", "m", "o"} {
+		exec1(t, c, "CREATE TABLE "+tb+" "+renameTable)
+	}
+	prefixes := []string{c.prefix}
+	if o.debezium {
+		dbzPrefix := "dbz_" + c.prefix
+		prefixes = append(prefixes, dbzPrefix)
+		debezium.Run(t, debezium.Config{Database: db1, TopicPrefix: dbzPrefix, ServerID: 6700 + uint32(time.Now().UnixNano()%100000),
+			SnapshotMode: "no_data", Extra: map[string]string{"database.include.list": db1 + "," + db2, "include.schema.changes": "true"}})
+	}
+	cp := start(t, binary(t, "capture"), c.env, "capture.log")
+	waitLog(t, cp, "Connected to server", 30*time.Second)
+
+	ice := testenv.IcebergEnv(t)
+	regex := "(" + strings.Join(prefixes, "|") + `)(\.(` + db1 + "|" + db2 + `)\..*)?`
+	ingestEnv := []string{
+		"INGEST_KAFKA_BROKERS=" + strings.Join(testenv.KafkaBrokers(t), ","),
+		"INGEST_GROUP_ID=" + testenv.Unique(t, "g"),
+		"INGEST_TOPIC_REGEX=" + regex,
+		"INGEST_NAMESPACE_WITH_PREFIX=true",
+		"INGEST_SCHEMA_REGISTRY_URL=" + testenv.RegistryURL(t),
+		"INGEST_CATALOG_URI=" + ice.URI, "INGEST_S3_ENDPOINT=" + ice.S3Endpoint, "INGEST_S3_REGION=" + ice.Region,
+		"INGEST_FLUSH_INTERVAL=1s", "INGEST_METRICS_ADDR=127.0.0.1:0",
+	}
+	ingests := 0
+	startIngest := func() *proc {
+		ingests++
+		return start(t, binary(t, "ingest"), ingestEnv, fmt.Sprintf("ingest-%d.log", ingests))
+	}
+	ing := startIngest()
+	cat, err := rest.NewCatalog(ctx, "e2e", ice.URI, rest.WithAdditionalProps(ice.FileIOProps()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx := context.WithoutCancel(t.Context())
+		for _, p := range prefixes {
+			for _, db := range []string{db1, db2} {
+				ns := table.Identifier{p + "_" + db}
+				for id, err := range cat.ListTables(ctx, ns) {
+					if err == nil {
+						_ = cat.DropTable(ctx, id)
+					}
+				}
+				_ = cat.DropNamespace(ctx, ns)
+			}
+		}
+	})
+
+	// Before the renames: 40 rows per table, some updated, some deleted.
+	for _, tb := range []string{"a", "s1", "s3", "x", "m", "o"} {
+		var vals []string
+		for i := 1; i <= 40; i++ {
+			vals = append(vals, fmt.Sprintf("(%d, '%s-%d', %d)", i, tb, i, i))
+		}
+		exec1(t, c, "INSERT INTO "+tb+" VALUES "+strings.Join(vals, ", "),
+			"UPDATE "+tb+" SET n = n * 10 WHERE id % 3 = 0",
+			"DELETE FROM "+tb+" WHERE id % 7 = 0")
+	}
+	// Let ingest commit the old tables first, so that the renames move
+	// tables that hold rows and offsets.
+	for _, p := range prefixes {
+		for _, tb := range []string{"a", "s1", "s3", "x", "m", "o"} {
+			waitJavaEqual(t, ing, cat, c.db.AdminDB(t, db1), p+"_"+db1, tb)
+		}
+	}
+	oRows := countRows(t, c.db.AdminDB(t, db1), "o")
+
+	exec1(t, c,
+		"RENAME TABLE a TO b",
+		"RENAME TABLE s1 TO s2, s3 TO s1",
+		"ALTER TABLE x ADD COLUMN w INT NULL, RENAME TO y",
+		"RENAME TABLE m TO `"+db2+"`.m2",
+		"RENAME TABLE o TO `"+db3+"`.o")
+	if o.kills {
+		waitLog(t, ing, "following a table rename", time.Minute)
+		ing.kill()
+		cp.kill()
+		ing = startIngest()
+		cp = start(t, binary(t, "capture"), c.env, "capture-2.log")
+	}
+	// After the renames, under the new names; a table took s1's old name.
+	for _, tb := range []string{"b", "s2", "s1", "y", "`" + db2 + "`.m2", "`" + db3 + "`.o"} {
+		var vals []string
+		for i := 101; i <= 120; i++ {
+			vals = append(vals, fmt.Sprintf("(%d, 'new-%d', %d)", i, i, i))
+		}
+		exec1(t, c, "INSERT INTO "+tb+" (id, v, n) VALUES "+strings.Join(vals, ", "),
+			"UPDATE "+tb+" SET v = CONCAT(v, '+') WHERE id % 4 = 0",
+			"DELETE FROM "+tb+" WHERE id % 5 = 0")
+	}
+	exec1(t, c, "UPDATE y SET w = id WHERE id < 10")
+	if o.kills {
+		waitLog(t, ing, "renamed table", time.Minute)
+		ing.kill()
+		ing = startIngest()
+	}
+
+	for _, p := range prefixes {
+		ns1, ns2 := p+"_"+db1, p+"_"+db2
+		for _, tb := range []string{"b", "s2", "s1", "y"} {
+			waitJavaEqual(t, ing, cat, c.db.AdminDB(t, db1), ns1, tb)
+		}
+		waitJavaEqual(t, ing, cat, c.db.AdminDB(t, db2), ns2, "m2")
+		for _, gone := range []string{"a", "s3", "x", "m"} {
+			if ok, err := cat.CheckTableExists(ctx, table.Identifier{ns1, gone}); err != nil || ok {
+				t.Errorf("%s.%s: still in the lake after its rename (err %v)", ns1, gone, err)
+			}
+		}
+		// Renamed out of the captured databases: no more changes reach it,
+		// it keeps the rows it had at the rename.
+		tbl, err := cat.LoadTable(ctx, table.Identifier{ns1, "o"})
+		if err != nil {
+			t.Fatalf("%s.o: %v", ns1, err)
+		}
+		at, err := tbl.Scan().ToArrowTable(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := int(at.NumRows()); got != oRows {
+			t.Errorf("%s.o has %d rows, want the %d it had at the rename", ns1, got, oRows)
+		}
+		at.Release()
+	}
+	t.Logf("every renamed table equals MariaDB through the Java reader with producers %v", prefixes)
+}
+
+func countRows(t *testing.T, db *sql.DB, tb string) int {
+	t.Helper()
+	var n int
+	if err := db.QueryRowContext(t.Context(), "SELECT COUNT(*) FROM "+tb).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// waitJavaEqual waits until ns.name, read with the Java reader, equals the
+// MariaDB table name of db.
+func waitJavaEqual(t *testing.T, ing *proc, cat *rest.Catalog, db *sql.DB, ns, name string) {
+	t.Helper()
+	ctx := t.Context()
+	db.SetMaxOpenConns(1) // keep the session time zone
+	if _, err := db.ExecContext(ctx, "SET time_zone = '+00:00'"); err != nil {
+		t.Fatal(err)
+	}
+	var last []string
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		if ing.exited() {
+			t.Fatalf("ingest exited: %v\n%s", ing.err, ing.output())
+		}
+		_, diffs := javaEqualsMariaDB(ctx, t, cat, db, ns, keyedTable{name: name, key: []string{"id"}})
+		if len(diffs) == 0 {
+			return
+		}
+		last = diffs
+		if time.Now().After(deadline) {
+			t.Fatalf("%s.%s differs from MariaDB through the Java reader:\n%s\ningest log:\n%s", ns, name, strings.Join(last, "\n"), ing.output())
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// TestRenames: every rename form through capture and through the real
+// Debezium connector, then ingest.
+func TestRenames(t *testing.T) { runRenames(t, renameOpts{debezium: true}) }
+
+// TestRenamesKill9: the same through capture, with ingest killed (-9)
+// while it follows the renames and again after, and capture killed right
+// after the renames.
+func TestRenamesKill9(t *testing.T) { runRenames(t, renameOpts{kills: true}) }
+
+// TestRenamesCapture: every rename form through capture → ingest.
+func TestRenamesCapture(t *testing.T) { runRenames(t, renameOpts{}) }
