@@ -105,6 +105,13 @@ func (ct charsetTable) inserts(base int) []string {
 // prefix, without Debezium, and returns its log path.
 func startCaptureOnly(t *testing.T, db, prefix string, env ...string) string {
 	t.Helper()
+	log, _ := startCaptureCmd(t, db, prefix, env...)
+	return log
+}
+
+// startCaptureCmd is startCaptureOnly, also returning the process.
+func startCaptureCmd(t *testing.T, db, prefix string, env ...string) (string, *exec.Cmd) {
+	t.Helper()
 	m := testenv.MariaDBEnv(t)
 	bin := filepath.Join(t.TempDir(), "capture")
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/binlake/binlake/capture").CombinedOutput(); err != nil {
@@ -134,7 +141,7 @@ func startCaptureOnly(t *testing.T, db, prefix string, env ...string) string {
 			t.Logf("capture log (last 4000 bytes):\n%s", b[max(0, len(b)-4000):])
 		}
 	})
-	return logPath
+	return logPath, cmd
 }
 
 // TestCharsetsAgainstConvert checks capture's strings against the server,
@@ -251,4 +258,141 @@ func TestCharsetsAgainstConvert(t *testing.T) {
 // golang.org/x/text does not implement.
 var unsupportedCharsets = map[string]bool{
 	"armscii8": true, "dec8": true, "geostd8": true, "hp8": true, "keybcs2": true, "macce": true, "swe7": true,
+}
+
+// TestUnsupportedCharsetStops: a column in a character set capture cannot
+// decode (here MariaDB's swe7, which golang.org/x/text lacks), created
+// while capture streams, stops capture at its first row event with an
+// error naming the table, the column, the charset and the fix; nothing of
+// the table is written.
+func TestUnsupportedCharsetStops(t *testing.T) {
+	m := testenv.MariaDBEnv(t)
+	db := m.CreateDatabase(t, "csbad")
+	admin := m.AdminDB(t, db)
+	prefix := testenv.Unique(t, "csbad")
+	logPath, cmd := startCaptureCmd(t, db, prefix, "CAPTURE_SNAPSHOT_MODE=no_data")
+	testenv.Eventually(t, 2*time.Minute, 200*time.Millisecond, func() bool {
+		b, _ := os.ReadFile(logPath)
+		return strings.Contains(string(b), "Connected to server")
+	}, "capture to stream")
+	for _, s := range []string{
+		"CREATE TABLE legacy (id INT PRIMARY KEY, name VARCHAR(20) CHARACTER SET swe7)",
+		"INSERT INTO legacy VALUES (1, 'abc')",
+	} {
+		if _, err := admin.ExecContext(t.Context(), s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var exitErr error
+	testenv.Eventually(t, 2*time.Minute, 200*time.Millisecond, func() bool {
+		select {
+		case exitErr = <-done:
+			return true
+		default:
+			return false
+		}
+	}, "capture to stop on the swe7 column")
+	if exitErr == nil {
+		t.Fatal("capture exited 0")
+	}
+	b, _ := os.ReadFile(logPath)
+	want := []string{db + ".legacy", "column name", "character set swe7", "CHARACTER SET utf8mb4", "-column-exclude-list"}
+	for _, w := range want {
+		if !strings.Contains(string(b), w) {
+			t.Errorf("capture's error does not name %q:\n%s", w, b[max(0, len(b)-2000):])
+		}
+	}
+	if topics := kafkatest.ListTopics(t, testenv.KafkaBrokers(t)); slicesContains(topics, prefix+"."+db+".legacy") {
+		dec, _ := kafkatest.NewDecoder(testenv.RegistryURL(t))
+		if recs := kafkatest.ReadAll(t, testenv.KafkaBrokers(t), dec, prefix+"."+db+".legacy", 0, time.Second, 10*time.Second); len(recs) > 0 {
+			t.Errorf("capture wrote %d records of the swe7 table", len(recs))
+		}
+	}
+	fmt.Printf("STOP %s\n", lastLine(string(b)))
+}
+
+func slicesContains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+// TestCharsetAlterWhileBehind: rows written in latin1, then the table
+// converted to utf8mb4 and more rows written, all before capture reads
+// them (it starts at the GTID before the workload): information_schema
+// says utf8mb4 for every row, the table map events say which charset each
+// row was written in, and every value must equal what the server returns.
+func TestCharsetAlterWhileBehind(t *testing.T) {
+	m := testenv.MariaDBEnv(t)
+	db := m.CreateDatabase(t, "csalter")
+	admin := m.AdminDB(t, db)
+	var gtid string
+	if err := admin.QueryRowContext(t.Context(), "SELECT @@gtid_binlog_pos").Scan(&gtid); err != nil {
+		t.Fatal(err)
+	}
+	// MariaDB 10.11 refuses CONVERT TO CHARACTER SET on a latin1 ENUM with
+	// non-ASCII labels ("Data truncated"), so t's ENUM stays latin1 and
+	// its VARCHAR changes by MODIFY; u changes by CONVERT TO.
+	stmts := []string{
+		"CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20) CHARACTER SET latin1, e ENUM('café','thé') CHARACTER SET latin1) CHARACTER SET latin1",
+		"CREATE TABLE u (id INT PRIMARY KEY, v VARCHAR(20)) CHARACTER SET latin1",
+		"INSERT INTO t VALUES (1, 'café', 'thé')",
+		"INSERT INTO u VALUES (1, 'café')",
+		"ALTER TABLE t MODIFY v VARCHAR(20) CHARACTER SET utf8mb4",
+		"ALTER TABLE u CONVERT TO CHARACTER SET utf8mb4",
+		"INSERT INTO t VALUES (2, 'Grüße ąę', 'café')",
+		"INSERT INTO u VALUES (2, 'Grüße ąę')",
+		"ALTER TABLE t MODIFY v VARCHAR(20) CHARACTER SET latin2",
+		"ALTER TABLE u CONVERT TO CHARACTER SET latin2",
+		"INSERT INTO t VALUES (3, 'Łódź', 'thé')",
+		"INSERT INTO u VALUES (3, 'Łódź')",
+		"UPDATE t SET v = CONCAT(v, 'é') WHERE id = 1",
+		"UPDATE u SET v = CONCAT(v, 'é') WHERE id = 1",
+	}
+	for _, s := range stmts {
+		if _, err := admin.ExecContext(t.Context(), s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	prefix := testenv.Unique(t, "csalter")
+	logPath := startCaptureOnly(t, db, prefix, "CAPTURE_SNAPSHOT_MODE=never", "CAPTURE_START_POSITION=gtid:"+gtid)
+	dec, err := kafkatest.NewDecoder(testenv.RegistryURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct{ v, e string }{{"café", "thé"}, {"Grüße ąę", "café"}, {"Łódź", "thé"}, {"caféé", "thé"}}
+	for _, tbl := range []string{"t", "u"} {
+		recs := kafkatest.ReadAll(t, testenv.KafkaBrokers(t), dec, prefix+"."+db+"."+tbl, 4, time.Second, 2*time.Minute)
+		if len(recs) != len(want) {
+			t.Fatalf("%s: %d records, want %d", tbl, len(recs), len(want))
+		}
+		for i, rec := range recs {
+			after, _ := rec.Value["after"].(map[string]any)
+			if after["v"] != want[i].v || (tbl == "t" && after["e"] != want[i].e) {
+				t.Errorf("%s record %d (op %s): v=%q e=%q, want %q %q", tbl, i, rec.Op(), after["v"], after["e"], want[i].v, want[i].e)
+			}
+		}
+	}
+	// Only the rows written under an older charset need a definition from
+	// the binlog (two per table); the others match the current one, ENUM
+	// labels in latin1 included.
+	b, _ := os.ReadFile(logPath)
+	if n := strings.Count(string(b), "table definition taken from the binlog"); n != 4 {
+		t.Errorf("%d definitions taken from the binlog, want 4 (rows 1 and 2 of t and u)", n)
+	}
+	// The last value, from the server, as the oracle.
+	var v string
+	if err := admin.QueryRowContext(t.Context(), "SELECT CONVERT(v USING utf8mb4) FROM t WHERE id = 1").Scan(&v); err != nil || v != want[3].v {
+		t.Errorf("server has %q (%v), want %q", v, err, want[3].v)
+	}
 }

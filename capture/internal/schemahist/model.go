@@ -356,6 +356,17 @@ func (p *parser) alterSpec(m *Model, rename **TableRef) error {
 			}
 		}
 		p.skipSpec()
+	case p.kw("CONVERT", "TO"):
+		// CONVERT TO CHARACTER SET cs: the table's default and every
+		// character column's charset become cs, as Debezium's model does.
+		if cs, _ := p.tableOptions(); cs != "" {
+			m.DefaultCharset = cs
+			for i := range m.Columns {
+				if typeUsesCharset(m.Columns[i].JDBCType) {
+					m.Columns[i].Charset = cs
+				}
+			}
+		}
 	case p.is("DEFAULT") || p.is("CHARACTER") || p.is("CHARSET") || p.is("COMMENT"):
 		cs, comment := p.tableOptions()
 		if cs != "" {

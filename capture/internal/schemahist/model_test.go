@@ -97,3 +97,20 @@ func check(t *testing.T, got, want []string) {
 		}
 	}
 }
+
+// TestAlterConvertToCharset: CONVERT TO CHARACTER SET changes the table's
+// default and every character column's charset (observed in Debezium 3.5's
+// schema-change events, test/compat/testdata/realworld/10_charsets.sql).
+func TestAlterConvertToCharset(t *testing.T) {
+	_, m, err := ParseCreateTable("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(30), e ENUM('a')) DEFAULT CHARSET=latin1", "db", "utf8mb4", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _, err = m.Alter("ALTER TABLE t CONVERT TO CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci", "db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.DefaultCharset != "utf8mb4" || m.Columns[0].Charset != "" || m.Columns[1].Charset != "utf8mb4" || m.Columns[2].Charset != "utf8mb4" {
+		t.Errorf("after CONVERT TO: default %q, columns %q %q %q", m.DefaultCharset, m.Columns[0].Charset, m.Columns[1].Charset, m.Columns[2].Charset)
+	}
+}

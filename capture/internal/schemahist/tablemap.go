@@ -277,7 +277,9 @@ func (t *Table) MatchesMap(tm *replication.TableMapEvent) error {
 	if len(tm.ColumnNameString()) == 0 {
 		return nil // no metadata to compare types with
 	}
-	derived, err := FromTableMap(tm, Definition{})
+	// The definition's charsets decode the event's ENUM/SET labels, so
+	// that non-ASCII labels compare equal.
+	derived, err := FromTableMap(tm, t.Def)
 	if err != nil {
 		return err
 	}
