@@ -79,11 +79,15 @@ func parseWorkload(t *testing.T, text string) workloadFile {
 }
 
 // TestCompatRealWorld runs every workload of realWorldDir through the
-// Debezium MariaDB connector and capture on one database each, and
-// compares every event (keys, values, schemas, schema changes,
-// transaction metadata). Each file is a subtest; a file's allowed
-// differences are printed with their reasons (ALLOWED lines) beside its
-// COMPAT line.
+// Debezium MariaDB connector and capture, and compares every event (keys,
+// values, schemas, schema changes, transaction metadata). Files with the
+// same connector settings share one database and one pair of connectors
+// (a subtest named after its files, joined by "+"); each file's statements
+// run on a connection of their own, so session settings do not leak from
+// one file into the next. A file's allowed differences are printed with
+// their reasons (ALLOWED lines) before its group's COMPAT line.
+//
+// One file: -run 'TestCompatRealWorld/.*10_charsets'.
 func TestCompatRealWorld(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(debezium.RepoRoot(), realWorldDir, "*.sql"))
 	if err != nil {
@@ -93,17 +97,61 @@ func TestCompatRealWorld(t *testing.T) {
 	if len(files) == 0 {
 		t.Fatalf("no workloads in %s", realWorldDir)
 	}
+	type group struct {
+		names []string
+		files []workloadFile
+	}
+	var order []string
+	groups := map[string]*group{}
 	for _, file := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(file), ".sql"), func(t *testing.T) {
-			text, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
+		text, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := parseWorkload(t, string(text))
+		key := settingsKey(w)
+		g := groups[key]
+		if g == nil {
+			g = &group{}
+			groups[key] = g
+			order = append(order, key)
+		}
+		g.names = append(g.names, strings.TrimSuffix(filepath.Base(file), ".sql"))
+		g.files = append(g.files, w)
+	}
+	for _, key := range order {
+		g := groups[key]
+		t.Run(strings.Join(g.names, "+"), func(t *testing.T) {
+			o := runOpts{dbz: g.files[0].dbz, capEnv: g.files[0].capEnv}
+			allow := map[string]map[string]string{}
+			for _, w := range g.files {
+				o.before = append(o.before, w.before...)
+				for tbl, paths := range w.allow {
+					if allow[tbl] != nil {
+						t.Fatalf("table %s has -- allow: lines in two files: give each file its own tables", tbl)
+					}
+					allow[tbl] = paths
+				}
 			}
-			w := parseWorkload(t, string(text))
-			r := newRunWith(t, runOpts{dbz: w.dbz, capEnv: w.capEnv, before: w.before})
-			r.allowTable = w.allow
-			r.exec(w.stmts...)
+			r := newRunWith(t, o)
+			r.allowTable = allow
+			for _, w := range g.files {
+				r.exec(w.stmts...)
+			}
 			r.compare(1)
 		})
 	}
+}
+
+// settingsKey identifies a workload's connector settings.
+func settingsKey(w workloadFile) string {
+	var parts []string
+	for k, v := range w.dbz {
+		parts = append(parts, "dbz:"+k+"="+v)
+	}
+	for _, e := range w.capEnv {
+		parts = append(parts, "cap:"+e)
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, "\n")
 }
