@@ -92,13 +92,13 @@ func storedPositions(t *testing.T, id string) int {
 	return n
 }
 
-// TestCaptureNamesNoneStopsAtStart checks that with the default
+// TestCaptureNamesNoneStopsAtStart checks that with
 // field-name-adjustment-mode none, a captured table with a column Avro
 // cannot carry stops capture at start-up with an error naming the table,
 // the column and the setting, and that capture wrote nothing to Kafka: no
 // record on any of its topics and no stored position.
 func TestCaptureNamesNoneStopsAtStart(t *testing.T) {
-	c := newCaptureEnv(t)
+	c := newCaptureEnv(t, "CAPTURE_FIELD_NAME_ADJUSTMENT_MODE=none")
 	exec1(t, c, "CREATE TABLE fine (id INT PRIMARY KEY)", "INSERT INTO fine VALUES (1)",
 		"CREATE TABLE `order items` (id INT PRIMARY KEY, `created at` DATETIME)", "INSERT INTO `order items` VALUES (1, NOW())")
 	p := start(t, binary(t, "capture"), c.env, "capture.log")
@@ -127,7 +127,7 @@ func TestCaptureNamesNoneStopsAtStart(t *testing.T) {
 // anything of that DDL is written: the end offsets of capture's topics do
 // not move (no schema-change event, not even an aborted one).
 func TestCaptureNamesNoneStopsAtDDL(t *testing.T) {
-	c := newCaptureEnv(t, "CAPTURE_SNAPSHOT_MODE=no_data")
+	c := newCaptureEnv(t, "CAPTURE_SNAPSHOT_MODE=no_data", "CAPTURE_FIELD_NAME_ADJUSTMENT_MODE=none")
 	p := start(t, binary(t, "capture"), c.env, "capture.log")
 	waitLog(t, p, "Connected to server", 30*time.Second)
 	exec1(t, c, "CREATE TABLE prices (id INT PRIMARY KEY, amount INT)", "INSERT INTO prices VALUES (1, 1)")
