@@ -70,8 +70,11 @@ type Config struct {
 	BinaryHandlingMode    string
 	// FieldNameAdjustment and SchemaNameAdjustment are Debezium's
 	// field.name.adjustment.mode and schema.name.adjustment.mode (none,
-	// avro or avro_unicode; default none, as in Debezium); Naming is
-	// their parsed form, filled by Validate.
+	// avro or avro_unicode). Defaults: avro for fields (Debezium 3.5
+	// declares none but uses avro whenever the converter is Confluent's
+	// or Apicurio's AvroConverter, and capture always writes Avro) and
+	// none for schema names. Naming is their parsed form, filled by
+	// Validate.
 	FieldNameAdjustment  string
 	SchemaNameAdjustment string
 	Naming               schemahist.Naming
@@ -125,7 +128,7 @@ func (c *Config) bind(f *envFlags) {
 	f.String(&c.DecimalHandling, "decimal-handling-mode", "precise", "Debezium decimal.handling.mode: precise, string or double")
 	f.String(&c.BigintUnsignedMode, "bigint-unsigned-handling-mode", "long", "Debezium bigint.unsigned.handling.mode: long or precise")
 	f.String(&c.BinaryHandlingMode, "binary-handling-mode", "bytes", "Debezium binary.handling.mode: bytes, base64, base64-url-safe or hex")
-	f.String(&c.FieldNameAdjustment, "field-name-adjustment-mode", "none", "Debezium field.name.adjustment.mode for column fields of keys and rows: none (names as they are; a name Avro cannot carry stops capture before anything is written), avro (invalid characters become _) or avro_unicode (they become _uXXXX)")
+	f.String(&c.FieldNameAdjustment, "field-name-adjustment-mode", "avro", "Debezium field.name.adjustment.mode for column fields of keys and rows: avro (characters outside [A-Za-z0-9_] become _; what Debezium does with an Avro converter even when set to none), avro_unicode (they and _ become _uXXXX) or none (names as they are; a name Avro cannot carry stops capture before anything is written)")
 	f.String(&c.SchemaNameAdjustment, "schema-name-adjustment-mode", "none", "Debezium schema.name.adjustment.mode for the Key, Value and Envelope record names (<topic>.Value): none, avro or avro_unicode")
 	f.String(&c.MetricsAddr, "metrics-addr", "127.0.0.1:9464", "address of /metrics, /healthz and /readyz (off: none)")
 	f.String(&c.LogFormat, "log-format", "text", "log format: text or json")

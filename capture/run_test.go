@@ -113,7 +113,9 @@ func TestREADMEDocumentsEveryFlag(t *testing.T) {
 }
 
 // TestNameAdjustmentModes checks the two name-adjustment settings: Debezium's
-// values (case-insensitive), its default none, and a clear error otherwise.
+// values (case-insensitive), the defaults Debezium 3.5 applies with an Avro
+// converter (avro for fields, none for schema names), and a clear error
+// otherwise.
 func TestNameAdjustmentModes(t *testing.T) {
 	check := func(args []string, e map[string]string) (Config, error) {
 		t.Helper()
@@ -128,8 +130,8 @@ func TestNameAdjustmentModes(t *testing.T) {
 		return cfg, cfg.Validate()
 	}
 	cfg, err := check(nil, nil)
-	if err != nil || cfg.Naming.Field != debezium.AdjustNone || cfg.Naming.Schema != debezium.AdjustNone {
-		t.Fatalf("defaults: %+v, %v; want none and none", cfg.Naming, err)
+	if err != nil || cfg.Naming.Field != debezium.AdjustAvro || cfg.Naming.Schema != debezium.AdjustNone {
+		t.Fatalf("defaults: %+v, %v; want avro for fields (Debezium with an Avro converter) and none for schema names", cfg.Naming, err)
 	}
 	cfg, err = check([]string{"--schema-name-adjustment-mode=AVRO"},
 		map[string]string{"CAPTURE_FIELD_NAME_ADJUSTMENT_MODE": "avro_unicode"})

@@ -92,13 +92,15 @@ func (d *Decoder) codec(ctx context.Context, id int) (*goavro.Codec, error) {
 	return c, nil
 }
 
-// GoavroSchema returns schema with its record, enum and fixed names made
-// acceptable to goavro, which requires every namespace component to be
-// [A-Za-z_][A-Za-z0-9_]*. Java Avro (the registry, the Kafka Connect
+// GoavroSchema returns schema with its record, enum and fixed names and
+// its field names made acceptable to goavro, which requires every name and
+// namespace component to be [A-Za-z_][A-Za-z0-9_]* (decoded records are
+// keyed by these names; the registered text is unchanged). Java Avro (the registry, the Kafka Connect
 // converters) checks only the last component, so Debezium registers names
 // such as "P.db.2024-sales.Value" (schema.name.adjustment.mode none, or
 // avro, which fixes only the name's first character). The binary encoding
-// does not depend on names, so decoding is unchanged. A schema that is not
+// does not depend on names, so decoding is unchanged; Java Avro also
+// accepts non-ASCII letters in field names ("Café"), which goavro does not. A schema that is not
 // JSON is returned as it is.
 func GoavroSchema(schema string) string {
 	var v any
@@ -125,7 +127,17 @@ func goavroNames(v any) any {
 				if s, ok := inner.(string); ok {
 					x[k] = goavroName(s)
 				}
-			case k == "type" || k == "items" || k == "values" || k == "fields":
+			case k == "fields":
+				fields, _ := inner.([]any)
+				for _, f := range fields {
+					if fm, ok := f.(map[string]any); ok {
+						if n, ok := fm["name"].(string); ok {
+							fm["name"] = goavroName(n)
+						}
+						fm["type"] = goavroNames(fm["type"])
+					}
+				}
+			case k == "type" || k == "items" || k == "values":
 				x[k] = goavroNames(inner)
 			}
 		}

@@ -43,7 +43,8 @@ var ErrNameCollision = errors.New("schemahist: column names collide after adjust
 // Debezium's schema.name.adjustment.mode (Schema: the Key, Value and
 // Envelope record names) and field.name.adjustment.mode (Field: the
 // column fields of the key and row structs) do. The zero value is none
-// for both, Debezium's default. Topic names are always sanitised.
+// for both (capture's configuration defaults Field to avro, what Debezium
+// does with an Avro converter). Topic names are always sanitised.
 type Naming struct {
 	Schema, Field debezium.NameAdjustment
 }
