@@ -133,7 +133,7 @@ func runRenames(t *testing.T, o renameOpts) {
 	}
 	exec1(t, c, "UPDATE y SET w = id WHERE id < 10")
 	if o.kills {
-		waitLog(t, ing, "renamed table", time.Minute)
+		waitLog(t, ing, "msg=committed", 2*time.Minute)
 		ing.kill()
 		ing = startIngest()
 	}

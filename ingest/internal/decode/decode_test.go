@@ -238,6 +238,9 @@ func TestGoldens(t *testing.T) {
 		if ch.Event.TsMs < 1_700_000_000_000 || (ch.Event.Op != batch.OpRead && !strings.HasPrefix(ch.Event.GTID, "0-1-")) {
 			t.Errorf("%s@%d: ts_ms %d gtid %q", g.Topic, g.Offset, ch.Event.TsMs, ch.Event.GTID)
 		}
+		if ch.Event.Op != batch.OpRead && (!strings.HasPrefix(ch.Source.File, "mysql-bin.") || ch.Source.Pos <= 0) {
+			t.Errorf("%s@%d: source position %+v", g.Topic, g.Offset, ch.Source)
+		}
 		if ch.Event.Op == batch.OpTruncate {
 			continue
 		}

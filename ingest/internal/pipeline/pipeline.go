@@ -312,8 +312,9 @@ func (p *Pipeline) poll(ctx context.Context) error {
 				routeErr = err
 				return
 			}
+			at := time.Now()
 			for _, r := range fp.Records {
-				if !w.send(ctx, msg{rec: r}) {
+				if !w.send(ctx, msg{rec: r, at: at}) {
 					return
 				}
 			}

@@ -39,10 +39,11 @@ import (
 //     offsets of the old topic to the consumer group (synchronously: a
 //     restart resumes the old topic there, since no table under the old
 //     name holds its offsets any more), and renames the table.
-//   - A worker that is about to create its table first waits until the
-//     schema topic has been handled up to its own first change, and until
-//     no rename into its table is pending: b's events land in the renamed
-//     table, after a's.
+//   - A table worker buffers a change only once the schema topic has been
+//     handled up to the change's source position (awaitSchema): a rename
+//     before the change is then done, or is the job in hand of this
+//     worker, so no change after a rename is ever committed to the old
+//     table, and b's first change finds the renamed table.
 //
 // Each step can be repeated after a crash: the rename is done only while
 // the old table exists and the new one does not.
@@ -68,11 +69,20 @@ type renamer struct {
 	done    map[string]map[int32]int64  // schema topic → next offset handled per partition
 	busy    map[string]decode.SourcePos // schema topic → position of the record in hand
 	starts  map[string]map[int32]int64  // fetch start offsets chosen at assignment
+
+	lsoMu    sync.Mutex // serialises reads of lsoCache; never held with mu
+	lsoCache map[string]lsoRead
+}
+
+// lsoRead is a schema topic's last stable offsets and when they were read.
+type lsoRead struct {
+	offsets map[int32]int64
+	at      time.Time
 }
 
 func newRenamer() *renamer {
 	return &renamer{changed: make(chan struct{}), pending: map[string]int{}, done: map[string]map[int32]int64{},
-		busy: map[string]decode.SourcePos{}, starts: map[string]map[int32]int64{}}
+		busy: map[string]decode.SourcePos{}, starts: map[string]map[int32]int64{}, lsoCache: map[string]lsoRead{}}
 }
 
 // wait returns a channel closed at the next change.
@@ -141,13 +151,39 @@ func (r *renamer) end(schemaTopic string) {
 	r.broadcastLocked()
 }
 
+// past reports whether the schema topic's worker is handling a record
+// after q (so every record before q is handled).
+func (r *renamer) past(schemaTopic string, q decode.SourcePos) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	pos, ok := r.busy[schemaTopic]
+	return ok && q.Known() && pos.Compare(q) > 0
+}
+
+// lso returns the schema topic's last stable offsets as read at or after
+// at, reading them when the cached ones are older.
+func (r *renamer) lso(ctx context.Context, adm *kadm.Client, schemaTopic string, at time.Time) (map[int32]int64, error) {
+	r.lsoMu.Lock()
+	defer r.lsoMu.Unlock()
+	if c, ok := r.lsoCache[schemaTopic]; ok && !c.at.Before(at) {
+		return c.offsets, nil
+	}
+	now := time.Now()
+	offs, err := offsetsOf(ctx, adm.ListCommittedOffsets, schemaTopic)
+	if err != nil {
+		return nil, err
+	}
+	r.lsoCache[schemaTopic] = lsoRead{offs, now}
+	return offs, nil
+}
+
 // settled reports whether table topic toTopic may create its table for a
 // change at q: no rename into it is pending, and the schema topic has been
 // handled past q (busy with a later statement) or up to lso.
 func (r *renamer) settled(schemaTopic, toTopic string, q decode.SourcePos, lso map[int32]int64) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.pending[toTopic] > 0 {
+	if toTopic != "" && r.pending[toTopic] > 0 {
 		return false
 	}
 	if pos, ok := r.busy[schemaTopic]; ok && q.Known() && pos.Compare(q) > 0 {
@@ -371,36 +407,56 @@ func (w *worker) waitFor(ctx context.Context, ready func() (bool, error)) error 
 	}
 }
 
-// awaitRenamesInto waits, before w creates its table for a change at q,
-// until renames into it that precede q are done.
-func (w *worker) awaitRenamesInto(ctx context.Context, q decode.SourcePos) error {
+// awaitSchema waits, before w buffers a change at q, until every
+// schema-change record before q is handled: the schema topic's worker is
+// past q, or has handled the topic up to its last stable offset read after
+// the change was polled. A rename of w's own table that arrives meanwhile
+// is taken on at once (the schema worker waits for it).
+func (w *worker) awaitSchema(ctx context.Context, q decode.SourcePos) error {
 	p := w.p
-	parts := strings.Split(w.topic, ".")
-	if len(parts) < 3 {
-		return nil
-	}
-	schemaTopic := strings.Join(parts[:len(parts)-2], ".")
-	if !p.consumes(schemaTopic) {
-		return nil
-	}
-	ok, err := p.cat.CheckTableExists(ctx, w.ident)
-	if err == nil && ok {
-		return nil
-	}
-	lso, err := offsetsOf(ctx, kadm.NewClient(p.cl).ListCommittedOffsets, schemaTopic)
-	if err != nil {
-		return err
-	}
-	waited := false
-	err = w.waitFor(ctx, func() (bool, error) {
-		ok := p.ren.settled(schemaTopic, w.topic, q, lso)
-		if !ok && !waited {
-			waited = true
-			w.log.Info("waiting for the schema topic before creating the table", "schema_topic", schemaTopic)
+	if w.schemaOf == nil {
+		w.schemaOf = new(string)
+		if parts := strings.Split(w.topic, "."); len(parts) >= 3 {
+			if st := strings.Join(parts[:len(parts)-2], "."); p.consumes(st) {
+				*w.schemaOf = st
+			}
 		}
-		return ok, nil
+	}
+	schemaTopic := *w.schemaOf
+	if schemaTopic == "" {
+		return nil // renames are not followed
+	}
+	at := w.recAt
+	var lso map[int32]int64
+	waited := false
+	return w.waitFor(ctx, func() (bool, error) {
+		if w.job == nil {
+			for i, m := range w.held {
+				if m.ctl == ctlRename {
+					w.job = m.job
+					w.held = slices.Delete(w.held, i, i+1)
+					return true, nil
+				}
+			}
+		}
+		if p.ren.past(schemaTopic, q) {
+			return true, nil
+		}
+		if lso == nil {
+			var err error
+			if lso, err = p.ren.lso(ctx, kadm.NewClient(p.cl), schemaTopic, at); err != nil {
+				return false, err
+			}
+		}
+		if p.ren.settled(schemaTopic, "", q, lso) {
+			return true, nil
+		}
+		if !waited {
+			waited = true
+			w.log.Debug("waiting for the schema topic", "schema_topic", schemaTopic)
+		}
+		return false, nil
 	})
-	return err
 }
 
 // checkRename finishes w's rename job once w has handled every record of

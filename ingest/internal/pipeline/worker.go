@@ -36,6 +36,7 @@ type msg struct {
 	ctx  context.Context //nolint:containedctx // the request's deadline travels with it
 	done chan error
 	job  *renameJob
+	at   time.Time // when the poll returned the record
 }
 
 // worker owns one table: its buffer, its Committer and its schema.
@@ -68,6 +69,11 @@ type worker struct {
 	// schemaTopic marks the schema-change topic's worker, whose progress
 	// tables wait for (renamer.settled).
 	schemaTopic bool
+	// recAt is when the poll returned the record in hand.
+	recAt time.Time
+	// schemaOf is the schema topic whose renames apply to this topic, ""
+	// when it is not consumed; nil until first needed.
+	schemaOf *string
 }
 
 // changeLog reports whether the table is the append-only change log of a
@@ -144,6 +150,7 @@ func (w *worker) run(ctx context.Context) error {
 // handle handles one message: a record, or a control request.
 func (w *worker) handle(ctx context.Context, m msg) error {
 	if m.rec != nil {
+		w.recAt = m.at
 		if err := w.add(ctx, m.rec); err != nil {
 			return err
 		}
@@ -181,6 +188,13 @@ func (w *worker) add(ctx context.Context, rec *kgo.Record) error {
 	if err != nil {
 		return err
 	}
+	if ch.NotChange == "" && !ch.Tombstone && w.identErr == nil {
+		// Nothing is buffered ahead of the schema topic: a rename before
+		// this change must be known first (see rename.go).
+		if err := w.awaitSchema(ctx, ch.Source); err != nil {
+			return err
+		}
+	}
 	if job := w.job; job != nil {
 		// A change after the rename belongs to a table that took the old
 		// name: it waits until the rename is done. Later records of its
@@ -190,7 +204,7 @@ func (w *worker) add(ctx context.Context, rec *kgo.Record) error {
 			if !heldPart {
 				job.held[rec.Partition] = rec.Offset
 			}
-			job.later = append(job.later, msg{rec: rec})
+			job.later = append(job.later, msg{rec: rec, at: w.recAt})
 			return nil
 		}
 	}
@@ -234,12 +248,6 @@ func (w *worker) add(ctx context.Context, rec *kgo.Record) error {
 		key = w.key
 	}
 	if ch.Schema != w.schema || keyless != w.changeLog() || (ch.KeyFields != nil && !slices.Equal(key, w.key)) {
-		if w.committer == nil {
-			// The table may be the new name of a renamed table.
-			if err := w.awaitRenamesInto(ctx, ch.Source); err != nil {
-				return err
-			}
-		}
 		if err := w.flush(ctx, "schema"); err != nil {
 			return err
 		}
