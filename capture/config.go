@@ -10,6 +10,7 @@ import (
 
 	"github.com/binlake/binlake/capture/internal/filter"
 	"github.com/binlake/binlake/capture/internal/mysqltype"
+	"github.com/binlake/binlake/capture/internal/schemahist"
 	"github.com/binlake/binlake/capture/internal/snapshot"
 )
 
@@ -61,14 +62,18 @@ type Config struct {
 	HeartbeatTopicsPrefix string        // topics.heartbeat.prefix
 	EventBuffer           int
 	Filters               filter.Lists
-	Types                 mysqltype.Options
-	TimePrecisionMode     string
-	DecimalHandling       string
-	BigintUnsignedMode    string
-	BinaryHandlingMode    string
-	MetricsAddr           string
-	LogFormat, LogLevel   string
-	ShutdownTimeout       time.Duration
+	// MessageKeyColumns is Debezium's message.key.columns
+	// (<db>.<table>:<col>,<col>;… with regexes); KeyColumns its parsed form.
+	MessageKeyColumns   string
+	KeyColumns          *schemahist.KeyColumns
+	Types               mysqltype.Options
+	TimePrecisionMode   string
+	DecimalHandling     string
+	BigintUnsignedMode  string
+	BinaryHandlingMode  string
+	MetricsAddr         string
+	LogFormat, LogLevel string
+	ShutdownTimeout     time.Duration
 }
 
 func (c *Config) bind(f *envFlags) {
@@ -112,6 +117,7 @@ func (c *Config) bind(f *envFlags) {
 	f.String(&c.Filters.TableExclude, "table-exclude-list", "", "regexes of db.table not to capture")
 	f.String(&c.Filters.ColumnInclude, "column-include-list", "", "regexes of db.table.column to capture (primary key columns always are)")
 	f.String(&c.Filters.ColumnExclude, "column-exclude-list", "", "regexes of db.table.column not to capture")
+	f.String(&c.MessageKeyColumns, "message-key-columns", "", "columns keying the events of the tables named, in place of the primary key: <db regex>.<table regex>:<column>,<column>;... (Debezium message.key.columns)")
 	f.String(&c.TimePrecisionMode, "time-precision-mode", "adaptive_time_microseconds", "Debezium time.precision.mode: adaptive_time_microseconds or connect")
 	f.String(&c.DecimalHandling, "decimal-handling-mode", "precise", "Debezium decimal.handling.mode: precise, string or double")
 	f.String(&c.BigintUnsignedMode, "bigint-unsigned-handling-mode", "long", "Debezium bigint.unsigned.handling.mode: long or precise")
@@ -210,6 +216,11 @@ func (c *Config) Validate() error {
 	}
 	if _, err := filter.New(c.Filters); err != nil {
 		errs = append(errs, err)
+	}
+	if k, err := schemahist.ParseKeyColumns(c.MessageKeyColumns); err != nil {
+		errs = append(errs, err)
+	} else {
+		c.KeyColumns = k
 	}
 	c.Types = mysqltype.Options{
 		TimePrecision:  mysqltype.TimePrecisionMode(c.TimePrecisionMode),

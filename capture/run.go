@@ -280,6 +280,7 @@ func stream1(ctx context.Context, cfg Config, logger *slog.Logger, metrics *stre
 		Version:         version,
 		Types:           cfg.Types,
 		Filter:          filt,
+		KeyColumns:      cfg.KeyColumns,
 		Tombstones:      cfg.TombstonesOnDelete,
 		SkipTruncate:    cfg.skipTruncate(),
 		PositionKey:     cfg.ID,

@@ -57,13 +57,25 @@ type Table struct {
 	ColumnIdx []int
 }
 
-// Compile builds the converters and schemas of a definition.
-func Compile(def Definition, prefix string, flavor debezium.Flavor, opts mysqltype.Options, include func(col string) bool) (*Table, error) {
+// Compile builds the converters and schemas of a definition. include,
+// if set, selects the columns captured (key columns always are); keys is
+// message.key.columns (nil: none).
+//
+// Where the definition carries Debezium's table model, the model decides
+// what Debezium's parser decides: the key (see [Definition.KeyColumns]),
+// the Connect type of columns declared with an alias information_schema
+// does not keep (BOOLEAN, REAL, FLOAT4; see [ModelColumn.ConvertType]) and
+// the column defaults (defaultValueExpression).
+func Compile(def Definition, prefix string, flavor debezium.Flavor, opts mysqltype.Options, include func(col string) bool, keys *KeyColumns) (*Table, error) {
+	keyNames, err := def.KeyColumns(keys)
+	if err != nil {
+		return nil, err
+	}
 	var cols []mysqltype.Column
 	var idx []int
 	for i, c := range def.Columns {
-		if include == nil || include(c.Name) || slices.Contains(def.PrimaryKey, c.Name) {
-			cols = append(cols, c)
+		if include == nil || include(c.Name) || slices.Contains(keyNames, c.Name) {
+			cols = append(cols, def.modelled(c))
 			idx = append(idx, i)
 		}
 	}
@@ -77,10 +89,10 @@ func Compile(def Definition, prefix string, flavor debezium.Flavor, opts mysqlty
 	t := &Table{Def: def, ID: debezium.TableID{Prefix: prefix, DB: def.DB, Table: def.Table}, Conv: conv, ColumnIdx: idx}
 	fields := conv.Fields()
 	var keyFields []debezium.Field
-	for _, pk := range def.PrimaryKey {
-		i := slices.IndexFunc(cols, func(c mysqltype.Column) bool { return c.Name == pk })
+	for _, k := range keyNames {
+		i := slices.IndexFunc(cols, func(c mysqltype.Column) bool { return c.Name == k })
 		if i < 0 {
-			return nil, fmt.Errorf("compiling %s.%s: primary key column %s not found", def.DB, def.Table, pk)
+			return nil, fmt.Errorf("compiling %s.%s: key column %s not found", def.DB, def.Table, k)
 		}
 		t.KeyIdx = append(t.KeyIdx, i)
 		keyFields = append(keyFields, fields[i])
@@ -91,6 +103,89 @@ func Compile(def Definition, prefix string, flavor debezium.Flavor, opts mysqlty
 	t.Value = debezium.ValueSchema(t.ID, fields)
 	t.Envelope = debezium.EnvelopeSchema(t.ID, flavor, t.Value)
 	return t, nil
+}
+
+// KeyColumns returns the columns that key the table's change events, as
+// Debezium chooses them: the columns keys names for the table
+// (message.key.columns), else the primary key of the table model (a
+// unique key when the table has no primary key, see [Model]), else the
+// primary key. A model key naming a column the definition lacks (a
+// definition taken from an older table map) falls back to the primary
+// key.
+func (def Definition) KeyColumns(keys *KeyColumns) ([]string, error) {
+	names := make([]string, len(def.Columns))
+	for i, c := range def.Columns {
+		names[i] = c.Name
+	}
+	if custom := keys.Columns(def.DB, def.Table, names); len(custom) > 0 {
+		for i, c := range custom {
+			if slices.Contains(custom[:i], c) {
+				return nil, fmt.Errorf("%w: column %s of %s.%s is matched by two entries of message-key-columns (CAPTURE_MESSAGE_KEY_COLUMNS) %q",
+					ErrInvalidKeyColumns, c, def.DB, def.Table, keys.String())
+			}
+		}
+		return custom, nil
+	}
+	if def.Model == nil {
+		return def.PrimaryKey, nil
+	}
+	out := make([]string, 0, len(def.Model.PrimaryKey))
+	for _, k := range def.Model.PrimaryKey {
+		i := slices.IndexFunc(names, func(n string) bool { return strings.EqualFold(n, k) })
+		if i < 0 {
+			return def.PrimaryKey, nil
+		}
+		out = append(out, names[i])
+	}
+	return out, nil
+}
+
+// modelled returns column c with what the table model says of it: its
+// Connect type where the declaration form decides it, and its default.
+func (def Definition) modelled(c mysqltype.Column) mysqltype.Column {
+	if def.Model == nil {
+		return c
+	}
+	i := def.Model.column(c.Name)
+	if i < 0 {
+		return c
+	}
+	mc := def.Model.Columns[i]
+	if t, ok := mc.ConvertType(c.Type); ok {
+		c.Type = t
+	}
+	c.Default, c.DefaultGenerated = mc.columnDefault(), false
+	return c
+}
+
+// columnDefault renders the model's defaultValueExpression as a
+// mysqltype.Column default (information_schema's quoted form), so that
+// the Connect default is what Debezium converts: the expression its
+// parser read from the DDL, not the server's COLUMN_DEFAULT. They differ
+// for expression defaults, which Debezium has as none (MariaDB reports
+// "(1 + 1)" or "lcase('AB')"), for CURRENT_TIMESTAMP and NOW(), which
+// Debezium has as 1970-01-01 00:00:00, for TRUE and FALSE on numeric
+// columns (1 and 0, BinlogDefaultValueConverter), and for hexadecimal
+// literals, which its parser drops.
+func (mc ModelColumn) columnDefault() *string {
+	if mc.Default == nil {
+		return nil
+	}
+	v := *mc.Default
+	var out string
+	switch {
+	case mc.JDBCType == jdbcBit:
+		out = "b'" + v + "'"
+	case mc.JDBCType == jdbcTimestampTZ && v == "1970-01-01 00:00:00":
+		out = "current_timestamp()" // mysqltype's epoch default of a TIMESTAMP
+	case !typeUsesCharset(mc.JDBCType) && strings.EqualFold(v, "true"):
+		out = "1"
+	case !typeUsesCharset(mc.JDBCType) && strings.EqualFold(v, "false"):
+		out = "0"
+	default:
+		out = "'" + strings.NewReplacer(`\`, `\\`, "'", "''").Replace(v) + "'"
+	}
+	return &out
 }
 
 // Matches checks a table map event's column names against the definition.

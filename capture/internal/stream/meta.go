@@ -121,8 +121,13 @@ func (s *Stream) produceMeta(ctx context.Context, m *metaIDs, key, value debeziu
 	return nil
 }
 
-// schemaChange writes one schema-change event.
+// schemaChange writes one schema-change event, if they are on
+// (ddlEvents keeps the table models, which key change events, either
+// way).
 func (s *Stream) schemaChange(ctx context.Context, src debezium.Source, dbName, ddl string, changes []any) error {
+	if !s.cfg.SchemaChanges {
+		return nil
+	}
 	if err := s.metaTopic(ctx, &s.schemaIDs, s.cfg.Prefix, debezium.SchemaChangeKeySchema(s.cfg.Flavor), debezium.SchemaChangeValueSchema(s.cfg.Flavor)); err != nil {
 		return err
 	}
@@ -192,9 +197,6 @@ func (s *Stream) model(ctx context.Context, db, table string) *schemahist.Model 
 // the table models up to date. It runs before the definitions are
 // reloaded from information_schema.
 func (s *Stream) ddlEvents(ctx context.Context, ev binlog.Event, ddl schemahist.DDL) error {
-	if !s.cfg.SchemaChanges {
-		return nil
-	}
 	src := s.source(ev, "", "", int(s.lastRow))
 	switch ddl.Kind {
 	case schemahist.DDLCreateDatabase, schemahist.DDLDropDatabase:
@@ -243,6 +245,26 @@ func (s *Stream) ddlEvents(ctx context.Context, ev binlog.Event, ddl schemahist.
 		s.models[key] = m
 		src.DB, src.Table = ref.DB, ref.Table
 		return s.schemaChange(ctx, src, ref.DB, ev.Query, []any{tableChange("ALTER", ref.DB, ref.Table, m)})
+	case schemahist.DDLCreateIndex, schemahist.DDLDropIndex:
+		// Debezium's parser reports an index statement only when CREATE
+		// UNIQUE INDEX gives a table without a primary key its key
+		// (CreateUniqueIndexParserListener): an ALTER with the table. Any
+		// other index statement is a schema change of the database, without
+		// table changes (BinlogDatabaseSchema.parseDdl).
+		ref := ddl.Tables[0]
+		key := tableKey(ref.DB, ref.Table)
+		if m := s.models[key]; m != nil && ddl.Unique && s.cfg.Filter.Table(ref.DB, ref.Table) {
+			if altered, ok := m.CreateUniqueIndex(ev.Query, ev.Schema); ok && !slices.Equal(altered.PrimaryKey, m.PrimaryKey) {
+				s.models[key] = altered
+				src.DB, src.Table = ref.DB, ref.Table
+				return s.schemaChange(ctx, src, ref.DB, ev.Query, []any{tableChange("ALTER", ref.DB, ref.Table, altered)})
+			}
+		}
+		if !s.cfg.Filter.Database(ev.Schema) {
+			return nil
+		}
+		src.DB = ev.Schema
+		return s.schemaChange(ctx, src, ev.Schema, ev.Query, nil)
 	case schemahist.DDLRenameTable:
 		// Pairs of old, new. Debezium writes an ALTER of the new name with
 		// the renamed table, one event per pair.
