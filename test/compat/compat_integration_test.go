@@ -156,7 +156,18 @@ func (r *run) startCapture() {
 		t.Fatal(err)
 	}
 	r.capture = cmd
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); logf.Close() })
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		logf.Close()
+		if t.Failed() { // the log goes with the temporary directory: show its end
+			b, _ := os.ReadFile(logf.Name())
+			if len(b) > 4000 {
+				b = b[len(b)-4000:]
+			}
+			t.Logf("capture log (end):\n%s", b)
+		}
+	})
 	testenv.Eventually(t, 30*time.Second, 100*time.Millisecond, func() bool {
 		b, _ := os.ReadFile(r.capLog)
 		return strings.Contains(string(b), "Connected to server")

@@ -147,15 +147,89 @@ func (def Definition) modelled(c mysqltype.Column) mysqltype.Column {
 		return c
 	}
 	i := def.Model.column(c.Name)
-	if i < 0 {
+	if i < 0 || !mc(def.Model.Columns[i]).sameFamily(c.Type) {
+		// The model and the definition are at different points of the
+		// table's history (a definition read after later DDL, or taken from
+		// an older table map): the column's default is the model's once
+		// the stream reaches the DDL that made it so. information_schema's
+		// own form cannot stand in: MariaDB writes expression defaults
+		// there unquoted ("(2 * 3)"), like numbers.
+		c.Default, c.DefaultGenerated = nil, false
 		return c
 	}
-	mc := def.Model.Columns[i]
-	if t, ok := mc.ConvertType(c.Type); ok {
+	col := def.Model.Columns[i]
+	if t, ok := col.ConvertType(c.Type); ok {
 		c.Type = t
 	}
-	c.Default, c.DefaultGenerated = mc.columnDefault(), false
+	c.Default, c.DefaultGenerated = col.columnDefault(), false
 	return c
+}
+
+type mc ModelColumn
+
+// sameFamily reports whether the model column and information_schema's
+// column type are of one type family (a DDL changing the type between
+// them makes the model's default meaningless for the other).
+func (m mc) sameFamily(infoType string) bool {
+	base := strings.ToLower(strings.TrimSpace(infoType))
+	if i := strings.IndexAny(base, "( "); i >= 0 {
+		base = base[:i]
+	}
+	family := func(jdbc int32, name string) string {
+		switch jdbc {
+		case jdbcBoolean, jdbcSmallInt, jdbcInteger, jdbcBigInt, -6:
+			if strings.HasPrefix(name, "YEAR") {
+				return "year"
+			}
+			return "int"
+		case jdbcReal, jdbcFloat, jdbcDouble:
+			return "float"
+		case jdbcDecimal, jdbcNumeric:
+			return "decimal"
+		case jdbcBit:
+			return "bit"
+		case jdbcChar, jdbcVarChar, jdbcNChar, jdbcNVarChar, jdbcLongVarChar, jdbcClob, jdbcNClob, jdbcLongNVarChar:
+			if strings.HasPrefix(name, "ENUM") || strings.HasPrefix(name, "SET") {
+				return strings.ToLower(name)
+			}
+			return "string"
+		case jdbcBinary, jdbcVarBinary, jdbcBlob:
+			return "binary"
+		case jdbcDate:
+			return "date"
+		case jdbcTime:
+			return "time"
+		case jdbcTimestamp:
+			return "datetime"
+		case jdbcTimestampTZ:
+			return "timestamp"
+		}
+		return "other"
+	}
+	var info string
+	switch base {
+	case "tinyint", "smallint", "mediumint", "int", "integer", "bigint":
+		info = "int"
+	case "year":
+		info = "year"
+	case "float", "double", "real":
+		info = "float"
+	case "decimal", "numeric":
+		info = "decimal"
+	case "bit":
+		info = "bit"
+	case "char", "varchar", "tinytext", "text", "mediumtext", "longtext":
+		info = "string"
+	case "enum", "set":
+		info = base
+	case "binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob":
+		info = "binary"
+	case "date", "time", "datetime", "timestamp":
+		info = base
+	default:
+		info = "other"
+	}
+	return family(m.JDBCType, strings.ToUpper(m.TypeName)) == info
 }
 
 // columnDefault renders the model's defaultValueExpression as a
