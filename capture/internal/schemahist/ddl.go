@@ -151,7 +151,8 @@ func (p *parser) indexTable() (TableRef, bool) {
 type token struct {
 	s      string
 	quoted bool
-	q      rune // the quote: '`', '"' or '\'' when quoted
+	q      rune   // the quote: '`', '"' or '\'' when quoted
+	raw    string // a quoted token's text between its quotes, escapes as written
 }
 
 // tokenize splits SQL into identifiers, quoted names and punctuation,
@@ -202,7 +203,7 @@ func tokenize(q string) []token {
 				b.WriteRune(r[j])
 				j++
 			}
-			out = append(out, token{s: b.String(), quoted: true, q: c})
+			out = append(out, token{s: b.String(), quoted: true, q: c, raw: string(r[i+1 : min(j, len(r))])})
 			i = j + 1
 		case unicode.IsLetter(c) || unicode.IsDigit(c) || c == '_' || c == '$':
 			j := i

@@ -985,8 +985,10 @@ func (p *parser) defaultValue(f *colFlags) (*string, bool) {
 	str := func(s string) (*string, bool) { return &s, true }
 	switch {
 	case t.quoted && (t.q == '\'' || t.q == '"'):
+		// DefaultValueParserListener.unquote drops the outer quotes only:
+		// 'it''s' is the expression it''s.
 		p.i++
-		return str(sign + t.s)
+		return str(sign + t.raw)
 	case t.quoted:
 		p.i++
 		return nil, true

@@ -250,14 +250,24 @@ func (mc ModelColumn) columnDefault() *string {
 	switch {
 	case mc.JDBCType == jdbcBit:
 		out = "b'" + v + "'"
-	case mc.JDBCType == jdbcTimestampTZ && v == "1970-01-01 00:00:00":
+	case mc.JDBCType == jdbcTimestampTZ && (v == "1970-01-01 00:00:00" || v == "0" || strings.HasPrefix(v, "0000-00-00")):
+		// BinlogDefaultValueConverter.convertToTimestamp: the epoch (what
+		// CURRENT_TIMESTAMP became) or a zero timestamp is no default for
+		// a nullable column, the epoch for a NOT NULL one.
+		if mc.Optional {
+			return nil
+		}
 		out = "current_timestamp()" // mysqltype's epoch default of a TIMESTAMP
 	case !typeUsesCharset(mc.JDBCType) && strings.EqualFold(v, "true"):
 		out = "1"
 	case !typeUsesCharset(mc.JDBCType) && strings.EqualFold(v, "false"):
 		out = "0"
 	default:
-		out = "'" + strings.NewReplacer(`\`, `\\`, "'", "''").Replace(v) + "'"
+		// v is a literal's text as written between its quotes (doubled
+		// quotes and backslash escapes included), or a number: quoting it
+		// again gives information_schema's form, which mysqltype unquotes
+		// into the value MariaDB stores.
+		out = "'" + v + "'"
 	}
 	return &out
 }

@@ -246,25 +246,22 @@ func (s *Stream) ddlEvents(ctx context.Context, ev binlog.Event, ddl schemahist.
 		src.DB, src.Table = ref.DB, ref.Table
 		return s.schemaChange(ctx, src, ref.DB, ev.Query, []any{tableChange("ALTER", ref.DB, ref.Table, m)})
 	case schemahist.DDLCreateIndex, schemahist.DDLDropIndex:
-		// Debezium's parser reports an index statement only when CREATE
-		// UNIQUE INDEX gives a table without a primary key its key
-		// (CreateUniqueIndexParserListener): an ALTER with the table. Any
-		// other index statement is a schema change of the database, without
-		// table changes (BinlogDatabaseSchema.parseDdl).
+		// Debezium 3.5 with schema.history.internal.store.only.captured.
+		// tables.ddl (how capture writes schema changes) writes no event for
+		// an index statement: its parser reports none, or for CREATE UNIQUE
+		// INDEX a table index event, which DdlChanges.anyMatch does not count
+		// as a change of a captured table. CREATE UNIQUE INDEX still gives a
+		// table without a key one in its table model
+		// (CreateUniqueIndexParserListener), which keys the table's events
+		// from the next DDL statement that rebuilds its schema: so here.
 		ref := ddl.Tables[0]
 		key := tableKey(ref.DB, ref.Table)
 		if m := s.models[key]; m != nil && ddl.Unique && s.cfg.Filter.Table(ref.DB, ref.Table) {
-			if altered, ok := m.CreateUniqueIndex(ev.Query, ev.Schema); ok && !slices.Equal(altered.PrimaryKey, m.PrimaryKey) {
+			if altered, ok := m.CreateUniqueIndex(ev.Query, ev.Schema); ok {
 				s.models[key] = altered
-				src.DB, src.Table = ref.DB, ref.Table
-				return s.schemaChange(ctx, src, ref.DB, ev.Query, []any{tableChange("ALTER", ref.DB, ref.Table, altered)})
 			}
 		}
-		if !s.cfg.Filter.Database(ev.Schema) {
-			return nil
-		}
-		src.DB = ev.Schema
-		return s.schemaChange(ctx, src, ev.Schema, ev.Query, nil)
+		return nil
 	case schemahist.DDLRenameTable:
 		// Pairs of old, new. Debezium writes an ALTER of the new name with
 		// the renamed table, one event per pair.

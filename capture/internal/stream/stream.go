@@ -864,8 +864,7 @@ func (s *Stream) query(ctx context.Context, ev binlog.Event) error {
 		s.pub.Produce(ctx, &kgo.Record{Topic: t.topic, Value: val, Headers: s.contextHeaders})
 		s.txnRecords++
 		s.cfg.Metrics.event(t.topic, debezium.OpTruncate, len(val))
-	case schemahist.DDLCreateTable, schemahist.DDLAlterTable, schemahist.DDLRenameTable, schemahist.DDLDropTable,
-		schemahist.DDLCreateIndex, schemahist.DDLDropIndex:
+	case schemahist.DDLCreateTable, schemahist.DDLAlterTable, schemahist.DDLRenameTable, schemahist.DDLDropTable:
 		for _, ref := range ddl.Tables {
 			s.trackTable(ref.DB, ref.Table)
 			if !s.cfg.Filter.Table(ref.DB, ref.Table) {
