@@ -63,11 +63,15 @@ type Config struct {
 	HeartbeatTopicsPrefix string        // topics.heartbeat.prefix
 	EventBuffer           int
 	Filters               filter.Lists
-	Types                 mysqltype.Options
-	TimePrecisionMode     string
-	DecimalHandling       string
-	BigintUnsignedMode    string
-	BinaryHandlingMode    string
+	// MessageKeyColumns is Debezium's message.key.columns
+	// (<db>.<table>:<col>,<col>;… with regexes); KeyColumns its parsed form.
+	MessageKeyColumns  string
+	KeyColumns         *schemahist.KeyColumns
+	Types              mysqltype.Options
+	TimePrecisionMode  string
+	DecimalHandling    string
+	BigintUnsignedMode string
+	BinaryHandlingMode string
 	// FieldNameAdjustment and SchemaNameAdjustment are Debezium's
 	// field.name.adjustment.mode and schema.name.adjustment.mode (none,
 	// avro or avro_unicode). Defaults: avro for fields (Debezium 3.5
@@ -79,8 +83,8 @@ type Config struct {
 	SchemaNameAdjustment string
 	Naming               schemahist.Naming
 	MetricsAddr          string
-	LogFormat, LogLevel   string
-	ShutdownTimeout       time.Duration
+	LogFormat, LogLevel  string
+	ShutdownTimeout      time.Duration
 }
 
 func (c *Config) bind(f *envFlags) {
@@ -124,6 +128,7 @@ func (c *Config) bind(f *envFlags) {
 	f.String(&c.Filters.TableExclude, "table-exclude-list", "", "regexes of db.table not to capture")
 	f.String(&c.Filters.ColumnInclude, "column-include-list", "", "regexes of db.table.column to capture (primary key columns always are)")
 	f.String(&c.Filters.ColumnExclude, "column-exclude-list", "", "regexes of db.table.column not to capture")
+	f.String(&c.MessageKeyColumns, "message-key-columns", "", "columns keying the events of the tables named, in place of the primary key: <db regex>.<table regex>:<column>,<column>;... (Debezium message.key.columns)")
 	f.String(&c.TimePrecisionMode, "time-precision-mode", "adaptive_time_microseconds", "Debezium time.precision.mode: adaptive_time_microseconds or connect")
 	f.String(&c.DecimalHandling, "decimal-handling-mode", "precise", "Debezium decimal.handling.mode: precise, string or double")
 	f.String(&c.BigintUnsignedMode, "bigint-unsigned-handling-mode", "long", "Debezium bigint.unsigned.handling.mode: long or precise")
@@ -224,6 +229,11 @@ func (c *Config) Validate() error {
 	}
 	if _, err := filter.New(c.Filters); err != nil {
 		errs = append(errs, err)
+	}
+	if k, err := schemahist.ParseKeyColumns(c.MessageKeyColumns); err != nil {
+		errs = append(errs, err)
+	} else {
+		c.KeyColumns = k
 	}
 	c.Types = mysqltype.Options{
 		TimePrecision:  mysqltype.TimePrecisionMode(c.TimePrecisionMode),

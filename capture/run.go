@@ -288,6 +288,7 @@ func stream1(ctx context.Context, cfg Config, logger *slog.Logger, metrics *stre
 		Types:           cfg.Types,
 		Naming:          cfg.Naming,
 		Filter:          filt,
+		KeyColumns:      cfg.KeyColumns,
 		Tombstones:      cfg.TombstonesOnDelete,
 		SkipTruncate:    cfg.skipTruncate(),
 		PositionKey:     cfg.ID,

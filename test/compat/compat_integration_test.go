@@ -157,7 +157,18 @@ func (r *run) startCapture() {
 		t.Fatal(err)
 	}
 	r.capture = cmd
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); logf.Close() })
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		logf.Close()
+		if t.Failed() { // the log goes with the temporary directory: show its end
+			b, _ := os.ReadFile(logf.Name())
+			if len(b) > 4000 {
+				b = b[len(b)-4000:]
+			}
+			t.Logf("capture log (end):\n%s", b)
+		}
+	})
 	testenv.Eventually(t, 30*time.Second, 100*time.Millisecond, func() bool {
 		b, _ := os.ReadFile(r.capLog)
 		return strings.Contains(string(b), "Connected to server")
@@ -368,7 +379,7 @@ func TestCompatSchemaSnapshot(t *testing.T) {
 
 // TestCompatDDLReplay stops capture, runs DML mixed with DDL (add, drop,
 // reorder and rename of columns, a type change, two ALTERs of one table,
-// a table rename), and restarts it: capture must decode the binlog events
+// a table rename, tables keyed by a unique key), and restarts it: capture must decode the binlog events
 // written before each DDL with the schema they were written under, and its
 // events must equal Debezium's, which ran throughout.
 func TestCompatDDLReplay(t *testing.T) {
@@ -380,6 +391,11 @@ func TestCompatDDLReplay(t *testing.T) {
 		"CREATE TABLE t_rencol (id INT PRIMARY KEY, a INT)",
 		"CREATE TABLE t_type (id INT PRIMARY KEY, v INT NOT NULL)",
 		"CREATE TABLE t_old (id INT PRIMARY KEY, v INT)",
+		// Keyed by a unique key (a nullable UNIQUE column, a unique key of NOT
+		// NULL columns) in the table model, which a restart must keep.
+		"CREATE TABLE t_ukey (u INT NULL UNIQUE, v INT)",
+		"CREATE TABLE t_ukey2 (a INT NOT NULL, b INT, UNIQUE KEY ua (a))",
+		"INSERT INTO t_ukey VALUES (1, 1)", "INSERT INTO t_ukey2 VALUES (1, 1)",
 		"INSERT INTO t_add VALUES (1, 'a')", "INSERT INTO t_drop VALUES (1, 1, 'y')",
 		"INSERT INTO t_reorder VALUES (1, 1, 'c')", "INSERT INTO t_rencol VALUES (1, 1)",
 		"INSERT INTO t_type VALUES (1, 1)", "INSERT INTO t_old VALUES (1, 1)",
@@ -413,9 +429,11 @@ func TestCompatDDLReplay(t *testing.T) {
 		"RENAME TABLE t_old TO t_new",
 		"INSERT INTO t_new VALUES (3, 3)",
 		"UPDATE t_new SET v = 4 WHERE id = 1",
+		"INSERT INTO t_ukey VALUES (NULL, 2)", "UPDATE t_ukey SET v = 3 WHERE u = 1",
+		"UPDATE t_ukey2 SET a = 2 WHERE a = 1", "ALTER TABLE t_ukey2 ADD COLUMN c INT DEFAULT 7", "INSERT INTO t_ukey2 (a, b) VALUES (3, 3)",
 	)
 	r.startCapture()
-	r.compare(8)
+	r.compare(10)
 }
 
 // compareRecord compares one pair of records; it returns the number of

@@ -155,7 +155,7 @@ func TestRecordedMySQL8TableMapTypes(t *testing.T) {
 	if def.Columns[0].Nullable || !def.Columns[18].Nullable || def.Columns[0].Name != "b_bit" {
 		t.Errorf("b_bit nullable %v, t_year nullable %v", def.Columns[0].Nullable, def.Columns[18].Nullable)
 	}
-	if _, err := schemahist.Compile(def, "dbserver1", debezium.FlavorMySQL, mysqltype.Options{}, schemahist.Naming{}, nil); err != nil {
+	if _, err := schemahist.Compile(def, "dbserver1", debezium.FlavorMySQL, mysqltype.Options{}, schemahist.Naming{}, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 }

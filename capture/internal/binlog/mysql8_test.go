@@ -83,7 +83,7 @@ func convert(t *testing.T, ev Event) (*schemahist.Table, []debezium.Struct) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tbl, err := schemahist.Compile(def, "dbserver1", debezium.FlavorMySQL, mysqltype.Options{}, schemahist.Naming{}, nil)
+	tbl, err := schemahist.Compile(def, "dbserver1", debezium.FlavorMySQL, mysqltype.Options{}, schemahist.Naming{}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,11 @@ const (
 	DDLTruncate
 	DDLCreateDatabase
 	DDLDropDatabase
+	// DDLCreateIndex is CREATE [UNIQUE|FULLTEXT|SPATIAL] INDEX ... ON t;
+	// Unique is set for CREATE UNIQUE INDEX.
+	DDLCreateIndex
+	// DDLDropIndex is DROP INDEX ... ON t.
+	DDLDropIndex
 )
 
 // TableRef names a table; DB is filled from the session's database when
@@ -30,6 +35,7 @@ type DDL struct {
 	Kind   DDLKind
 	Tables []TableRef
 	DB     string // for database statements
+	Unique bool   // CREATE UNIQUE INDEX
 }
 
 // ParseDDL classifies a statement and extracts the tables it touches. It
@@ -43,7 +49,17 @@ func ParseDDL(defaultDB, query string) DDL {
 		if p.is("TEMPORARY") {
 			return DDL{} // temporary tables are not in the binlog's row events
 		}
+		for p.kw("ONLINE") || p.kw("OFFLINE") {
+		}
+		unique := p.kw("UNIQUE")
+		if !unique {
+			_ = p.kw("FULLTEXT") || p.kw("SPATIAL")
+		}
 		switch {
+		case p.kw("INDEX"):
+			if t, ok := p.indexTable(); ok {
+				return DDL{Kind: DDLCreateIndex, Tables: []TableRef{t}, Unique: unique}
+			}
 		case p.kw("TABLE"):
 			p.kw("IF", "NOT", "EXISTS")
 			return DDL{Kind: DDLCreateTable, Tables: []TableRef{p.name()}}
@@ -78,7 +94,12 @@ func ParseDDL(defaultDB, query string) DDL {
 		if p.is("TEMPORARY") {
 			return DDL{}
 		}
+		p.kw("ONLINE")
 		switch {
+		case p.kw("INDEX"):
+			if t, ok := p.indexTable(); ok {
+				return DDL{Kind: DDLDropIndex, Tables: []TableRef{t}}
+			}
 		case p.kw("TABLE"):
 			p.kw("IF", "EXISTS")
 			d := DDL{Kind: DDLDropTable}
@@ -115,10 +136,23 @@ func ParseDDL(defaultDB, query string) DDL {
 	return DDL{}
 }
 
+// indexTable reads "[IF [NOT] EXISTS] name ... ON table" of CREATE INDEX
+// and DROP INDEX.
+func (p *parser) indexTable() (TableRef, bool) {
+	for !p.done() && !p.is("ON") {
+		p.next()
+	}
+	if !p.kw("ON") || p.done() {
+		return TableRef{}, false
+	}
+	return p.name(), true
+}
+
 type token struct {
 	s      string
 	quoted bool
-	q      rune // the quote: '`', '"' or '\'' when quoted
+	q      rune   // the quote: '`', '"' or '\'' when quoted
+	raw    string // a quoted token's text between its quotes, escapes as written
 }
 
 // tokenize splits SQL into identifiers, quoted names and punctuation,
@@ -169,7 +203,7 @@ func tokenize(q string) []token {
 				b.WriteRune(r[j])
 				j++
 			}
-			out = append(out, token{s: b.String(), quoted: true, q: c})
+			out = append(out, token{s: b.String(), quoted: true, q: c, raw: string(r[i+1 : min(j, len(r))])})
 			i = j + 1
 		case unicode.IsLetter(c) || unicode.IsDigit(c) || c == '_' || c == '$':
 			j := i

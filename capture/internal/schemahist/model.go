@@ -164,12 +164,9 @@ func ParseCreateTable(query, defaultDB, dbCharset string, like func(TableRef) *M
 		return ref, nil, fmt.Errorf("%w: CREATE TABLE without column list", ErrUnparsedDDL)
 	}
 	m := &Model{PrimaryKey: []string{}}
-	var pk []string
 	for !p.done() && !p.is(")") {
 		if p.isConstraint() {
-			if names, ok := p.constraint(); ok {
-				pk = names
-			}
+			m.applyConstraint(p.constraint())
 		} else {
 			name := p.next().s
 			c, flags, err := p.columnDefinition(name, nil)
@@ -177,11 +174,7 @@ func ParseCreateTable(query, defaultDB, dbCharset string, like func(TableRef) *M
 				return ref, nil, err
 			}
 			m.Columns = append(m.Columns, c)
-			if flags.primary {
-				pk = []string{name}
-			} else if flags.unique && pk == nil {
-				pk = []string{name}
-			}
+			m.applyColumnKey(c.Name, flags)
 		}
 		if !p.accept(",") {
 			break
@@ -197,10 +190,86 @@ func ParseCreateTable(query, defaultDB, dbCharset string, like func(TableRef) *M
 	for i := range m.Columns {
 		m.resolve(&m.Columns[i])
 	}
-	if pk != nil {
-		m.setPrimaryKey(pk)
-	}
 	return ref, m, nil
+}
+
+// The primary key of Debezium's table model, which keys a table's change
+// events (MariaDbAntlrDdlParser and its listeners):
+//
+//   - PRIMARY KEY, as a column attribute or a table constraint (also added
+//     by ALTER TABLE), is the key, and its columns become NOT NULL.
+//   - Without one, the first column declared UNIQUE (or SERIAL, SERIAL
+//     DEFAULT VALUE) is the key, nullable or not
+//     (ColumnDefinitionParserListener.exitColumnDefinition).
+//   - Without one, the first UNIQUE constraint (table constraint, ALTER
+//     TABLE ... ADD UNIQUE, CREATE UNIQUE INDEX) whose columns all exist
+//     and are all NOT NULL is the key (parseUniqueIndexColumnNames); one
+//     with a nullable column is skipped.
+//   - Dropping the unique index does not remove such a key; DROP PRIMARY
+//     KEY removes any key.
+//
+// The rules apply in statement order, so SHOW CREATE TABLE (which MariaDB
+// writes with unique keys of NOT NULL columns first, and column UNIQUE
+// attributes as UNIQUE KEY constraints) can give another key than the
+// statement the table was created with.
+
+// applyColumnKey applies a column definition's PRIMARY KEY or UNIQUE.
+func (m *Model) applyColumnKey(name string, f colFlags) {
+	switch {
+	case f.primary:
+		m.setPrimaryKey([]string{name})
+	case f.unique && len(m.PrimaryKey) == 0:
+		m.PrimaryKey = []string{name}
+	}
+}
+
+// applyConstraint applies a PRIMARY KEY or UNIQUE constraint.
+func (m *Model) applyConstraint(k keyConstraint) {
+	switch k.kind {
+	case keyPrimary:
+		m.setPrimaryKey(k.columns)
+	case keyUnique:
+		if len(m.PrimaryKey) > 0 {
+			return
+		}
+		names := make([]string, len(k.columns))
+		for n, c := range k.columns {
+			i := m.column(c)
+			if i < 0 || m.Columns[i].Optional {
+				return // a missing or nullable column: not a key
+			}
+			names[n] = m.Columns[i].Name
+		}
+		m.PrimaryKey = names
+	}
+}
+
+// CreateUniqueIndex applies CREATE UNIQUE INDEX ... ON t (cols) to a copy
+// of m; it returns m itself for other statements.
+func (m *Model) CreateUniqueIndex(query, defaultDB string) (*Model, bool) {
+	p := &parser{toks: tokenize(query), db: defaultDB}
+	if !p.kw("CREATE") {
+		return m, false
+	}
+	p.kw("OR", "REPLACE")
+	for p.kw("ONLINE") || p.kw("OFFLINE") {
+	}
+	if !p.kw("UNIQUE") {
+		return m, false
+	}
+	p.kw("INDEX")
+	p.kw("IF", "NOT", "EXISTS")
+	for !p.done() && !p.is("ON") {
+		p.next() // index name, USING BTREE
+	}
+	if !p.kw("ON") {
+		return m, false
+	}
+	p.name()
+	cols := p.indexColumns()
+	out := m.Clone()
+	out.applyConstraint(keyConstraint{kind: keyUnique, columns: cols})
+	return out, true
 }
 
 // Alter applies an ALTER TABLE statement to a copy of m and returns it,
@@ -236,9 +305,7 @@ func (p *parser) alterSpec(m *Model, rename **TableRef) error {
 		p.kw("COLUMN")
 		p.kw("IF", "NOT", "EXISTS")
 		if p.isConstraint() {
-			if names, ok := p.constraint(); ok {
-				m.setPrimaryKey(names)
-			}
+			m.applyConstraint(p.constraint())
 			return nil
 		}
 		if p.accept("(") { // ADD (c1 def, c2 def)
@@ -265,9 +332,7 @@ func (p *parser) alterSpec(m *Model, rename **TableRef) error {
 		m.resolve(&c)
 		m.addColumn(c)
 		m.place(c.Name, flags)
-		if flags.primary {
-			m.setPrimaryKey([]string{c.Name})
-		}
+		m.applyColumnKey(c.Name, flags)
 	case p.kw("DROP"):
 		switch {
 		case p.kw("PRIMARY", "KEY"):
@@ -298,6 +363,7 @@ func (p *parser) alterSpec(m *Model, rename **TableRef) error {
 		m.resolve(&c)
 		m.Columns[i] = c
 		m.place(c.Name, flags)
+		m.applyColumnKey(c.Name, flags)
 	case p.kw("CHANGE"):
 		p.kw("COLUMN")
 		p.kw("IF", "EXISTS")
@@ -321,6 +387,7 @@ func (p *parser) alterSpec(m *Model, rename **TableRef) error {
 			m.renameColumn(m.Columns[i].Name, newName)
 		}
 		m.place(newName, flags)
+		m.applyColumnKey(newName, flags)
 	case p.kw("RENAME", "COLUMN"):
 		old := p.next().s
 		p.kw("TO")
@@ -525,21 +592,49 @@ func (p *parser) isConstraint() bool {
 	return false
 }
 
-// constraint reads a table constraint; it returns the primary key columns
-// if it is one.
-func (p *parser) constraint() ([]string, bool) {
+type keyKind uint8
+
+const (
+	keyNone keyKind = iota
+	keyPrimary
+	keyUnique
+)
+
+// keyConstraint is a PRIMARY KEY or UNIQUE constraint's columns.
+type keyConstraint struct {
+	kind    keyKind
+	columns []string
+}
+
+// constraint reads a table constraint; it returns the columns of a
+// PRIMARY KEY or UNIQUE one.
+func (p *parser) constraint() keyConstraint {
 	if p.kw("CONSTRAINT") {
 		if !p.is("PRIMARY") && !p.is("UNIQUE") && !p.is("FOREIGN") && !p.is("CHECK") {
 			p.next() // the constraint's name
 		}
 	}
-	if !p.kw("PRIMARY", "KEY") {
+	var k keyConstraint
+	switch {
+	case p.kw("PRIMARY", "KEY"):
+		k.kind = keyPrimary
+	case p.kw("UNIQUE"):
+		k.kind = keyUnique
+	default:
 		p.skipSpec()
-		return nil, false
+		return k
 	}
-	for !p.done() && !p.is("(") {
-		p.next() // USING BTREE, index name
+	for !p.done() && !p.is("(") && !p.is(",") && !p.is(")") {
+		p.next() // KEY | INDEX, index name, USING BTREE
 	}
+	k.columns = p.indexColumns()
+	p.skipSpec()
+	return k
+}
+
+// indexColumns reads a parenthesised index column list: names, without
+// prefix lengths and ASC/DESC.
+func (p *parser) indexColumns() []string {
 	var names []string
 	if p.accept("(") {
 		for !p.done() && !p.is(")") {
@@ -555,8 +650,7 @@ func (p *parser) constraint() ([]string, bool) {
 		}
 		p.accept(")")
 	}
-	p.skipSpec()
-	return names, true
+	return names
 }
 
 // colFlags are what a column definition says beyond the column itself.
@@ -840,6 +934,13 @@ func (p *parser) columnDefinition(name string, base *ModelColumn) (ModelColumn, 
 			}
 		case p.kw("AUTO_INCREMENT"):
 			c.AutoIncremented, c.Generated = true, true
+		case p.kw("SERIAL", "DEFAULT", "VALUE"):
+			// NOT NULL AUTO_INCREMENT UNIQUE (serialColumn)
+			if !f.optionalSet {
+				optional, f.optionalSet = false, true
+			}
+			f.unique = true
+			c.AutoIncremented, c.Generated = true, true
 		case p.kw("PRIMARY", "KEY"), p.kw("KEY"):
 			f.primary = true
 			optional, f.optionalSet = false, true
@@ -895,8 +996,10 @@ func (p *parser) defaultValue(f *colFlags) (*string, bool) {
 	str := func(s string) (*string, bool) { return &s, true }
 	switch {
 	case t.quoted && (t.q == '\'' || t.q == '"'):
+		// DefaultValueParserListener.unquote drops the outer quotes only:
+		// 'it''s' is the expression it''s.
 		p.i++
-		return str(sign + t.s)
+		return str(sign + t.raw)
 	case t.quoted:
 		p.i++
 		return nil, true
@@ -921,6 +1024,11 @@ func (p *parser) defaultValue(f *colFlags) (*string, bool) {
 	case strings.EqualFold(t.s, "TRUE") || strings.EqualFold(t.s, "FALSE"):
 		p.i++
 		return str(t.s)
+	case len(t.s) > 1 && t.s[0] == '0' && (t.s[1] == 'x' || t.s[1] == 'X'):
+		// A hexadecimal literal: DefaultValueParserListener keeps no
+		// expression for it.
+		p.i++
+		return nil, true
 	case len(t.s) > 0 && (t.s[0] >= '0' && t.s[0] <= '9' || t.s[0] == '.'):
 		p.i++
 		v := t.s
@@ -1009,4 +1117,49 @@ func (m *Model) TableChangeStruct() debezium.Struct {
 		comment = *m.Comment
 	}
 	return debezium.Struct{charset, pk, cols, comment}
+}
+
+// ConvertType returns the column type Debezium's value converters give a
+// column declared as mc when it differs from what infoType
+// (information_schema's COLUMN_TYPE) gives: MariaDB keeps no trace of
+// some declaration forms (BOOLEAN is tinyint(1), REAL double, FLOAT4
+// float), while Debezium's converters go by the type name its parser read
+// (BinlogValueConverters.schemaBuilder, JdbcValueConverters):
+//
+//   - BOOL, BOOLEAN (jdbc BOOLEAN): a Connect BOOLEAN, non-zero is true.
+//   - REAL (jdbc REAL): FLOAT32, though MariaDB stores a DOUBLE.
+//   - FLOAT (jdbc FLOAT): FLOAT32 only when the type name is FLOAT, FLOAT
+//     UNSIGNED or FLOAT UNSIGNED ZEROFILL without a scale and with a
+//     precision of at most 24; FLOAT4, FLOAT SIGNED and FLOAT(M,D) are
+//     FLOAT64.
+//
+// A model read from SHOW CREATE TABLE (the schema snapshot, or a table
+// first seen while streaming) has the normalised names, and changes
+// nothing.
+func (mc ModelColumn) ConvertType(infoType string) (string, bool) {
+	base := strings.ToLower(strings.TrimSpace(infoType))
+	if i := strings.IndexAny(base, "( "); i >= 0 {
+		base = base[:i]
+	}
+	switch mc.JDBCType {
+	case jdbcBoolean:
+		if base == "tinyint" {
+			return "boolean", true
+		}
+	case jdbcReal:
+		if base == "double" || base == "float" {
+			return "real", true
+		}
+	case jdbcFloat:
+		switch strings.ToUpper(mc.TypeName) {
+		case "FLOAT", "FLOAT UNSIGNED", "FLOAT UNSIGNED ZEROFILL":
+			if mc.Scale == nil && mc.Length <= 24 {
+				return "", false
+			}
+		}
+		if base == "float" {
+			return "double", true
+		}
+	}
+	return "", false
 }

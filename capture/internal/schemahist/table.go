@@ -109,16 +109,28 @@ type Table struct {
 }
 
 // Compile builds the converters and schemas of a definition, with the
-// schema and field names adjusted as naming says. It fails, naming the
-// table, the column and the setting, when a column name cannot be
-// carried or two field names collide, so that such a table stops capture
-// before any of its events is written.
-func Compile(def Definition, prefix string, flavor debezium.Flavor, opts mysqltype.Options, naming Naming, include func(col string) bool) (*Table, error) {
+// schema and field names adjusted as naming says. include, if set,
+// selects the columns captured (key columns always are); keys is
+// message.key.columns (nil: none). It fails, naming the table, the column
+// and the setting, when a column name cannot be carried or two field
+// names collide, so that such a table stops capture before any of its
+// events is written.
+//
+// Where the definition carries Debezium's table model, the model decides
+// what Debezium's parser decides: the key (see [Definition.KeyColumns]),
+// the Connect type of columns declared with an alias information_schema
+// does not keep (BOOLEAN, REAL, FLOAT4; see [ModelColumn.ConvertType]) and
+// the column defaults (defaultValueExpression).
+func Compile(def Definition, prefix string, flavor debezium.Flavor, opts mysqltype.Options, naming Naming, include func(col string) bool, keys *KeyColumns) (*Table, error) {
+	keyNames, err := def.KeyColumns(keys)
+	if err != nil {
+		return nil, err
+	}
 	var cols []mysqltype.Column
 	var idx []int
 	for i, c := range def.Columns {
-		if include == nil || include(c.Name) || slices.Contains(def.PrimaryKey, c.Name) {
-			cols = append(cols, c)
+		if include == nil || include(c.Name) || slices.Contains(keyNames, c.Name) {
+			cols = append(cols, def.modelled(c))
 			idx = append(idx, i)
 		}
 	}
@@ -143,10 +155,10 @@ func Compile(def Definition, prefix string, flavor debezium.Flavor, opts mysqlty
 		fields[i].Name = names[i]
 	}
 	var keyFields []debezium.Field
-	for _, pk := range def.PrimaryKey {
-		i := slices.IndexFunc(cols, func(c mysqltype.Column) bool { return c.Name == pk })
+	for _, k := range keyNames {
+		i := slices.IndexFunc(cols, func(c mysqltype.Column) bool { return c.Name == k })
 		if i < 0 {
-			return nil, fmt.Errorf("compiling %s.%s: primary key column %s not found", def.DB, def.Table, pk)
+			return nil, fmt.Errorf("compiling %s.%s: key column %s not found", def.DB, def.Table, k)
 		}
 		t.KeyIdx = append(t.KeyIdx, i)
 		keyFields = append(keyFields, fields[i])
@@ -157,6 +169,173 @@ func Compile(def Definition, prefix string, flavor debezium.Flavor, opts mysqlty
 	t.Value = debezium.ValueSchema(t.ID, fields)
 	t.Envelope = debezium.EnvelopeSchema(t.ID, flavor, t.Value)
 	return t, nil
+}
+
+// KeyColumns returns the columns that key the table's change events, as
+// Debezium chooses them: the columns keys names for the table
+// (message.key.columns), else the primary key of the table model (a
+// unique key when the table has no primary key, see [Model]), else the
+// primary key. A model key naming a column the definition lacks (a
+// definition taken from an older table map) falls back to the primary
+// key.
+func (def Definition) KeyColumns(keys *KeyColumns) ([]string, error) {
+	names := make([]string, len(def.Columns))
+	for i, c := range def.Columns {
+		names[i] = c.Name
+	}
+	if custom := keys.Columns(def.DB, def.Table, names); len(custom) > 0 {
+		for i, c := range custom {
+			if slices.Contains(custom[:i], c) {
+				return nil, fmt.Errorf("%w: column %s of %s.%s is matched by two entries of message-key-columns (CAPTURE_MESSAGE_KEY_COLUMNS) %q",
+					ErrInvalidKeyColumns, c, def.DB, def.Table, keys.String())
+			}
+		}
+		return custom, nil
+	}
+	if def.Model == nil {
+		return def.PrimaryKey, nil
+	}
+	out := make([]string, 0, len(def.Model.PrimaryKey))
+	for _, k := range def.Model.PrimaryKey {
+		i := slices.IndexFunc(names, func(n string) bool { return strings.EqualFold(n, k) })
+		if i < 0 {
+			return def.PrimaryKey, nil
+		}
+		out = append(out, names[i])
+	}
+	return out, nil
+}
+
+// modelled returns column c with what the table model says of it: its
+// Connect type where the declaration form decides it, and its default.
+func (def Definition) modelled(c mysqltype.Column) mysqltype.Column {
+	if def.Model == nil {
+		return c
+	}
+	i := def.Model.column(c.Name)
+	if i < 0 || !mc(def.Model.Columns[i]).sameFamily(c.Type) {
+		// The model and the definition are at different points of the
+		// table's history (a definition read after later DDL, or taken from
+		// an older table map): the column's default is the model's once
+		// the stream reaches the DDL that made it so. information_schema's
+		// own form cannot stand in: MariaDB writes expression defaults
+		// there unquoted ("(2 * 3)"), like numbers.
+		c.Default, c.DefaultGenerated = nil, false
+		return c
+	}
+	col := def.Model.Columns[i]
+	if t, ok := col.ConvertType(c.Type); ok {
+		c.Type = t
+	}
+	c.Default, c.DefaultGenerated = col.columnDefault(), false
+	return c
+}
+
+type mc ModelColumn
+
+// sameFamily reports whether the model column and information_schema's
+// column type are of one type family (a DDL changing the type between
+// them makes the model's default meaningless for the other).
+func (m mc) sameFamily(infoType string) bool {
+	base := strings.ToLower(strings.TrimSpace(infoType))
+	if i := strings.IndexAny(base, "( "); i >= 0 {
+		base = base[:i]
+	}
+	family := func(jdbc int32, name string) string {
+		switch jdbc {
+		case jdbcBoolean, jdbcSmallInt, jdbcInteger, jdbcBigInt, -6:
+			if strings.HasPrefix(name, "YEAR") {
+				return "year"
+			}
+			return "int"
+		case jdbcReal, jdbcFloat, jdbcDouble:
+			return "float"
+		case jdbcDecimal, jdbcNumeric:
+			return "decimal"
+		case jdbcBit:
+			return "bit"
+		case jdbcChar, jdbcVarChar, jdbcNChar, jdbcNVarChar, jdbcLongVarChar, jdbcClob, jdbcNClob, jdbcLongNVarChar:
+			if strings.HasPrefix(name, "ENUM") || strings.HasPrefix(name, "SET") {
+				return strings.ToLower(name)
+			}
+			return "string"
+		case jdbcBinary, jdbcVarBinary, jdbcBlob:
+			return "binary"
+		case jdbcDate:
+			return "date"
+		case jdbcTime:
+			return "time"
+		case jdbcTimestamp:
+			return "datetime"
+		case jdbcTimestampTZ:
+			return "timestamp"
+		}
+		return "other"
+	}
+	var info string
+	switch base {
+	case "tinyint", "smallint", "mediumint", "int", "integer", "bigint":
+		info = "int"
+	case "year":
+		info = "year"
+	case "float", "double", "real":
+		info = "float"
+	case "decimal", "numeric":
+		info = "decimal"
+	case "bit":
+		info = "bit"
+	case "char", "varchar", "tinytext", "text", "mediumtext", "longtext":
+		info = "string"
+	case "enum", "set":
+		info = base
+	case "binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob":
+		info = "binary"
+	case "date", "time", "datetime", "timestamp":
+		info = base
+	default:
+		info = "other"
+	}
+	return family(m.JDBCType, strings.ToUpper(m.TypeName)) == info
+}
+
+// columnDefault renders the model's defaultValueExpression as a
+// mysqltype.Column default (information_schema's quoted form), so that
+// the Connect default is what Debezium converts: the expression its
+// parser read from the DDL, not the server's COLUMN_DEFAULT. They differ
+// for expression defaults, which Debezium has as none (MariaDB reports
+// "(1 + 1)" or "lcase('AB')"), for CURRENT_TIMESTAMP and NOW(), which
+// Debezium has as 1970-01-01 00:00:00, for TRUE and FALSE on numeric
+// columns (1 and 0, BinlogDefaultValueConverter), and for hexadecimal
+// literals, which its parser drops.
+func (mc ModelColumn) columnDefault() *string {
+	if mc.Default == nil {
+		return nil
+	}
+	v := *mc.Default
+	var out string
+	switch {
+	case mc.JDBCType == jdbcBit:
+		out = "b'" + v + "'"
+	case mc.JDBCType == jdbcTimestampTZ && (v == "1970-01-01 00:00:00" || v == "0" || strings.HasPrefix(v, "0000-00-00")):
+		// BinlogDefaultValueConverter.convertToTimestamp: the epoch (what
+		// CURRENT_TIMESTAMP became) or a zero timestamp is no default for
+		// a nullable column, the epoch for a NOT NULL one.
+		if mc.Optional {
+			return nil
+		}
+		out = "current_timestamp()" // mysqltype's epoch default of a TIMESTAMP
+	case !typeUsesCharset(mc.JDBCType) && strings.EqualFold(v, "true"):
+		out = "1"
+	case !typeUsesCharset(mc.JDBCType) && strings.EqualFold(v, "false"):
+		out = "0"
+	default:
+		// v is a literal's text as written between its quotes (doubled
+		// quotes and backslash escapes included), or a number: quoting it
+		// again gives information_schema's form, which mysqltype unquotes
+		// into the value MariaDB stores.
+		out = "'" + v + "'"
+	}
+	return &out
 }
 
 // Matches checks a table map event's column names against the definition.

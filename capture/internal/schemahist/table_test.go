@@ -60,7 +60,7 @@ func TestCompileNaming(t *testing.T) {
 			if strings.Contains(tt.name, "leading-digit table") {
 				def.Table = "2024-sales"
 			}
-			tbl, err := Compile(def, "p", debezium.FlavorMariaDB, mysqltype.Options{}, tt.naming, nil)
+			tbl, err := Compile(def, "p", debezium.FlavorMariaDB, mysqltype.Options{}, tt.naming, nil, nil)
 			if tt.wantErr != nil {
 				if !errors.Is(err, tt.wantErr) {
 					t.Fatalf("Compile: %v, want %v", err, tt.wantErr)

@@ -121,8 +121,13 @@ func (s *Stream) produceMeta(ctx context.Context, m *metaIDs, key, value debeziu
 	return nil
 }
 
-// schemaChange writes one schema-change event.
+// schemaChange writes one schema-change event, if they are on
+// (ddlEvents keeps the table models, which key change events, either
+// way).
 func (s *Stream) schemaChange(ctx context.Context, src debezium.Source, dbName, ddl string, changes []any) error {
+	if !s.cfg.SchemaChanges {
+		return nil
+	}
 	if err := s.metaTopic(ctx, &s.schemaIDs, s.cfg.Prefix, debezium.SchemaChangeKeySchema(s.cfg.Flavor), debezium.SchemaChangeValueSchema(s.cfg.Flavor)); err != nil {
 		return err
 	}
@@ -192,9 +197,6 @@ func (s *Stream) model(ctx context.Context, db, table string) *schemahist.Model 
 // the table models up to date. It runs before the definitions are
 // reloaded from information_schema.
 func (s *Stream) ddlEvents(ctx context.Context, ev binlog.Event, ddl schemahist.DDL) error {
-	if !s.cfg.SchemaChanges {
-		return nil
-	}
 	src := s.source(ev, "", "", int(s.lastRow))
 	switch ddl.Kind {
 	case schemahist.DDLCreateDatabase, schemahist.DDLDropDatabase:
@@ -243,6 +245,23 @@ func (s *Stream) ddlEvents(ctx context.Context, ev binlog.Event, ddl schemahist.
 		s.models[key] = m
 		src.DB, src.Table = ref.DB, ref.Table
 		return s.schemaChange(ctx, src, ref.DB, ev.Query, []any{tableChange("ALTER", ref.DB, ref.Table, m)})
+	case schemahist.DDLCreateIndex, schemahist.DDLDropIndex:
+		// Debezium 3.5 with schema.history.internal.store.only.captured.
+		// tables.ddl (how capture writes schema changes) writes no event for
+		// an index statement: its parser reports none, or for CREATE UNIQUE
+		// INDEX a table index event, which DdlChanges.anyMatch does not count
+		// as a change of a captured table. CREATE UNIQUE INDEX still gives a
+		// table without a key one in its table model
+		// (CreateUniqueIndexParserListener), which keys the table's events
+		// from the next DDL statement that rebuilds its schema: so here.
+		ref := ddl.Tables[0]
+		key := tableKey(ref.DB, ref.Table)
+		if m := s.models[key]; m != nil && ddl.Unique && s.cfg.Filter.Table(ref.DB, ref.Table) {
+			if altered, ok := m.CreateUniqueIndex(ev.Query, ev.Schema); ok {
+				s.models[key] = altered
+			}
+		}
+		return nil
 	case schemahist.DDLRenameTable:
 		// Pairs of old, new. Debezium writes an ALTER of the new name with
 		// the renamed table, one event per pair.

@@ -61,6 +61,9 @@ type Config struct {
 	// value: none for both).
 	Naming schemahist.Naming
 	Filter *filter.Filter
+	// KeyColumns is message.key.columns: columns keying the events of the
+	// tables it names in place of their primary key (nil: none).
+	KeyColumns *schemahist.KeyColumns
 	// Tombstones: a null-value record follows each delete (tombstones.on.delete).
 	Tombstones bool
 	// SkipTruncate drops TRUNCATE events (skipped.operations=t).
@@ -182,12 +185,18 @@ func New(cfg Config, pub *publish.Publisher, reg Registry, defs Definitions, his
 
 func tableKey(db, tbl string) string { return db + "." + tbl }
 
+// compile compiles a definition with the table model known for it (the
+// model decides the key and the types of aliased columns, as Debezium's
+// does).
 func (s *Stream) compile(def schemahist.Definition) (*table, error) {
+	if def.Model == nil {
+		def.Model = s.models[tableKey(def.DB, def.Table)]
+	}
 	var include func(string) bool
 	if s.cfg.Filter.HasColumnLists() {
 		include = func(col string) bool { return s.cfg.Filter.Column(def.DB, def.Table, col) }
 	}
-	t, err := schemahist.Compile(def, s.cfg.Prefix, s.cfg.Flavor, s.cfg.Types, s.cfg.Naming, include)
+	t, err := schemahist.Compile(def, s.cfg.Prefix, s.cfg.Flavor, s.cfg.Types, s.cfg.Naming, include, s.cfg.KeyColumns)
 	if err != nil {
 		return nil, err
 	}
@@ -499,6 +508,7 @@ func (s *Stream) lookup(ctx context.Context, db, tbl string, tm *replication.Tab
 		}
 		return t, nil
 	}
+	s.model(ctx, db, tbl) // Debezium's model of a table first seen: SHOW CREATE TABLE
 	def, err := s.defs.Load(ctx, db, tbl)
 	if err != nil && !(errors.Is(err, schemahist.ErrNoTable) && tm != nil) {
 		return nil, err
