@@ -12,7 +12,12 @@
 // [ErrUnsupportedType]; a value that does not fit its column fails with
 // [ErrInvalidValue]; no value is silently changed except where Debezium does
 // the same (documented per type in TYPES.md: zero dates, BIGINT UNSIGNED in
-// long mode, TIME outside 00:00–24:00). Converted []byte values may alias
+// long mode, TIME outside 00:00–24:00). String, ENUM and SET values are
+// decoded from the column's character set to UTF-8 as the server's
+// CONVERT(... USING utf8mb4) does (charset.go); a character set capture
+// cannot decode fails [New] with a [*CharsetError], bytes that are not text
+// of the charset fail with [ErrInvalidValue], and neither is ever passed
+// through as a string. Converted []byte values may alias
 // the input (go-mysql row buffers): encode them before the input is reused.
 package mysqltype
 
