@@ -50,7 +50,7 @@ func TestInvalidDateStopsCapture(t *testing.T) {
 				t.Error("capture exited 0 on an invalid date")
 			}
 			for _, line := range strings.Split(out, "\n") {
-				if strings.Contains(line, "ALLOWED_INVALID_DATES") {
+				if strings.Contains(line, "ALLOW_INVALID_DATES") {
 					t.Logf("capture stopped: %s", line)
 					break
 				}
