@@ -79,8 +79,8 @@ type Config struct {
 	SchemaNameAdjustment string
 	Naming               schemahist.Naming
 	MetricsAddr          string
-	LogFormat, LogLevel   string
-	ShutdownTimeout       time.Duration
+	LogFormat, LogLevel  string
+	ShutdownTimeout      time.Duration
 }
 
 func (c *Config) bind(f *envFlags) {
