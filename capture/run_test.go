@@ -143,3 +143,20 @@ func TestNameAdjustmentModes(t *testing.T) {
 		t.Fatalf("bad mode: %v, want an error naming the setting and its values", err)
 	}
 }
+
+// TestMessageKeyColumnsSetting checks that --message-key-columns
+// (CAPTURE_MESSAGE_KEY_COLUMNS) is parsed by --check-config, and that a
+// malformed value stops capture naming the entry and the setting.
+func TestMessageKeyColumnsSetting(t *testing.T) {
+	var out bytes.Buffer
+	e := env(map[string]string{"CAPTURE_TOPIC_PREFIX": "db1", "CAPTURE_MESSAGE_KEY_COLUMNS": "shop.orders:region,code;.*[.]items:sku"})
+	if err := run(t.Context(), []string{"capture", "--check-config"}, e, &out, &out); err != nil {
+		t.Fatalf("valid message key columns: %v", err)
+	}
+	for _, bad := range []string{"shop.orders", "shop.orders:a:b", "shop.orders:(a"} {
+		err := run(t.Context(), []string{"capture", "--check-config", "--topic-prefix=x", "--message-key-columns=" + bad}, env(nil), &out, &out)
+		if err == nil || !strings.Contains(err.Error(), "CAPTURE_MESSAGE_KEY_COLUMNS") {
+			t.Errorf("%q: got %v, want an error naming CAPTURE_MESSAGE_KEY_COLUMNS", bad, err)
+		}
+	}
+}

@@ -119,8 +119,9 @@ type Table struct {
 // Where the definition carries Debezium's table model, the model decides
 // what Debezium's parser decides: the key (see [Definition.KeyColumns]),
 // the Connect type of columns declared with an alias information_schema
-// does not keep (BOOLEAN, REAL, FLOAT4; see [ModelColumn.ConvertType]) and
-// the column defaults (defaultValueExpression).
+// does not keep (BOOLEAN, REAL, FLOAT4; see [ModelColumn.ConvertType]),
+// the column defaults (defaultValueExpression) and which columns are
+// optional.
 func Compile(def Definition, prefix string, flavor debezium.Flavor, opts mysqltype.Options, naming Naming, include func(col string) bool, keys *KeyColumns) (*Table, error) {
 	keyNames, err := def.KeyColumns(keys)
 	if err != nil {
@@ -228,6 +229,9 @@ func (def Definition) modelled(c mysqltype.Column) mysqltype.Column {
 		c.Type = t
 	}
 	c.Default, c.DefaultGenerated = col.columnDefault(), false
+	// Optional as in the model: information_schema may already be past a
+	// MODIFY ... NOT NULL the stream has not reached.
+	c.Nullable = col.Optional
 	return c
 }
 
