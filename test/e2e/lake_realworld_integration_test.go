@@ -1,0 +1,496 @@
+//go:build integration
+
+package e2e
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go/catalog/rest"
+	"github.com/apache/iceberg-go/table"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/binlake/binlake/test/debezium"
+	"github.com/binlake/binlake/test/testenv"
+)
+
+// lakeWorkloadDirs hold the workloads TestLakeRealWorld runs: the
+// real-world compatibility workloads (one class of real-world schema per
+// file, see that folder's README.md) and the lake's own (defaults after
+// DDL). BINLAKE_LAKE_WORKLOADS, a directory, replaces them, for trying
+// workloads that are not in the tree yet.
+var lakeWorkloadDirs = []string{"test/compat/testdata/realworld", "test/e2e/testdata/lake"}
+
+// lakeWorkload is one parsed workload file. The format is that of
+// test/compat/testdata/realworld/README.md; the "-- debezium:" and
+// "-- allow:" headers concern the Kafka comparison and are ignored here.
+type lakeWorkload struct {
+	stmts  []string
+	before []string // run before capture starts (so capture snapshots them)
+	capEnv []string
+	ingEnv []string // "-- ingest-env: <VAR>=<value>" (lake workloads only)
+}
+
+func parseLakeWorkload(text string) lakeWorkload {
+	var w lakeWorkload
+	var cur *[]string = &w.stmts
+	var stmt strings.Builder
+	for _, line := range strings.Split(text, "\n") {
+		trimmed := strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(trimmed, "-- capture-env:"):
+			w.capEnv = append(w.capEnv, strings.TrimSpace(strings.TrimPrefix(trimmed, "-- capture-env:")))
+		case strings.HasPrefix(trimmed, "-- ingest-env:"):
+			w.ingEnv = append(w.ingEnv, strings.TrimSpace(strings.TrimPrefix(trimmed, "-- ingest-env:")))
+		case trimmed == "-- before-start":
+			cur = &w.before
+		case trimmed == "-- after-start":
+			cur = &w.stmts
+		case trimmed == "" || strings.HasPrefix(trimmed, "--"):
+		default:
+			stmt.WriteString(line)
+			stmt.WriteByte('\n')
+			if strings.HasSuffix(trimmed, ";") {
+				*cur = append(*cur, strings.TrimSuffix(strings.TrimSpace(stmt.String()), ";"))
+				stmt.Reset()
+			}
+		}
+	}
+	return w
+}
+
+// TestLakeRealWorld runs each workload of lakeWorkloadDirs (a subtest per
+// file) on a fresh database through capture → Kafka → ingest → Iceberg
+// (REST catalog, MinIO), waits until every table's Iceberg snapshot
+// offsets cover the last change on its topic, and compares every MariaDB
+// table with its Iceberg table read by the Java reference reader, value by
+// value in lakecheck's canonical forms: keyed tables by key, tables
+// without a key through their change log. An Iceberg table whose source
+// table no longer exists (dropped or renamed away) is a mismatch too. It
+// prints "LAKE file=<name> tables=<n> rows=<n> mismatches=<k>" per file
+// and fails on any mismatch, listing the first differences.
+func TestLakeRealWorld(t *testing.T) {
+	var files []string
+	dirs := lakeWorkloadDirs
+	if d := os.Getenv("BINLAKE_LAKE_WORKLOADS"); d != "" {
+		dirs = []string{d}
+	}
+	for _, d := range dirs {
+		if !filepath.IsAbs(d) {
+			d = filepath.Join(debezium.RepoRoot(), d)
+		}
+		m, err := filepath.Glob(filepath.Join(d, "*.sql"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, m...)
+	}
+	sort.Slice(files, func(i, j int) bool { return filepath.Base(files[i]) < filepath.Base(files[j]) })
+	if len(files) == 0 {
+		t.Fatalf("no workloads in %v", dirs)
+	}
+	for _, file := range files {
+		name := strings.TrimSuffix(filepath.Base(file), ".sql")
+		t.Run(name, func(t *testing.T) {
+			text, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := runLakeWorkload(t, parseLakeWorkload(string(text)))
+			fmt.Printf("LAKE file=%s tables=%d rows=%d mismatches=%d\n", filepath.Base(file), res.tables, res.rows, len(res.mismatches))
+			if len(res.mismatches) > 0 {
+				shown := res.mismatches
+				if len(shown) > 30 {
+					shown = shown[:30]
+				}
+				t.Errorf("%s: the lake differs from MariaDB in %d places; first:\n%s\ningest log:\n%s",
+					filepath.Base(file), len(res.mismatches), strings.Join(shown, "\n"), res.ingestLog)
+			}
+		})
+	}
+}
+
+// lakeResult is what runLakeWorkload compared.
+type lakeResult struct {
+	tables, rows int
+	mismatches   []string
+	ingestLog    string // the tail of ingest's log, for failures
+}
+
+// lakeRun is one workload's pipeline: a database of its own, capture and
+// ingest as processes.
+type lakeRun struct {
+	c   *captureEnv
+	ing *proc
+	cat *rest.Catalog
+	ns  string
+}
+
+// startLake creates a utf8mb4 database (as the compatibility run does),
+// runs before on it, and starts capture (with capEnv) and one ingest (with
+// ingEnv) on it.
+func startLake(t *testing.T, before, capEnv, ingEnv []string) *lakeRun {
+	t.Helper()
+	ctx := t.Context()
+	m := testenv.MariaDBEnv(t)
+	dbName := testenv.Unique(t, "lake")
+	admin := m.AdminDB(t, "")
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE `"+dbName+"` CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = admin.Exec("DROP DATABASE IF EXISTS `" + dbName + "`") })
+	c := newCaptureEnvOn(t, m, dbName, capEnv...)
+	execConn(t, c, before...)
+	cp := start(t, binary(t, "capture"), c.env, "capture.log")
+	waitLog(t, cp, "Connected to server", 60*time.Second)
+
+	ice := testenv.IcebergEnv(t)
+	ing := start(t, binary(t, "ingest"), append([]string{
+		"INGEST_KAFKA_BROKERS=" + strings.Join(testenv.KafkaBrokers(t), ","),
+		"INGEST_GROUP_ID=" + testenv.Unique(t, "g"),
+		"INGEST_TOPIC_REGEX=" + regexp.QuoteMeta(c.prefix+"."+dbName+".") + ".*",
+		"INGEST_SCHEMA_REGISTRY_URL=" + testenv.RegistryURL(t),
+		"INGEST_CATALOG_URI=" + ice.URI, "INGEST_S3_ENDPOINT=" + ice.S3Endpoint, "INGEST_S3_REGION=" + ice.Region,
+		"INGEST_FLUSH_INTERVAL=1s", "INGEST_METRICS_ADDR=127.0.0.1:0",
+	}, ingEnv...), "ingest.log")
+	cat, err := rest.NewCatalog(ctx, "e2e", ice.URI, rest.WithAdditionalProps(ice.FileIOProps()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The namespace is the database name (valid as it is: Unique's
+	// alphabet is [a-z0-9_]).
+	return &lakeRun{c: c, ing: ing, cat: cat, ns: dbName}
+}
+
+// newCaptureEnvOn is newCaptureEnv on an existing database.
+func newCaptureEnvOn(t *testing.T, m testenv.MariaDB, dbName string, extra ...string) *captureEnv {
+	t.Helper()
+	prefix := testenv.Unique(t, "p")
+	env := []string{
+		"CAPTURE_MYSQL_ADDR=" + m.Addr,
+		"CAPTURE_MYSQL_USER=" + m.CaptureUser,
+		"CAPTURE_MYSQL_PASSWORD=" + m.CapturePassword,
+		"CAPTURE_KAFKA_BROKERS=" + strings.Join(testenv.KafkaBrokers(t), ","),
+		"CAPTURE_SCHEMA_REGISTRY_URL=" + testenv.RegistryURL(t),
+		"CAPTURE_TOPIC_PREFIX=" + prefix,
+		"CAPTURE_DATABASE_INCLUDE_LIST=" + dbName,
+		"CAPTURE_METRICS_ADDR=127.0.0.1:0",
+	}
+	return &captureEnv{db: m, dbName: dbName, prefix: prefix, env: append(env, extra...)}
+}
+
+// execConn runs statements in order on one connection, so that session
+// settings (SET sql_mode, time_zone …) hold for the statements after them.
+func execConn(t *testing.T, c *captureEnv, stmts ...string) {
+	t.Helper()
+	if len(stmts) == 0 {
+		return
+	}
+	conn, err := c.db.AdminDB(t, c.dbName).Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for _, s := range stmts {
+		if _, err := conn.ExecContext(t.Context(), s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+}
+
+func runLakeWorkload(t *testing.T, w lakeWorkload) lakeResult {
+	t.Helper()
+	r := startLake(t, w.before, w.capEnv, w.ingEnv)
+	execConn(t, r.c, w.stmts...)
+	return r.compare(t)
+}
+
+// compare waits until capture has published every change (a marker row)
+// and ingest has committed every table's last change, then compares every
+// table of the database with its Iceberg table.
+func (r *lakeRun) compare(t *testing.T) lakeResult {
+	t.Helper()
+	ctx := t.Context()
+	r.c.caughtUp(t, 2*time.Minute)
+	db := r.c.db.AdminDB(t, r.c.dbName)
+	if _, err := db.ExecContext(ctx, "SET time_zone = '+00:00'"); err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1) // keep the session time zone
+	tables := baseTables(ctx, t, db)
+
+	// Each table's topic, and the next offset past its last change (not
+	// counting tombstones, which ingest reads but does not commit).
+	want := map[string]map[int32]int64{}
+	for _, tb := range tables {
+		want[tb] = lastChanges(t, r.c.prefix+"."+r.c.dbName+"."+topicName(tb))
+	}
+	byTopic := map[string]table.Identifier{} // topic → the lake table holding its offsets
+	var pending []string
+	testenv.Eventually(t, 3*time.Minute, time.Second, func() bool {
+		if r.ing.exited() {
+			t.Fatalf("ingest exited: %v\n%s", r.ing.err, r.ing.output())
+		}
+		r.lakeTables(ctx, t, byTopic)
+		pending = pending[:0]
+		for _, tb := range tables {
+			topic := r.c.prefix + "." + r.c.dbName + "." + topicName(tb)
+			if len(want[tb]) == 0 {
+				continue // no change on the topic
+			}
+			ident, ok := byTopic[topic]
+			if !ok {
+				pending = append(pending, tb+": no Iceberg table yet")
+				continue
+			}
+			got, err := lakeOffsets(ctx, r.cat, ident, topic)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for p, n := range want[tb] {
+				if got[p] < n {
+					pending = append(pending, fmt.Sprintf("%s: partition %d at %d of %d", tb, p, got[p], n))
+				}
+			}
+		}
+		return len(pending) == 0
+	}, "ingest to commit every table's last change")
+
+	var res lakeResult
+	seen := map[string]bool{}
+	for _, tb := range tables {
+		if tb == "zz_caught_up" {
+			continue
+		}
+		res.tables++
+		topic := r.c.prefix + "." + r.c.dbName + "." + topicName(tb)
+		ident, ok := byTopic[topic]
+		if !ok {
+			// No change event ever: the lake has no table, which is
+			// right only for an empty source table.
+			var n int
+			if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM `"+strings.ReplaceAll(tb, "`", "``")+"`").Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			if n > 0 {
+				res.mismatches = append(res.mismatches, fmt.Sprintf("%s: %d rows in MariaDB, no Iceberg table", tb, n))
+			}
+			continue
+		}
+		seen[ident[1]] = true
+		tbl, err := r.cat.LoadTable(ctx, ident)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		var diffs []string
+		if key := identifierNamesOf(tbl); len(key) > 0 {
+			n, diffs = javaEqualsMariaDB(ctx, t, r.cat, db, ident, tb, key)
+		} else {
+			n, diffs = changeLogEqualsMariaDB(ctx, t, r.cat, db, ident, tb)
+		}
+		res.rows += n
+		for _, d := range diffs {
+			res.mismatches = append(res.mismatches, tb+": "+d)
+		}
+	}
+	for topic, ident := range byTopic {
+		if !seen[ident[1]] && !strings.HasSuffix(topic, ".zz_caught_up") {
+			res.mismatches = append(res.mismatches, fmt.Sprintf("Iceberg table %s (topic %s) has no source table in MariaDB", ident[1], topic))
+		}
+	}
+	res.ingestLog = r.ing.output()
+	return res
+}
+
+// baseTables lists the base tables of db's database.
+func baseTables(ctx context.Context, t *testing.T, db *sql.DB) []string {
+	t.Helper()
+	rows, err := db.QueryContext(ctx, "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_TYPE = 'BASE TABLE' ORDER BY TABLE_NAME")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, n)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// topicName is the topic name component of a table name as Debezium's
+// topic naming strategy writes it: characters Kafka does not allow in a
+// topic name ([A-Za-z0-9._-]) become '_'.
+func topicName(table string) string {
+	var b strings.Builder
+	for _, r := range table {
+		if r < 0x80 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
+}
+
+// offsetsKeyPrefix is the snapshot summary property ingest writes the
+// next Kafka offset to consume under, per topic (README, "Exactly once").
+const offsetsKeyPrefix = "binlake.offsets."
+
+// lakeTables maps each topic whose offsets a table of r's namespace holds
+// to that table.
+func (r *lakeRun) lakeTables(ctx context.Context, t *testing.T, byTopic map[string]table.Identifier) {
+	t.Helper()
+	for ident, err := range r.cat.ListTables(ctx, table.Identifier{r.ns}) {
+		if err != nil {
+			return // the namespace does not exist yet
+		}
+		tbl, err := r.cat.LoadTable(ctx, ident)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for s := tbl.CurrentSnapshot(); s != nil; {
+			if s.Summary != nil {
+				for k := range s.Summary.Properties {
+					if topic, ok := strings.CutPrefix(k, offsetsKeyPrefix); ok {
+						byTopic[topic] = ident
+					}
+				}
+			}
+			if s.ParentSnapshotID == nil {
+				break
+			}
+			s = tbl.SnapshotByID(*s.ParentSnapshotID)
+		}
+	}
+}
+
+// lakeOffsets is the newest offsets of topic a table's snapshots hold.
+func lakeOffsets(ctx context.Context, cat *rest.Catalog, ident table.Identifier, topic string) (map[int32]int64, error) {
+	tbl, err := cat.LoadTable(ctx, ident)
+	if err != nil {
+		return nil, err
+	}
+	for s := tbl.CurrentSnapshot(); s != nil; {
+		if s.Summary != nil {
+			if v, ok := s.Summary.Properties[offsetsKeyPrefix+topic]; ok {
+				var m map[string]int64
+				if err := json.Unmarshal([]byte(v), &m); err != nil {
+					return nil, fmt.Errorf("%v: offsets %q: %w", ident, v, err)
+				}
+				out := map[int32]int64{}
+				for p, n := range m {
+					pi, err := strconv.ParseInt(p, 10, 32)
+					if err != nil {
+						return nil, err
+					}
+					out[int32(pi)] = n
+				}
+				return out, nil
+			}
+		}
+		if s.ParentSnapshotID == nil {
+			break
+		}
+		s = tbl.SnapshotByID(*s.ParentSnapshotID)
+	}
+	return map[int32]int64{}, nil
+}
+
+// lastChanges is, per partition of topic, the offset after its last
+// record that is not a tombstone (none for a topic that does not exist or
+// holds no change). It reads the whole topic (read_committed) up to the
+// end offsets listed first; the caller has made sure the producer has
+// written everything.
+func lastChanges(t *testing.T, topic string) map[int32]int64 {
+	t.Helper()
+	ctx := t.Context()
+	brokers := testenv.KafkaBrokers(t)
+	adm, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	ends, err := kadm.NewClient(adm).ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := map[string]map[int32]kgo.Offset{topic: {}}
+	end := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Err == nil && o.Offset > 0 {
+			parts[topic][o.Partition] = kgo.NewOffset().AtStart()
+			end[o.Partition] = o.Offset
+		}
+	})
+	out := map[int32]int64{}
+	if len(end) == 0 {
+		return out
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumePartitions(parts),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	// A partition is read to its end once a record at or past end-2 came
+	// (a committed transaction ends with one commit marker) and a poll
+	// after it brings nothing more.
+	seen := map[int32]int64{}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		done := true
+		for p, e := range end {
+			if n, ok := seen[p]; !ok || n < e-2 {
+				done = false
+			}
+		}
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		fs := cl.PollFetches(pctx)
+		cancel()
+		got := 0
+		fs.EachRecord(func(rec *kgo.Record) {
+			got++
+			seen[rec.Partition] = max(seen[rec.Partition], rec.Offset)
+			if rec.Value != nil {
+				out[rec.Partition] = max(out[rec.Partition], rec.Offset+1)
+			}
+		})
+		if done && got == 0 {
+			return out
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("reading %s to its end offsets %v: read to %v", topic, end, seen)
+		}
+	}
+}
+
+// identifierNamesOf is a table's identifier (key) column names.
+func identifierNamesOf(tbl *table.Table) []string {
+	var out []string
+	for _, id := range tbl.Schema().IdentifierFieldIDs {
+		if f, ok := tbl.Schema().FindFieldByID(id); ok {
+			out = append(out, f.Name)
+		}
+	}
+	return slices.Clip(out)
+}
