@@ -133,6 +133,7 @@ type lakeResult struct {
 // ingest as processes.
 type lakeRun struct {
 	c   *captureEnv
+	cp  *proc
 	ing *proc
 	cat *rest.Catalog
 	ns  string
@@ -171,7 +172,7 @@ func startLake(t *testing.T, before, capEnv, ingEnv []string) *lakeRun {
 	}
 	// The namespace is the database name (valid as it is: Unique's
 	// alphabet is [a-z0-9_]).
-	return &lakeRun{c: c, ing: ing, cat: cat, ns: dbName}
+	return &lakeRun{c: c, cp: cp, ing: ing, cat: cat, ns: dbName}
 }
 
 // newCaptureEnvOn is newCaptureEnv on an existing database.
@@ -223,6 +224,16 @@ func runLakeWorkload(t *testing.T, w lakeWorkload) lakeResult {
 func (r *lakeRun) compare(t *testing.T) lakeResult {
 	t.Helper()
 	ctx := t.Context()
+	// The marker waits for capture; a capture that stopped on the
+	// workload says why here rather than as a missing marker.
+	t.Cleanup(func() {
+		if t.Failed() && r.cp.exited() {
+			t.Logf("capture exited: %v\n%s", r.cp.err, r.cp.output())
+		}
+	})
+	if r.cp.exited() {
+		t.Fatalf("capture exited during the workload: %v\n%s", r.cp.err, r.cp.output())
+	}
 	r.c.caughtUp(t, 2*time.Minute)
 	db := r.c.db.AdminDB(t, r.c.dbName)
 	if _, err := db.ExecContext(ctx, "SET time_zone = '+00:00'"); err != nil {

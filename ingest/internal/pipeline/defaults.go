@@ -1,0 +1,175 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/binlake/binlake/ingest/internal/schemamap"
+)
+
+// backfillDefaults stages on tx, after the staged schema update that adds
+// the columns of changes, the rewrite of every live row of the table with
+// the source default of each added column that the table cannot carry as
+// an initial-default (schemamap.Change.Backfill): one overwrite in the
+// same commit as the schema change. The rows that existed before the ALTER
+// then read the default, as in MariaDB, and exactly once: the commit
+// either lands with the column (a restart then finds the column and
+// rewrites nothing) or not at all.
+//
+// The rewrite reads the whole table into memory and writes it again; on a
+// large table prefer a format v3 table (initial-default, no rewrite) where
+// the column's type allows it.
+func backfillDefaults(ctx context.Context, base *table.Table, tx *table.Transaction, changes []schemamap.Change) error {
+	version := base.Metadata().Version()
+	fill := map[string]schemamap.Change{}
+	for _, c := range changes {
+		if c.Backfill(version) {
+			fill[c.Path[0]] = c
+		}
+	}
+	if len(fill) == 0 || base.CurrentSnapshot() == nil {
+		return nil
+	}
+	staged, err := tx.StagedTable()
+	if err != nil {
+		return err
+	}
+	// The staged table has the new schema: its scan reads the added
+	// columns as null, and they are replaced by the defaults.
+	sc, recs, err := staged.Scan().ToArrowRecords(ctx)
+	if err != nil {
+		return fmt.Errorf("scanning: %w", err)
+	}
+	var out []arrow.RecordBatch
+	defer func() {
+		for _, r := range out {
+			r.Release()
+		}
+	}()
+	for rec, err := range recs {
+		if err != nil {
+			return fmt.Errorf("scanning: %w", err)
+		}
+		cols := make([]arrow.Array, rec.NumCols())
+		var made []arrow.Array
+		for i := range cols {
+			cols[i] = rec.Column(i)
+			c, ok := fill[rec.Schema().Field(i).Name]
+			if !ok {
+				continue
+			}
+			arr, err := constantArray(rec.Schema().Field(i).Type, c, int(rec.NumRows()))
+			if err != nil {
+				rec.Release()
+				return err
+			}
+			cols[i] = arr
+			made = append(made, arr)
+		}
+		out = append(out, array.NewRecordBatch(rec.Schema(), cols, rec.NumRows()))
+		for _, a := range made {
+			a.Release()
+		}
+		rec.Release()
+	}
+	rdr, err := array.NewRecordReader(sc, out)
+	if err != nil {
+		return err
+	}
+	defer rdr.Release()
+	// The overwrite replaces every data file (filter: always true); the
+	// table's delete files only apply to data files older than it.
+	return tx.Overwrite(ctx, rdr, iceberg.Properties{"binlake.backfill-defaults": strconv.Itoa(len(fill))})
+}
+
+// constantArray is an Arrow array of n copies of c's default, of type dt
+// (the staged table's Arrow type of the column).
+func constantArray(dt arrow.DataType, c schemamap.Change, n int) (arrow.Array, error) {
+	b := array.NewBuilder(memory.DefaultAllocator, dt)
+	defer b.Release()
+	b.Reserve(n)
+	bad := func() error {
+		return fmt.Errorf("default %v (%T) of column %s does not fit Arrow type %s", c.Default, c.Default, c.Path[0], dt)
+	}
+	for range n {
+		switch bb := b.(type) {
+		case *array.BooleanBuilder:
+			v, ok := c.Default.(bool)
+			if !ok {
+				return nil, bad()
+			}
+			bb.Append(v)
+		case *array.Int32Builder:
+			v, ok := c.Default.(int32)
+			if !ok {
+				return nil, bad()
+			}
+			bb.Append(v)
+		case *array.Int64Builder:
+			v, ok := c.Default.(int64)
+			if !ok {
+				return nil, bad()
+			}
+			bb.Append(v)
+		case *array.Float32Builder:
+			v, ok := c.Default.(float32)
+			if !ok {
+				return nil, bad()
+			}
+			bb.Append(v)
+		case *array.Float64Builder:
+			v, ok := c.Default.(float64)
+			if !ok {
+				return nil, bad()
+			}
+			bb.Append(v)
+		case *array.StringBuilder:
+			v, ok := c.Default.(string)
+			if !ok {
+				return nil, bad()
+			}
+			bb.Append(v)
+		case *array.LargeStringBuilder:
+			v, ok := c.Default.(string)
+			if !ok {
+				return nil, bad()
+			}
+			bb.Append(v)
+		case *array.BinaryBuilder:
+			v, ok := c.Default.([]byte)
+			if !ok {
+				return nil, bad()
+			}
+			bb.Append(v)
+		case *array.Decimal128Builder:
+			v, ok := c.Default.(decimal128.Num)
+			if !ok {
+				return nil, bad()
+			}
+			bb.Append(v)
+		case *array.Date32Builder:
+			v, ok := c.Default.(int32)
+			if !ok {
+				return nil, bad()
+			}
+			bb.Append(arrow.Date32(v))
+		case *array.TimestampBuilder:
+			v, ok := c.Default.(int64)
+			if !ok || dt.(*arrow.TimestampType).Unit != arrow.Microsecond {
+				return nil, bad()
+			}
+			bb.Append(arrow.Timestamp(v))
+		default:
+			return nil, bad()
+		}
+	}
+	return b.NewArray(), nil
+}
