@@ -421,5 +421,5 @@ func javaEqualsMariaDB(ctx context.Context, t *testing.T, cat *rest.Catalog, db 
 	if err != nil {
 		return 0, []string{err.Error()}
 	}
-	return len(src.ByKey), lakecheck.Diff(src, java, 10)
+	return len(src.ByKey), lakecheck.Diff(src, java, 50)
 }

@@ -132,8 +132,8 @@ type lakeResult struct {
 // lakeRun is one workload's pipeline: a database of its own, capture and
 // ingest as processes.
 type lakeRun struct {
-	c   *captureEnv
-	cp  *proc
+	c   *captureEnv // the producer's database and topic prefix
+	cp  *proc       // capture; nil when Debezium produces
 	ing *proc
 	cat *rest.Catalog
 	ns  string
@@ -144,35 +144,61 @@ type lakeRun struct {
 // ingEnv) on it.
 func startLake(t *testing.T, before, capEnv, ingEnv []string) *lakeRun {
 	t.Helper()
-	ctx := t.Context()
-	m := testenv.MariaDBEnv(t)
-	dbName := testenv.Unique(t, "lake")
-	admin := m.AdminDB(t, "")
-	if _, err := admin.ExecContext(ctx, "CREATE DATABASE `"+dbName+"` CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = admin.Exec("DROP DATABASE IF EXISTS `" + dbName + "`") })
+	m, dbName := lakeDatabase(t)
 	c := newCaptureEnvOn(t, m, dbName, capEnv...)
 	execConn(t, c, before...)
 	cp := start(t, binary(t, "capture"), c.env, "capture.log")
 	waitLog(t, cp, "Connected to server", 60*time.Second)
+	r := startIngest(t, c, ingEnv)
+	r.cp = cp
+	return r
+}
 
+// startLakeDebezium is startLake with the real Debezium MariaDB connector
+// (streaming only, with its default settings) as the producer instead of
+// capture.
+func startLakeDebezium(t *testing.T, before, ingEnv []string) *lakeRun {
+	t.Helper()
+	m, dbName := lakeDatabase(t)
+	c := &captureEnv{db: m, dbName: dbName, prefix: testenv.Unique(t, "dbz")}
+	execConn(t, c, before...)
+	debezium.Run(t, debezium.Config{Database: dbName, TopicPrefix: c.prefix,
+		ServerID: 7700 + uint32(time.Now().UnixNano()%100000), SnapshotMode: "no_data"})
+	return startIngest(t, c, ingEnv)
+}
+
+// lakeDatabase creates a fresh utf8mb4 database, dropped at the end.
+func lakeDatabase(t *testing.T) (testenv.MariaDB, string) {
+	t.Helper()
+	m := testenv.MariaDBEnv(t)
+	dbName := testenv.Unique(t, "lake")
+	admin := m.AdminDB(t, "")
+	if _, err := admin.ExecContext(t.Context(), "CREATE DATABASE `"+dbName+"` CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = admin.Exec("DROP DATABASE IF EXISTS `" + dbName + "`") })
+	return m, dbName
+}
+
+// startIngest starts one ingest on the topics of c's producer.
+func startIngest(t *testing.T, c *captureEnv, ingEnv []string) *lakeRun {
+	t.Helper()
 	ice := testenv.IcebergEnv(t)
 	ing := start(t, binary(t, "ingest"), append([]string{
 		"INGEST_KAFKA_BROKERS=" + strings.Join(testenv.KafkaBrokers(t), ","),
 		"INGEST_GROUP_ID=" + testenv.Unique(t, "g"),
-		"INGEST_TOPIC_REGEX=" + regexp.QuoteMeta(c.prefix+"."+dbName+".") + ".*",
+		"INGEST_TOPIC_REGEX=" + regexp.QuoteMeta(c.prefix+"."+c.dbName+".") + ".*",
 		"INGEST_SCHEMA_REGISTRY_URL=" + testenv.RegistryURL(t),
 		"INGEST_CATALOG_URI=" + ice.URI, "INGEST_S3_ENDPOINT=" + ice.S3Endpoint, "INGEST_S3_REGION=" + ice.Region,
 		"INGEST_FLUSH_INTERVAL=1s", "INGEST_METRICS_ADDR=127.0.0.1:0",
 	}, ingEnv...), "ingest.log")
-	cat, err := rest.NewCatalog(ctx, "e2e", ice.URI, rest.WithAdditionalProps(ice.FileIOProps()))
+	cat, err := rest.NewCatalog(t.Context(), "e2e", ice.URI, rest.WithAdditionalProps(ice.FileIOProps()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The namespace is the database name (valid as it is: Unique's
 	// alphabet is [a-z0-9_]).
-	return &lakeRun{c: c, cp: cp, ing: ing, cat: cat, ns: dbName}
+	return &lakeRun{c: c, ing: ing, cat: cat, ns: c.dbName}
 }
 
 // newCaptureEnvOn is newCaptureEnv on an existing database.
@@ -226,13 +252,15 @@ func (r *lakeRun) compare(t *testing.T) lakeResult {
 	ctx := t.Context()
 	// The marker waits for capture; a capture that stopped on the
 	// workload says why here rather than as a missing marker.
-	t.Cleanup(func() {
-		if t.Failed() && r.cp.exited() {
-			t.Logf("capture exited: %v\n%s", r.cp.err, r.cp.output())
+	if r.cp != nil {
+		t.Cleanup(func() {
+			if t.Failed() && r.cp.exited() {
+				t.Logf("capture exited: %v\n%s", r.cp.err, r.cp.output())
+			}
+		})
+		if r.cp.exited() {
+			t.Fatalf("capture exited during the workload: %v\n%s", r.cp.err, r.cp.output())
 		}
-	})
-	if r.cp.exited() {
-		t.Fatalf("capture exited during the workload: %v\n%s", r.cp.err, r.cp.output())
 	}
 	r.c.caughtUp(t, 2*time.Minute)
 	db := r.c.db.AdminDB(t, r.c.dbName)
@@ -504,4 +532,105 @@ func identifierNamesOf(tbl *table.Table) []string {
 		}
 	}
 	return slices.Clip(out)
+}
+
+// defaultsTable and defaultsWorkload: rows written, then one ALTER adding
+// a column per kind of default, then a row inserted and a row updated.
+// Rows 1 and 2 existed before the ALTER; row 2's update then carries all
+// its values, so row 1 alone tests what the lake makes of the defaults.
+var (
+	defaultsTable    = "CREATE TABLE dflt (id INT NOT NULL PRIMARY KEY, v INT)"
+	defaultsWorkload = []string{
+		"INSERT INTO dflt VALUES (1, 1), (2, 2)",
+		`ALTER TABLE dflt ADD COLUMN s VARCHAR(32) DEFAULT 'dflt', ADD COLUMN n INT NOT NULL DEFAULT -5,
+			ADD COLUMN ti TINYINT DEFAULT 7, ADD COLUMN big BIGINT DEFAULT -9000000000, ADD COLUMN f DOUBLE DEFAULT 1e3,
+			ADD COLUMN vb VARBINARY(4) DEFAULT 0x41FF, ADD COLUMN tm TIME DEFAULT '12:34:56',
+			ADD COLUMN dd DATE DEFAULT '2020-01-02', ADD COLUMN d DECIMAL(5,2) DEFAULT 1.50,
+			ADD COLUMN dt DATETIME(6) DEFAULT '2020-01-02 03:04:05.123456',
+			ADD COLUMN tz TIMESTAMP(3) NULL DEFAULT '2020-01-02 03:04:05.678',
+			ADD COLUMN nul VARCHAR(5) DEFAULT NULL,
+			ADD COLUMN ts TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP,
+			ADD COLUMN ex INT DEFAULT (1 + 1)`,
+		"INSERT INTO dflt (id) VALUES (3)",
+		"UPDATE dflt SET v = 20 WHERE id = 2",
+	}
+	// defaultsLiteral are the columns with a literal default.
+	defaultsLiteral = []string{"s", "n", "ti", "big", "f", "tm", "dd", "d", "dt", "tz"}
+	// defaultsV3Initial are those a v3 table carries as initial-default
+	// (schemamap.Change.InitialDefault): the others need a backfill.
+	// (f's 1000 is not: iceberg-go writes it as the JSON integer 1000,
+	// which the catalog refuses for a double).
+	defaultsV3Initial = []string{"s", "n", "ti", "big", "tm"}
+	// defaultsNever differ on row 1 in every mode: MariaDB filled them
+	// with an expression evaluated at the ALTER (the ALTER's time; 1 + 1)
+	// that no change event carries. Debezium's schema gives the TIMESTAMP
+	// the epoch (a stand-in ingest does not apply) and the expression no
+	// default, so the lake reads NULL. And Debezium 3.5 writes no default
+	// for VARBINARY DEFAULT 0x41FF (a hex literal).
+	defaultsNever = []string{"ts", "ex", "vb"}
+)
+
+// TestLakeDefaultsDebezium runs the defaults workload with the real
+// Debezium connector as the producer (its value schema carries each
+// column's default) and compares the table with MariaDB through the Java
+// reader, per lake setting: on a v2 table without backfill the rows that
+// existed before the ALTER read NULL in every added column; with
+// INGEST_BACKFILL_DEFAULTS they read every literal default; on a v3 table
+// they read the defaults carried as initial-default (and the date, time
+// and decimal ones are NULL without backfill). Every mode differs on
+// defaultsNever, and on nothing else than what is listed.
+func TestLakeDefaultsDebezium(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		ingEnv []string
+		differ []string // the columns of row 1 that differ from MariaDB, reading NULL
+	}{
+		{"v2", nil, append(slices.Clone(defaultsLiteral), defaultsNever...)},
+		{"v2_backfill", []string{"INGEST_BACKFILL_DEFAULTS=true"}, defaultsNever},
+		{"v3", []string{"INGEST_TABLE_FORMAT_VERSION=3"},
+			append(slices.DeleteFunc(slices.Clone(defaultsLiteral), func(c string) bool { return slices.Contains(defaultsV3Initial, c) }), defaultsNever...)},
+		{"v3_backfill", []string{"INGEST_TABLE_FORMAT_VERSION=3", "INGEST_BACKFILL_DEFAULTS=true"}, defaultsNever},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := startLakeDebezium(t, []string{defaultsTable}, tc.ingEnv)
+			execConn(t, r.c, defaultsWorkload...)
+			res := r.compare(t)
+			t.Logf("LAKE defaults=%s tables=%d rows=%d mismatches=%d", tc.name, res.tables, res.rows, len(res.mismatches))
+			checkDefaultsDiffs(t, res.mismatches, tc.differ)
+			tbl, err := r.cat.LoadTable(t.Context(), table.Identifier{r.ns, "dflt"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range tbl.Schema().Fields() {
+				t.Logf("column %s: initial-default=%v write-default=%v doc=%q", f.Name, f.InitialDefault, f.WriteDefault, f.Doc)
+			}
+			if strings.HasPrefix(tc.name, "v3") {
+				if f, ok := tbl.Schema().FindFieldByName("s"); !ok || f.InitialDefault != "dflt" {
+					t.Errorf("v3 column s: initial-default %v, want dflt", f.InitialDefault)
+				}
+			}
+		})
+	}
+}
+
+var diffCell = regexp.MustCompile(`^dflt: key (\d+) column (\w+): mariadb="[^"]*" iceberg="NULL"$`)
+
+// checkDefaultsDiffs checks that the mismatches are exactly the columns
+// differ of row 1, each read as NULL by the lake.
+func checkDefaultsDiffs(t *testing.T, mismatches, differ []string) {
+	t.Helper()
+	var got []string
+	for _, m := range mismatches {
+		sm := diffCell.FindStringSubmatch(m)
+		if sm == nil || sm[1] != "1" {
+			t.Errorf("unexpected difference: %s", m)
+			continue
+		}
+		got = append(got, sm[2])
+	}
+	slices.Sort(got)
+	want := slices.Sorted(slices.Values(differ))
+	if !slices.Equal(got, want) {
+		t.Errorf("row 1 differs from MariaDB in columns %v, want %v; all differences:\n%s", got, want, strings.Join(mismatches, "\n"))
+	}
 }

@@ -42,9 +42,14 @@ func backfillDefaults(ctx context.Context, base *table.Table, tx *table.Transact
 	if err != nil {
 		return err
 	}
-	// The staged table has the new schema: its scan reads the added
-	// columns as null, and they are replaced by the defaults.
-	sc, recs, err := staged.Scan().ToArrowRecords(ctx)
+	// The rows are read under the old schema (a staged table cannot be
+	// scanned) and laid out in the new one: the old columns as read, the
+	// added ones holding their defaults, or nulls.
+	target, err := table.SchemaToArrowSchema(staged.Schema(), nil, true, false)
+	if err != nil {
+		return err
+	}
+	_, recs, err := base.Scan().ToArrowRecords(ctx)
 	if err != nil {
 		return fmt.Errorf("scanning: %w", err)
 	}
@@ -54,31 +59,40 @@ func backfillDefaults(ctx context.Context, base *table.Table, tx *table.Transact
 			r.Release()
 		}
 	}()
+	var sc *arrow.Schema
 	for rec, err := range recs {
 		if err != nil {
 			return fmt.Errorf("scanning: %w", err)
 		}
-		cols := make([]arrow.Array, rec.NumCols())
+		fields := make([]arrow.Field, target.NumFields())
+		cols := make([]arrow.Array, target.NumFields())
 		var made []arrow.Array
-		for i := range cols {
-			cols[i] = rec.Column(i)
-			c, ok := fill[rec.Schema().Field(i).Name]
-			if !ok {
+		for i, tf := range target.Fields() {
+			if idx := rec.Schema().FieldIndices(tf.Name); len(idx) > 0 {
+				fields[i], cols[i] = rec.Schema().Field(idx[0]), rec.Column(idx[0])
 				continue
 			}
-			arr, err := constantArray(rec.Schema().Field(i).Type, c, int(rec.NumRows()))
-			if err != nil {
-				rec.Release()
-				return err
+			var arr arrow.Array
+			if c, ok := fill[tf.Name]; ok {
+				if arr, err = constantArray(tf.Type, c, int(rec.NumRows())); err != nil {
+					rec.Release()
+					return err
+				}
+			} else {
+				arr = array.MakeArrayOfNull(memory.DefaultAllocator, tf.Type, int(rec.NumRows()))
 			}
-			cols[i] = arr
+			fields[i], cols[i] = tf, arr
 			made = append(made, arr)
 		}
-		out = append(out, array.NewRecordBatch(rec.Schema(), cols, rec.NumRows()))
+		sc = arrow.NewSchema(fields, nil)
+		out = append(out, array.NewRecordBatch(sc, cols, rec.NumRows()))
 		for _, a := range made {
 			a.Release()
 		}
 		rec.Release()
+	}
+	if sc == nil {
+		return nil // no live rows
 	}
 	rdr, err := array.NewRecordReader(sc, out)
 	if err != nil {

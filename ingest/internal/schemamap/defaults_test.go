@@ -23,6 +23,7 @@ const defaultsEnvelope = `{"type":"record","name":"Value","namespace":"p.db.t","
  {"name":"big","type":[{"type":"long","connect.default":-1},"null"],"default":-1},
  {"name":"maxlong","type":[{"type":"long"},"null"],"default":9223372036854775807},
  {"name":"f","type":[{"type":"double"},"null"],"default":1000.0},
+ {"name":"ff","type":[{"type":"double"},"null"],"default":1.5},
  {"name":"bo","type":[{"type":"boolean"},"null"],"default":true},
  {"name":"vb","type":[{"type":"bytes"},"null"],"default":"A\u00ff"},
  {"name":"d","type":[{"type":"bytes","scale":2,"precision":5,"connect.version":1,"connect.parameters":{"scale":"2","connect.decimal.precision":"5"},"connect.name":"org.apache.kafka.connect.data.Decimal","logicalType":"decimal"},"null"],"default":"\u0000\u0096"},
@@ -30,6 +31,7 @@ const defaultsEnvelope = `{"type":"record","name":"Value","namespace":"p.db.t","
  {"name":"tm","type":[{"type":"long","connect.version":1,"connect.name":"io.debezium.time.MicroTime"},"null"],"default":45296000000},
  {"name":"dt","type":[{"type":"long","connect.version":1,"connect.name":"io.debezium.time.Timestamp"},"null"],"default":1577923200000},
  {"name":"ts_now","type":{"type":"string","connect.version":1,"connect.default":"1970-01-01T00:00:00Z","connect.name":"io.debezium.time.ZonedTimestamp"},"default":"1970-01-01T00:00:00Z"},
+ {"name":"dt_now","type":[{"type":"long","connect.version":1,"connect.default":0,"connect.name":"io.debezium.time.MicroTimestamp"},"null"],"default":0},
  {"name":"ts_lit","type":[{"type":"string","connect.version":1,"connect.name":"io.debezium.time.ZonedTimestamp"},"null"],"default":"2020-01-02T03:04:05Z"},
  {"name":"none","type":["null","string"],"default":null}
 ],"connect.name":"p.db.t.Value"}`
@@ -60,7 +62,8 @@ func TestDefaultsFromAvro(t *testing.T) {
 		"ti":      {int32(7), iceberg.Int32Literal(7)},
 		"big":     {int64(-1), iceberg.Int64Literal(-1)},
 		"maxlong": {int64(9223372036854775807), iceberg.Int64Literal(9223372036854775807)},
-		"f":       {1000.0, iceberg.Float64Literal(1000)},
+		"f":       {1000.0, nil}, // written as 1000, which Java refuses for a double
+		"ff":      {1.5, iceberg.Float64Literal(1.5)},
 		"bo":      {true, iceberg.BoolLiteral(true)},
 		"vb":      {[]byte{'A', 0xff}, iceberg.BinaryLiteral{'A', 0xff}},
 		"d":       {decimal128.FromI64(150), nil},
@@ -68,6 +71,7 @@ func TestDefaultsFromAvro(t *testing.T) {
 		"tm":      {int64(45296000000), iceberg.Int64Literal(45296000000)},
 		"dt":      {int64(1577923200000000), nil},
 		"ts_now":  {},
+		"dt_now":  {},
 		"ts_lit":  {int64(1577934245000000), nil},
 		"none":    {},
 	}
@@ -120,7 +124,7 @@ func TestEvolveMappingCarriesDefaults(t *testing.T) {
 			got[c.Path[0]] = c.Default
 		}
 	}
-	if got["s"] != "dflt" || got["n"] != int32(-5) || len(got) != 14 {
+	if got["s"] != "dflt" || got["n"] != int32(-5) || len(got) != 15 {
 		t.Errorf("defaults carried by the changes: %v", got)
 	}
 

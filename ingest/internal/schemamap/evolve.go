@@ -3,6 +3,7 @@ package schemamap
 import (
 	"encoding/hex"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -129,8 +130,8 @@ const DefaultsFormatVersion = 3
 // format v3 table, and whether there is one. Only types whose default
 // iceberg-go v0.7.0 writes into table metadata as the Iceberg spec's JSON
 // single-value form have one: boolean, int, long (also MySQL TIME as µs),
-// float, double, string (also DECIMAL with more than 38 digits) and
-// binary. v0.7.0 writes date, timestamp and timestamptz defaults as JSON
+// float and double with a fraction (see jsonFloat), string (also DECIMAL
+// with more than 38 digits) and binary. v0.7.0 writes date, timestamp and timestamptz defaults as JSON
 // numbers (the spec wants ISO strings) and refuses decimals whose
 // precision is not 9 and every timestamptz default (its literals carry no
 // such types), so those columns get none: their older rows read NULL
@@ -154,11 +155,11 @@ func (c Change) InitialDefault() (iceberg.Literal, bool) {
 			return iceberg.Int64Literal(v), true
 		}
 	case float32:
-		if c.Column.Kind == KindFloat {
+		if c.Column.Kind == KindFloat && jsonFloat(float64(v)) {
 			return iceberg.Float32Literal(v), true
 		}
 	case float64:
-		if c.Column.Kind == KindDouble {
+		if c.Column.Kind == KindDouble && jsonFloat(v) {
 			return iceberg.Float64Literal(v), true
 		}
 	case string:
@@ -171,6 +172,18 @@ func (c Change) InitialDefault() (iceberg.Literal, bool) {
 		}
 	}
 	return nil, false
+}
+
+// jsonFloat reports whether iceberg-go v0.7.0 writes the float default v
+// as a JSON number that the Iceberg spec's readers take for a float:
+// encoding/json writes an integral value below 1e21 without a fraction
+// ("1000"), which Java's parser (and so the REST catalog) refuses for a
+// float or double default, and cannot write NaN or infinities at all.
+func jsonFloat(v float64) bool {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return false
+	}
+	return v != math.Trunc(v) || math.Abs(v) >= 1e21
 }
 
 // Backfill reports whether the rows that exist when the change is applied

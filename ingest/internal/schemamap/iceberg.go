@@ -148,12 +148,14 @@ func mapField(f debezium.Field, ids *idAlloc) (Column, iceberg.Type, error) {
 // DefaultOf is the default of schema s (mapped as c) converted for c, and
 // whether it is one: a literal default, reproducible for the rows that
 // existed before the column was added. Not one: no default, a default
-// that does not convert, and Debezium's stand-in for CURRENT_TIMESTAMP (a
-// TIMESTAMP column's default "1970-01-01T00:00:00Z": no TIMESTAMP literal
-// can be the epoch, whose smallest value is 1970-01-01 00:00:01 UTC; the
-// rows MariaDB filled hold the time of the ALTER, which no event carries).
-// Other expression defaults (DEFAULT (1 + 1), NOW() on a DATETIME …) are
-// whatever Debezium's schema says: it evaluates none of them.
+// that does not convert, and Debezium's stand-in for CURRENT_TIMESTAMP on
+// TIMESTAMP and DATETIME columns, the epoch ("1970-01-01T00:00:00Z" and
+// 0): the rows MariaDB filled hold the time of the ALTER, which no event
+// carries. (No TIMESTAMP literal can be the epoch, whose smallest value is
+// 1970-01-01 00:00:01 UTC; a DATETIME DEFAULT '1970-01-01 00:00:00' is
+// taken for the stand-in too, and a zero-date default, which Debezium
+// also writes as the epoch.) Other expression defaults (DEFAULT (1 + 1),
+// UUID() …) have no default in Debezium's schema.
 func DefaultOf(s *debezium.Schema, c *Column) (any, bool) {
 	if s.Default == nil {
 		return nil, false
@@ -161,16 +163,16 @@ func DefaultOf(s *debezium.Schema, c *Column) (any, bool) {
 	switch c.Kind {
 	case KindStruct, KindList, KindMap:
 		return nil, false
-	case KindZonedTimestamp:
-		if str, ok := s.Default.(string); ok {
-			if t, err := time.Parse(time.RFC3339Nano, str); err == nil && t.Equal(time.Unix(0, 0)) {
-				return nil, false
-			}
-		}
 	}
 	v, err := c.Convert(s.Default)
 	if err != nil || v == nil {
 		return nil, false
+	}
+	switch c.Kind {
+	case KindZonedTimestamp, KindTimestampMillis, KindTimestampMicros, KindTimestampNanos:
+		if v == int64(0) {
+			return nil, false
+		}
 	}
 	return v, true
 }
