@@ -29,13 +29,19 @@ import (
 // the column's type allows it.
 func backfillDefaults(ctx context.Context, base *table.Table, tx *table.Transaction, changes []schemamap.Change) error {
 	version := base.Metadata().Version()
+	// Once rows are rewritten, every added column with a default is
+	// written with it: a data file that holds a column reads its values,
+	// not the column's initial-default, so a v3 column with one must be
+	// filled as well.
 	fill := map[string]schemamap.Change{}
+	need := false
 	for _, c := range changes {
-		if c.Backfill(version) {
+		if c.Kind == schemamap.AddColumn && len(c.Path) == 1 && c.Default != nil && c.Column != nil {
 			fill[c.Path[0]] = c
+			need = need || c.Backfill(version)
 		}
 	}
-	if len(fill) == 0 || base.CurrentSnapshot() == nil {
+	if !need || base.CurrentSnapshot() == nil {
 		return nil
 	}
 	staged, err := tx.StagedTable()

@@ -150,6 +150,11 @@ func (c Change) InitialDefault() (iceberg.Literal, bool) {
 			return iceberg.Int32Literal(v), true
 		}
 	case int64:
+		// iceberg-go reads a default back from the table metadata as a
+		// float64: beyond 2^53 a long would come back changed.
+		if v > 1<<53 || v < -(1<<53) {
+			break
+		}
 		switch c.Column.Kind {
 		case KindLong, KindTimeMillis, KindTimeMicros, KindTimeNanos:
 			return iceberg.Int64Literal(v), true
