@@ -62,7 +62,7 @@ func TestDefaultsFromAvro(t *testing.T) {
 		"ti":      {int32(7), iceberg.Int32Literal(7)},
 		"big":     {int64(-1), iceberg.Int64Literal(-1)},
 		"maxlong": {int64(9223372036854775807), nil}, // iceberg-go reads defaults back as float64
-		"f":       {1000.0, nil}, // written as 1000, which Java refuses for a double
+		"f":       {1000.0, nil},                     // written as 1000, which Java refuses for a double
 		"ff":      {1.5, iceberg.Float64Literal(1.5)},
 		"bo":      {true, iceberg.BoolLiteral(true)},
 		"vb":      {[]byte{'A', 0xff}, iceberg.BinaryLiteral{'A', 0xff}},
