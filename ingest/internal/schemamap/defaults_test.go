@@ -2,10 +2,13 @@ package schemamap
 
 import (
 	"os"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -149,6 +152,69 @@ func TestEvolveMappingCarriesDefaults(t *testing.T) {
 		case "updated_ts":
 			if c.Default != nil {
 				t.Errorf("updated_ts (DEFAULT CURRENT_TIMESTAMP) default %v, want none", c.Default)
+			}
+		}
+	}
+}
+
+// TestApplyDefaults stages the added columns of the defaults schema on an
+// in-memory table: on v3 the columns with an initial-default carry it
+// (initial-default and write-default), the others and every v2 column
+// carry none and say in their doc what their older rows read.
+func TestApplyDefaults(t *testing.T) {
+	s, err := ParseAvro([]byte(defaultsEnvelope))
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := Map(s, []string{"id"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur := iceberg.NewSchemaWithIdentifiers(0, []int{1}, iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int32, Required: true})
+	changes, err := EvolveMapping(cur, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		version  int
+		backfill bool
+	}{{2, false}, {2, true}, {3, false}, {3, true}} {
+		meta, err := table.NewMetadata(cur, iceberg.UnpartitionedSpec, table.UnsortedSortOrder, "file:///tmp/t",
+			iceberg.Properties{"format-version": strconv.Itoa(tc.version)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx := table.New(table.Identifier{"ns", "t"}, meta, "file:///tmp/t/metadata/v1.json", nil, nil).NewTransaction()
+		if err := Apply(tx.UpdateSchema(true, false), changes, tc.version, tc.backfill).Commit(); err != nil {
+			t.Fatalf("v%d: staging: %v", tc.version, err)
+		}
+		staged, err := tx.StagedTable()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range changes {
+			f, ok := staged.Schema().FindFieldByName(c.Path[0])
+			if !ok {
+				t.Fatalf("v%d: column %s not added", tc.version, c.Path[0])
+			}
+			lit, initial := c.InitialDefault()
+			initial = initial && tc.version >= 3
+			switch {
+			case initial && (!cmp.Equal(f.InitialDefault, lit.Any()) || !cmp.Equal(f.WriteDefault, lit.Any())):
+				t.Errorf("v%d column %s: initial-default %v, write-default %v, want %v", tc.version, f.Name, f.InitialDefault, f.WriteDefault, lit.Any())
+			case !initial && (f.InitialDefault != nil || f.WriteDefault != nil):
+				t.Errorf("v%d column %s: initial-default %v, want none", tc.version, f.Name, f.InitialDefault)
+			}
+			wantDoc := ""
+			switch {
+			case c.Default == nil || initial:
+			case tc.backfill:
+				wantDoc = "were rewritten with the source default"
+			default:
+				wantDoc = "they read NULL"
+			}
+			if !strings.Contains(f.Doc, wantDoc) || wantDoc == "" && f.Doc != "" {
+				t.Errorf("v%d backfill=%v column %s: doc %q, want it to say %q", tc.version, tc.backfill, f.Name, f.Doc, wantDoc)
 			}
 		}
 	}
