@@ -325,7 +325,7 @@ func changeLogEqualsMariaDB(ctx context.Context, t *testing.T, cat *rest.Catalog
 	}
 	rows, err := icebergreader.ReadErr(ns + "." + lakeName)
 	if err != nil {
-		t.Fatal(err)
+		return 0, []string{firstLine(err.Error())} // a table the reader cannot read differs
 	}
 	type change struct {
 		part, off int64
@@ -407,7 +407,7 @@ func javaEqualsMariaDB(ctx context.Context, t *testing.T, cat *rest.Catalog, db 
 	}
 	rows, err := icebergreader.ReadErr(ident[0] + "." + ident[1])
 	if err != nil {
-		t.Fatal(err)
+		return 0, []string{firstLine(err.Error())} // a table the reader cannot read differs
 	}
 	conv := make([]map[string]*string, len(rows))
 	for i, r := range rows {
@@ -422,4 +422,10 @@ func javaEqualsMariaDB(ctx context.Context, t *testing.T, cat *rest.Catalog, db 
 		return 0, []string{err.Error()}
 	}
 	return len(src.ByKey), lakecheck.Diff(src, java, 50)
+}
+
+// firstLine is the first two lines of s (a Java stack trace is long).
+func firstLine(s string) string {
+	lines := strings.SplitN(s, "\n", 3)
+	return strings.Join(lines[:min(2, len(lines))], " ")
 }
