@@ -38,6 +38,8 @@ type Config struct {
 	NamespaceWithPrefix bool
 	PartitionSpec       string // see pipeline.ParsePartitionSpecs
 	KeylessTables       string // append or reject
+	TableFormatVersion  int    // format version of new tables: 2 or 3
+	BackfillDefaults    bool   // rewrite older rows with an added column's default
 
 	// Batching.
 	FlushRows        int
@@ -72,6 +74,8 @@ func (c *Config) bind(f *envFlags) {
 	f.Bool(&c.NamespaceWithPrefix, "namespace-with-prefix", false, "name namespaces <prefix>_<db> instead of <db>, for several sources in one catalog")
 	f.String(&c.PartitionSpec, "partition-spec", "", "partition spec of new tables, ';'-separated: '<db>.<table>=bucket(N[, <key column>])', '*=bucket(N)' (first key column) or '...=none'; only primary-key columns (default: unpartitioned)")
 	f.String(&c.KeylessTables, "keyless-tables", "append", "tables without a primary key: append (an append-only table of change events, one row per row image) or reject (stop ingest)")
+	f.Int(&c.TableFormatVersion, "table-format-version", 2, "Iceberg format version of the tables ingest creates: 2, or 3 (a column added with a DEFAULT then carries it as initial-default, read by the rows written before; see schemas/TYPES.md)")
+	f.Bool(&c.BackfillDefaults, "backfill-defaults", false, "when a column is added with a DEFAULT the table cannot carry as initial-default (format v2 tables, and v3 date/time/decimal columns), rewrite the table's rows with the default in the commit that adds the column")
 	f.Int(&c.FlushRows, "flush-rows", 100_000, "commit a table when it buffers this many change events")
 	f.Int(&c.FlushBytes, "flush-bytes", 64<<20, "commit a table when its buffered events reach this many bytes")
 	f.Duration(&c.FlushInterval, "flush-interval", 30*time.Second, "commit a table when its oldest buffered event is this old")
@@ -115,6 +119,9 @@ func (c *Config) Validate() error {
 	}
 	if c.KeylessTables != "append" && c.KeylessTables != "reject" {
 		bad("keyless-tables %q: want append or reject", c.KeylessTables)
+	}
+	if c.TableFormatVersion != 2 && c.TableFormatVersion != 3 {
+		bad("table-format-version %d: want 2 or 3", c.TableFormatVersion)
 	}
 	if c.SigV4 && c.S3Region == "" {
 		bad("sigv4 needs s3-region (or AWS_REGION)")
@@ -173,6 +180,7 @@ func (c *Config) redacted() []any {
 		"catalog_credential_set", c.CatalogCredential != "", "catalog_token_set", c.CatalogToken != "",
 		"sigv4", c.SigV4, "s3_endpoint", c.S3Endpoint, "s3_region", c.S3Region,
 		"partition_spec", c.PartitionSpec, "keyless_tables", c.KeylessTables,
+		"table_format_version", c.TableFormatVersion, "backfill_defaults", c.BackfillDefaults,
 		"flush_rows", c.FlushRows, "flush_bytes", c.FlushBytes, "flush_interval", c.FlushInterval,
 		"max_buffered_bytes", c.MaxBufferedBytes, "shutdown_timeout", c.ShutdownTimeout,
 	}

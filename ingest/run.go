@@ -141,6 +141,8 @@ func ingest(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	p, err := pipeline.New(pipeline.Config{
 		Partitions:       partitions,
 		KeylessAppend:    cfg.KeylessTables == "append",
+		FormatVersion:    cfg.TableFormatVersion,
+		BackfillDefaults: cfg.BackfillDefaults,
 		Brokers:          cfg.brokers(),
 		Group:            cfg.GroupID,
 		Topics:           cfg.topics(),

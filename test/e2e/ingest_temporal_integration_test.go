@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"github.com/apache/iceberg-go/table"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -140,7 +141,7 @@ func ingestTemporal(t *testing.T, snapshot bool) {
 			if ing.exited() {
 				t.Fatalf("ingest exited: %v\n%s", ing.err, ing.output())
 			}
-			n, diffs := javaEqualsMariaDB(ctx, t, cat, db, ns, tb)
+			n, diffs := javaEqualsMariaDB(ctx, t, cat, db, table.Identifier{ns, tb.name}, tb.name, tb.key)
 			if len(diffs) == 0 {
 				compared += n
 				break

@@ -199,7 +199,7 @@ func waitJavaEqual(t *testing.T, ing *proc, cat *rest.Catalog, db *sql.DB, ns, n
 		if ing.exited() {
 			t.Fatalf("ingest exited: %v\n%s", ing.err, ing.output())
 		}
-		_, diffs := javaEqualsMariaDB(ctx, t, cat, db, ns, keyedTable{name: name, key: []string{"id"}})
+		_, diffs := javaEqualsMariaDB(ctx, t, cat, db, table.Identifier{ns, name}, name, []string{"id"})
 		if len(diffs) == 0 {
 			return
 		}

@@ -17,6 +17,9 @@
 //   - float, double: the shortest text that reads back as the same float32
 //     or float64 (MariaDB's text for FLOAT must therefore have at most 6
 //     significant digits to name one float32: tests use such values).
+//     MySQL FLOAT(M,D) is a double column holding the stored float32
+//     exactly: MariaDB's text (D digits) is read as the float32 it names
+//     and compared as that double (999.9999 → 999.9998779296875).
 //   - boolean: true or false (MySQL BIT(1); TINYINT(1) is an int).
 //   - decimal(p,s): plain text with exactly s fraction digits. MySQL
 //     DECIMAL with p > 38 is an Iceberg string holding the same text.
@@ -469,6 +472,13 @@ func sqlValue(v sql.RawBytes, t iceberg.Type, m mysqlColumn) string {
 			return strconv.FormatFloat(f, 'g', -1, 32)
 		}
 	case iceberg.Float64Type:
+		if m.dataType == "float" {
+			// FLOAT(M,D) is a float32 in MariaDB, printed with D
+			// digits: the double Iceberg holds is that float32 exactly.
+			if f, err := strconv.ParseFloat(s, 32); err == nil {
+				return strconv.FormatFloat(f, 'g', -1, 64)
+			}
+		}
 		if f, err := strconv.ParseFloat(s, 64); err == nil {
 			return strconv.FormatFloat(f, 'g', -1, 64)
 		}

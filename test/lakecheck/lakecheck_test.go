@@ -96,3 +96,21 @@ func TestSQLValueTemporal(t *testing.T) {
 		}
 	}
 }
+
+// TestFloatMD: a FLOAT(M,D) value is compared as the float32 MariaDB
+// stores, widened exactly to the Iceberg double; a double that is not
+// that float32 still differs.
+func TestFloatMD(t *testing.T) {
+	m := mysqlColumn{dataType: "float", columnType: "float(7,4)"}
+	got := sqlValue([]byte("-999.9999"), iceberg.PrimitiveTypes.Float64, m)
+	if want := javaValue("-999.9998779296875", iceberg.PrimitiveTypes.Float64); got != want {
+		t.Errorf("FLOAT(7,4) -999.9999 = %q, want the stored float32 %q", got, want)
+	}
+	if other := javaValue("-999.9999", iceberg.PrimitiveTypes.Float64); got == other {
+		t.Errorf("the double -999.9999 (not a float32) compares equal to FLOAT(7,4) -999.9999")
+	}
+	d := mysqlColumn{dataType: "double", columnType: "double"}
+	if got := sqlValue([]byte("-999.9999"), iceberg.PrimitiveTypes.Float64, d); got != "-999.9999" {
+		t.Errorf("DOUBLE -999.9999 = %q", got)
+	}
+}

@@ -85,9 +85,18 @@ type Config struct {
 	// Partitions are the partition specs of tables ingest creates
 	// (default: unpartitioned). Only primary-key columns are accepted.
 	Partitions PartitionSpecs
-	// TableProperties are set on tables ingest creates (format-version 2
-	// is always set).
+	// TableProperties are set on tables ingest creates (format-version is
+	// always FormatVersion).
 	TableProperties map[string]string
+	// FormatVersion is the Iceberg format version of the tables ingest
+	// creates: 2 (default) or 3. On a v3 table a column added with a
+	// DEFAULT carries it as initial-default (schemamap.Apply).
+	FormatVersion int
+	// BackfillDefaults rewrites a table's rows with an added column's
+	// default in the commit that adds the column, where the table cannot
+	// carry the default (schemamap.Change.Backfill). Default false: those
+	// rows read NULL.
+	BackfillDefaults bool
 	// Logger; nil means slog.Default().
 	Logger *slog.Logger
 	// Metrics; nil means none.
@@ -131,6 +140,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = 30 * time.Second
+	}
+	if c.FormatVersion == 0 {
+		c.FormatVersion = 2
 	}
 	if c.Limits.MaxAge == 0 {
 		c.Limits.MaxAge = 30 * time.Second

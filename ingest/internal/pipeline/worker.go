@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -361,7 +362,7 @@ func (w *worker) adopt(ctx context.Context, s *decode.Schema, key []string, keyl
 	if err != nil {
 		return fmt.Errorf("mapping the schema of %s (%s): %w", w.topic, s.ID, err)
 	}
-	changes, err := schemamap.Evolve(w.committer.Table().Schema(), m.Schema)
+	changes, err := schemamap.EvolveMapping(w.committer.Table().Schema(), m)
 	if err != nil {
 		return fmt.Errorf("%w: table %v from topic %s: %w", ErrIncompatible, w.ident, w.topic, err)
 	}
@@ -429,11 +430,12 @@ func (w *worker) create(ctx context.Context, s *decode.Schema, key []string, key
 	if err != nil {
 		return err
 	}
-	props := iceberg.Properties{"format-version": "2"}
+	version := strconv.Itoa(w.p.cfg.FormatVersion)
+	props := iceberg.Properties{"format-version": version}
 	for k, v := range w.p.cfg.TableProperties {
 		props[k] = v
 	}
-	props["format-version"] = "2"
+	props["format-version"] = version
 	err = retryCatalog(ctx, func() error {
 		_, err := w.p.cat.CreateTable(ctx, w.ident, m.Schema, catalog.WithProperties(props), catalog.WithPartitionSpec(&spec))
 		if err == nil || errors.Is(err, catalog.ErrTableAlreadyExists) {
@@ -458,8 +460,14 @@ func (w *worker) create(ctx context.Context, s *decode.Schema, key []string, key
 func (w *worker) evolve(ctx context.Context, changes []schemamap.Change) error {
 	tbl := w.committer.Table()
 	tx := tbl.NewTransaction()
-	if err := schemamap.Apply(tx.UpdateSchema(true, false), changes).Commit(); err != nil {
+	version, backfill := tbl.Metadata().Version(), w.p.cfg.BackfillDefaults
+	if err := schemamap.Apply(tx.UpdateSchema(true, false), changes, version, backfill).Commit(); err != nil {
 		return fmt.Errorf("staging the schema change of %v: %w", w.ident, err)
+	}
+	if backfill {
+		if err := backfillDefaults(ctx, tbl, tx, changes); err != nil {
+			return fmt.Errorf("backfilling the defaults of the columns added to %v: %w", w.ident, err)
+		}
 	}
 	if _, err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("evolving the schema of %v: %w", w.ident, err)

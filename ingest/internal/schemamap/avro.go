@@ -18,9 +18,11 @@
 package schemamap
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 
 	"github.com/binlake/binlake/schemas/debezium"
@@ -40,9 +42,19 @@ var (
 // key, value row or envelope) into its Kafka Connect view. Named types
 // defined earlier in the schema may be referenced by name later, as the
 // envelope's "after" field references "Value".
+//
+// A field's Avro "default" becomes the Connect default
+// ([debezium.Schema.Default]) of its schema, in the Go model of the
+// debezium package (int8, int16, int32, int64, float32, float64, bool,
+// string, []byte): the default the producer read from the column's DDL
+// (Debezium's value schema carries it, e.g. after ALTER TABLE … ADD
+// COLUMN c VARCHAR(32) DEFAULT 'dflt'). A null default is no default.
+// Defaults of structs, arrays and maps are not read.
 func ParseAvro(avroJSON []byte) (*debezium.Schema, error) {
 	var v any
-	if err := json.Unmarshal(avroJSON, &v); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(avroJSON))
+	dec.UseNumber() // a long default may not fit a float64
+	if err := dec.Decode(&v); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidAvro, err)
 	}
 	p := avroParser{named: map[string]*debezium.Schema{}}
@@ -235,6 +247,17 @@ func (p *avroParser) record(o map[string]any, ns string) (*debezium.Schema, erro
 		if err != nil {
 			return nil, fmt.Errorf("field %s: %w", fname, err)
 		}
+		if dv, ok := fo["default"]; ok && dv != nil {
+			d, err := avroDefault(fs, dv)
+			if err != nil {
+				return nil, fmt.Errorf("%w: default of field %s: %w", ErrInvalidAvro, fname, err)
+			}
+			if d != nil {
+				c := *fs // a named schema may be shared; the default is per field
+				c.Default = d
+				fs = &c
+			}
+		}
 		s.Fields = append(s.Fields, debezium.Field{Name: fname, Schema: fs})
 	}
 	applyProps(s, o)
@@ -250,7 +273,7 @@ func applyProps(s *debezium.Schema, o map[string]any) {
 	if v, ok := o["connect.name"].(string); ok {
 		s.Name = v
 	}
-	if v, ok := o["connect.version"].(float64); ok {
+	if v, ok := number(o["connect.version"]); ok {
 		s.Version = int(v)
 	}
 	if v, ok := o["connect.doc"].(string); ok {
@@ -274,8 +297,8 @@ func applyProps(s *debezium.Schema, o map[string]any) {
 	}
 	switch lt {
 	case "decimal":
-		prec, _ := o["precision"].(float64)
-		scale, _ := o["scale"].(float64)
+		prec, _ := number(o["precision"])
+		scale, _ := number(o["scale"])
 		s.Name = debezium.DecimalName
 		s.Parameters = append(s.Parameters,
 			debezium.Param{Key: debezium.DecimalScaleParam, Value: fmt.Sprint(int(scale))},
@@ -310,4 +333,86 @@ func RowSchema(s *debezium.Schema) (*debezium.Schema, error) {
 		return nil, fmt.Errorf("%w: envelope field after is %s", ErrUnsupported, row.Type)
 	}
 	return &row, nil
+}
+
+// number reads a JSON number decoded with UseNumber.
+func number(v any) (float64, bool) {
+	n, ok := v.(json.Number)
+	if !ok {
+		return 0, false
+	}
+	f, err := n.Float64()
+	return f, err == nil
+}
+
+// avroDefault turns the JSON default of a field of schema s into a
+// Connect value (nil for the types whose defaults are not read). The
+// Avro JSON encoding is that of the union's first branch (the value
+// branch: Connect puts it first when there is a default); bytes are a
+// string of code points 0–255.
+func avroDefault(s *debezium.Schema, v any) (any, error) {
+	bad := func() error { return fmt.Errorf("%v does not fit %s", v, s.Type) }
+	integer := func(lo, hi int64) (int64, error) {
+		n, ok := v.(json.Number)
+		if !ok {
+			return 0, bad()
+		}
+		i, err := n.Int64()
+		if err != nil || i < lo || i > hi {
+			return 0, bad()
+		}
+		return i, nil
+	}
+	switch s.Type {
+	case debezium.BOOLEAN:
+		b, ok := v.(bool)
+		if !ok {
+			return nil, bad()
+		}
+		return b, nil
+	case debezium.INT8:
+		i, err := integer(math.MinInt8, math.MaxInt8)
+		return int8(i), err
+	case debezium.INT16:
+		i, err := integer(math.MinInt16, math.MaxInt16)
+		return int16(i), err
+	case debezium.INT32:
+		i, err := integer(math.MinInt32, math.MaxInt32)
+		return int32(i), err
+	case debezium.INT64:
+		return integer(math.MinInt64, math.MaxInt64)
+	case debezium.FLOAT32, debezium.FLOAT64:
+		n, ok := v.(json.Number)
+		if !ok {
+			return nil, bad()
+		}
+		f, err := n.Float64()
+		if err != nil {
+			return nil, bad()
+		}
+		if s.Type == debezium.FLOAT32 {
+			return float32(f), nil
+		}
+		return f, nil
+	case debezium.STRING:
+		str, ok := v.(string)
+		if !ok {
+			return nil, bad()
+		}
+		return str, nil
+	case debezium.BYTES:
+		str, ok := v.(string)
+		if !ok {
+			return nil, bad()
+		}
+		b := make([]byte, 0, len(str))
+		for _, r := range str {
+			if r > 0xff {
+				return nil, bad()
+			}
+			b = append(b, byte(r))
+		}
+		return b, nil
+	}
+	return nil, nil
 }

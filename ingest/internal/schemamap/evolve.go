@@ -1,9 +1,15 @@
 package schemamap
 
 import (
+	"encoding/hex"
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
@@ -15,7 +21,9 @@ type ChangeKind uint8
 // Schema change kinds, all of which Iceberg applies without rewriting data.
 const (
 	// AddColumn adds an optional column (a nested field when Path is longer
-	// than one element). Rows written before read it as null.
+	// than one element). Rows written before read it as null, or as the
+	// column's Default where the table can hold one (format v3, see
+	// [Apply]) or where they are rewritten with it (see [Change.Backfill]).
 	AddColumn ChangeKind = iota + 1
 	// Widen promotes a primitive type: int→long, float→double, or a
 	// decimal to a larger precision at the same scale.
@@ -31,6 +39,11 @@ type Change struct {
 	Type iceberg.Type // the new type (AddColumn, Widen)
 	From iceberg.Type // the old type (Widen)
 	Doc  string
+	// Default is the source column's default (AddColumn of a top-level
+	// column, from [EvolveMapping]), as [Column.Default]; nil when none.
+	Default any
+	// Column is the mapped column of an AddColumn from [EvolveMapping].
+	Column *Column
 }
 
 func (c Change) String() string {
@@ -84,6 +97,111 @@ func Evolve(current, next *iceberg.Schema) ([]Change, error) {
 	var out []Change
 	err := evolveFields(nil, current.Fields(), next.Fields(), &out)
 	return out, err
+}
+
+// EvolveMapping is [Evolve] to next's schema, with each top-level added
+// column's Default and mapped Column set from next.
+func EvolveMapping(current *iceberg.Schema, next *Mapping) ([]Change, error) {
+	changes, err := Evolve(current, next.Schema)
+	if err != nil {
+		return nil, err
+	}
+	for i, c := range changes {
+		if c.Kind != AddColumn || len(c.Path) != 1 {
+			continue
+		}
+		for j := range next.Columns {
+			if next.Columns[j].Name == c.Path[0] {
+				changes[i].Column = &next.Columns[j]
+				changes[i].Default = next.Columns[j].Default
+			}
+		}
+	}
+	return changes, nil
+}
+
+// DefaultsFormatVersion is the first Iceberg format version whose columns
+// carry defaults (initial-default: the value of the rows written before
+// the column was added; write-default).
+const DefaultsFormatVersion = 3
+
+// InitialDefault is the Iceberg literal of an added column's Default that
+// [Apply] sets as the column's initial-default and write-default on a
+// format v3 table, and whether there is one. Only types whose default
+// iceberg-go v0.7.0 writes into table metadata as the Iceberg spec's JSON
+// single-value form have one: boolean, int, long (also MySQL TIME as µs),
+// float and double with a fraction (see jsonFloat), string (also DECIMAL
+// with more than 38 digits) and binary. v0.7.0 writes date, timestamp and timestamptz defaults as JSON
+// numbers (the spec wants ISO strings) and refuses decimals whose
+// precision is not 9 and every timestamptz default (its literals carry no
+// such types), so those columns get none: their older rows read NULL
+// unless backfilled (see [Change.Backfill]).
+func (c Change) InitialDefault() (iceberg.Literal, bool) {
+	if c.Kind != AddColumn || c.Default == nil || c.Column == nil {
+		return nil, false
+	}
+	switch v := c.Default.(type) {
+	case bool:
+		if c.Column.Kind == KindBool {
+			return iceberg.BoolLiteral(v), true
+		}
+	case int32:
+		if c.Column.Kind == KindInt {
+			return iceberg.Int32Literal(v), true
+		}
+	case int64:
+		// iceberg-go reads a default back from the table metadata as a
+		// float64: beyond 2^53 a long would come back changed.
+		if v > 1<<53 || v < -(1<<53) {
+			break
+		}
+		switch c.Column.Kind {
+		case KindLong, KindTimeMillis, KindTimeMicros, KindTimeNanos:
+			return iceberg.Int64Literal(v), true
+		}
+	case float32:
+		if c.Column.Kind == KindFloat && jsonFloat(float64(v)) {
+			return iceberg.Float32Literal(v), true
+		}
+	case float64:
+		if c.Column.Kind == KindDouble && jsonFloat(v) {
+			return iceberg.Float64Literal(v), true
+		}
+	case string:
+		if c.Column.Kind == KindString || c.Column.Kind == KindDecimalString {
+			return iceberg.StringLiteral(v), true
+		}
+	case []byte:
+		if c.Column.Kind == KindBinary {
+			return iceberg.BinaryLiteral(v), true
+		}
+	}
+	return nil, false
+}
+
+// jsonFloat reports whether iceberg-go v0.7.0 writes the float default v
+// as a JSON number that the Iceberg spec's readers take for a float:
+// encoding/json writes an integral value below 1e21 without a fraction
+// ("1000"), which Java's parser (and so the REST catalog) refuses for a
+// float or double default, and cannot write NaN or infinities at all.
+func jsonFloat(v float64) bool {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return false
+	}
+	return v != math.Trunc(v) || math.Abs(v) >= 1e21
+}
+
+// Backfill reports whether the rows that exist when the change is applied
+// must be rewritten to read the added column's Default, on a table of
+// format version formatVersion: an AddColumn with a default that the
+// table cannot carry as an initial-default (format v2, or a type without
+// [Change.InitialDefault]).
+func (c Change) Backfill(formatVersion int) bool {
+	if c.Kind != AddColumn || c.Default == nil || c.Column == nil {
+		return false
+	}
+	_, ok := c.InitialDefault()
+	return formatVersion < DefaultsFormatVersion || !ok
 }
 
 func identifierNames(s *iceberg.Schema) []string {
@@ -177,13 +295,30 @@ func evolveType(path []string, cur, next iceberg.Type, out *[]Change) error {
 	return incompatible()
 }
 
-// Apply stages the changes on u (from tx.UpdateSchema(true, false)); the
-// caller commits u and then the transaction.
-func Apply(u *table.UpdateSchema, changes []Change) *table.UpdateSchema {
+// Apply stages the changes on u (from tx.UpdateSchema(true, false)) of a
+// table of format version formatVersion; the caller commits u and then the
+// transaction. On a v3 table an added column with an
+// [Change.InitialDefault] gets it as initial-default and write-default, so
+// that the rows written before read it as MariaDB returns them. Otherwise
+// the column's doc says that those rows read NULL (or were rewritten, when
+// backfill is set and [Change.Backfill] holds).
+func Apply(u *table.UpdateSchema, changes []Change, formatVersion int, backfill bool) *table.UpdateSchema {
 	for _, c := range changes {
 		switch c.Kind {
 		case AddColumn:
-			u = u.AddColumn(c.Path, c.Type, c.Doc, false, nil)
+			lit, ok := c.InitialDefault()
+			switch {
+			case c.Default == nil:
+			case formatVersion >= DefaultsFormatVersion && ok:
+			case backfill && c.Backfill(formatVersion):
+				c.Doc = joinDoc(c.Doc, "binlake: the rows that existed when this column was added were rewritten with the source default "+c.defaultText()+" (backfill-defaults)")
+			default:
+				c.Doc = joinDoc(c.Doc, fmt.Sprintf("binlake: the source default %s is not applied to the rows that existed when this column was added; they read NULL (format v%d table, no backfill-defaults)", c.defaultText(), formatVersion))
+			}
+			if formatVersion < DefaultsFormatVersion || !ok {
+				lit = nil
+			}
+			u = u.AddColumn(c.Path, c.Type, c.Doc, false, lit)
 		case Widen:
 			u = u.UpdateColumn(c.Path, table.ColumnUpdate{FieldType: iceberg.Optional[iceberg.Type]{Val: c.Type, Valid: true}})
 		case MakeOptional:
@@ -191,4 +326,30 @@ func Apply(u *table.UpdateSchema, changes []Change) *table.UpdateSchema {
 		}
 	}
 	return u
+}
+
+func joinDoc(doc, note string) string {
+	if doc == "" {
+		return note
+	}
+	return doc + "; " + note
+}
+
+// defaultText renders Default for a column doc.
+func (c Change) defaultText() string {
+	switch v := c.Default.(type) {
+	case []byte:
+		return "0x" + hex.EncodeToString(v)
+	case decimal128.Num:
+		return v.ToString(int32(c.Column.Scale))
+	case string:
+		return strconv.Quote(v)
+	}
+	switch c.Column.Kind {
+	case KindDate:
+		return time.Unix(int64(c.Default.(int32))*86400, 0).UTC().Format("2006-01-02")
+	case KindTimestampMillis, KindTimestampMicros, KindTimestampNanos, KindZonedTimestamp:
+		return time.UnixMicro(c.Default.(int64)).UTC().Format("2006-01-02T15:04:05.999999Z")
+	}
+	return fmt.Sprint(c.Default)
 }

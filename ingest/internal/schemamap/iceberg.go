@@ -63,6 +63,12 @@ type Column struct {
 	Scale    int      // decimal scale (KindDecimal, KindDecimalString)
 	Fields   []Column // KindStruct
 	Elem     *Column  // KindList element, KindMap value
+	// Default is the column's default from the producer's schema (the
+	// Avro field default: the DDL default, as Debezium writes it),
+	// converted as [Column.Convert] converts values; nil when there is
+	// none, when it is Debezium's stand-in for an expression default
+	// (see [DefaultOf]), or for structs, lists and maps.
+	Default any
 }
 
 // Mapping is the Iceberg view of one Debezium row schema.
@@ -133,7 +139,42 @@ func mapField(f debezium.Field, ids *idAlloc) (Column, iceberg.Type, error) {
 	}
 	col.Name = f.Name
 	col.Required = !f.Schema.Optional
+	if d, ok := DefaultOf(f.Schema, &col); ok {
+		col.Default = d
+	}
 	return col, typ, nil
+}
+
+// DefaultOf is the default of schema s (mapped as c) converted for c, and
+// whether it is one: a literal default, reproducible for the rows that
+// existed before the column was added. Not one: no default, a default
+// that does not convert, and Debezium's stand-in for CURRENT_TIMESTAMP on
+// TIMESTAMP and DATETIME columns, the epoch ("1970-01-01T00:00:00Z" and
+// 0): the rows MariaDB filled hold the time of the ALTER, which no event
+// carries. (No TIMESTAMP literal can be the epoch, whose smallest value is
+// 1970-01-01 00:00:01 UTC; a DATETIME DEFAULT '1970-01-01 00:00:00' is
+// taken for the stand-in too, and a zero-date default, which Debezium
+// also writes as the epoch.) Other expression defaults (DEFAULT (1 + 1),
+// UUID() …) have no default in Debezium's schema.
+func DefaultOf(s *debezium.Schema, c *Column) (any, bool) {
+	if s.Default == nil {
+		return nil, false
+	}
+	switch c.Kind {
+	case KindStruct, KindList, KindMap:
+		return nil, false
+	}
+	v, err := c.Convert(s.Default)
+	if err != nil || v == nil {
+		return nil, false
+	}
+	switch c.Kind {
+	case KindZonedTimestamp, KindTimestampMillis, KindTimestampMicros, KindTimestampNanos:
+		if v == int64(0) {
+			return nil, false
+		}
+	}
+	return v, true
 }
 
 func mapSchema(s *debezium.Schema, ids *idAlloc) (Column, iceberg.Type, error) {

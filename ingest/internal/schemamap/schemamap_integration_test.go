@@ -100,7 +100,7 @@ func TestRegistryToIcebergEvolution(t *testing.T) {
 		t.Fatal(err)
 	}
 	tx := tbl.NewTransaction()
-	if err := Apply(tx.UpdateSchema(true, false), changes).Commit(); err != nil {
+	if err := Apply(tx.UpdateSchema(true, false), changes, 2, false).Commit(); err != nil {
 		t.Fatalf("staging %v: %v", changes, err)
 	}
 	tbl, err = tx.Commit(ctx)
