@@ -13,7 +13,9 @@ func ev(p int32, off int64, key, op, row string, pos int64) Event {
 	return Event{Topic: topic, Partition: p, Offset: off, Key: key, Op: op, Row: row, Pos: Position{File: "bin.000001", Pos: pos}}
 }
 
-func tomb(p int32, off int64, key string) Event { return Event{Topic: topic, Partition: p, Offset: off, Key: key} }
+func tomb(p int32, off int64, key string) Event {
+	return Event{Topic: topic, Partition: p, Offset: off, Key: key}
+}
 
 func run(v EventValidator, evs ...Event) []string {
 	for _, e := range evs {
