@@ -392,6 +392,9 @@ func (p *Publisher) Abort(ctx context.Context) error {
 // broker aborted it and bumped the producer epoch, which the client then
 // sees exactly as a newer producer's fencing.
 func (p *Publisher) classify(err error) error {
+	if errors.Is(err, ErrFenced) || errors.Is(err, ErrTransactionTimeout) {
+		return err // classified already
+	}
 	if !errors.Is(err, kerr.ProducerFenced) && !errors.Is(err, kerr.InvalidProducerEpoch) {
 		return err
 	}
