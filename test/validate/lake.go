@@ -163,7 +163,8 @@ func (v *Tiling) overlapping(p int32, from, to int64) int64 {
 }
 
 // NoteEnd records that partition's change records end before next (its
-// last record's offset + 1, 0 when it has none): the table must hold
+// last change record's offset + 1, 0 when it has none; a trailing
+// tombstone applies nothing and does not count): the table must hold
 // exactly that offset.
 func (v *Tiling) NoteEnd(partition int32, next int64) { v.ends[partition] = next }
 
