@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -19,8 +20,11 @@ import (
 	_ "github.com/apache/iceberg-go/io/gocloud/s3" // registers s3://
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/go-cmp/cmp"
+	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/binlake/binlake/test/kafkatest"
 	"github.com/binlake/binlake/test/testenv"
+	"github.com/binlake/binlake/test/validate"
 )
 
 // typesDDL covers the column types the pipeline test compares.
@@ -48,6 +52,7 @@ type ingestRun struct {
 	ident   table.Identifier
 	topic   string
 	restart int
+	bin     string // the ingest binary; "" for the normal build
 }
 
 func newIngestRun(t *testing.T, c *captureEnv, extra ...string) *ingestRun {
@@ -81,7 +86,11 @@ func newIngestRun(t *testing.T, c *captureEnv, extra ...string) *ingestRun {
 func (r *ingestRun) start(t *testing.T) *proc {
 	t.Helper()
 	r.restart++
-	return start(t, binary(t, "ingest"), r.env, fmt.Sprintf("ingest-%d.log", r.restart))
+	bin := r.bin
+	if bin == "" {
+		bin = binary(t, "ingest")
+	}
+	return start(t, bin, r.env, fmt.Sprintf("ingest-%d.log", r.restart))
 }
 
 // mariaRows returns the table's rows in canonical form.
@@ -239,14 +248,68 @@ func TestIngestPipeline(t *testing.T) {
 }
 
 // TestIngestKill kills ingest with SIGKILL at random moments while a
-// workload runs, at least ten times, restarting it each time, and checks
-// that the table ends equal to MariaDB with no duplicate key.
+// workload runs, twenty times, restarting it each time, and checks that the
+// table ends equal to MariaDB with no duplicate key and that the lake
+// validator finds every offset of the topic applied in exactly one
+// snapshot. The table equality alone would pass with the exactly-once
+// machinery removed (re-applied upserts converge); the offset tiling would
+// not (TestIngestKillBrokenOffsets).
 func TestIngestKill(t *testing.T) {
+	r, ends := runIngestKill(t, binary(t, "ingest"))
+	ip := r.start(t)
+	r.waitEqual(t, 180*time.Second, ip)
+	rows := r.icebergRows(t)
+	seen := map[string]bool{}
+	for _, row := range rows {
+		id := strings.SplitN(row, "|", 2)[0]
+		if seen[id] {
+			t.Fatalf("duplicate key %s", id)
+		}
+		seen[id] = true
+	}
+	r.waitStored(t, ends, 60*time.Second, ip)
+	tiling := r.tiling(t, ends)
+	t.Logf("%d rows equal after %d kills; %s", len(rows), r.restart-1, tiling)
+	if f := tiling.Failures(); len(f) > 0 {
+		t.Fatalf("lake validator:\n%s", validate.Report(f, 20))
+	}
+	ip.stop(t, 60*time.Second)
+}
+
+// TestIngestKillBrokenOffsets is TestIngestKill against an ingest built
+// with the tag binlake_broken_offsets, which ignores the offsets stored in
+// the table: the lake validator must report offsets applied twice.
+func TestIngestKillBrokenOffsets(t *testing.T) {
+	r, ends := runIngestKill(t, taggedBinary(t, "ingest", "binlake_broken_offsets"))
+	ip := r.start(t)
+	// Wait for the table to store the end offsets; the broken ingest gets
+	// there too, having re-read the topic from the start.
+	r.waitStored(t, ends, 180*time.Second, ip)
+	ip.stop(t, 60*time.Second)
+	tiling := r.tiling(t, ends)
+	f := tiling.Failures()
+	t.Logf("%s; %d failures:\n%s", tiling, len(f), validate.Report(f, 10))
+	applied := 0
+	for _, l := range f {
+		if strings.Contains(l, "applied again") {
+			applied++
+		}
+	}
+	if applied == 0 {
+		t.Fatalf("the lake validator found no offset applied twice by an ingest that ignores its stored offsets")
+	}
+}
+
+// runIngestKill runs capture and the ingest binary bin, kills ingest twenty
+// times while a workload runs, and returns once capture has published the
+// whole workload, with the offset after each partition's last record.
+func runIngestKill(t *testing.T, bin string) (*ingestRun, map[int32]int64) {
 	c := newCaptureEnv(t)
 	exec1(t, c, typesDDL)
 	cp := start(t, binary(t, "capture"), c.env, "capture.log")
 	waitLog(t, cp, "Connected to server", 30*time.Second)
 	r := newIngestRun(t, c, "INGEST_FLUSH_INTERVAL=500ms", "INGEST_FLUSH_ROWS=400")
+	r.bin = bin
 
 	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
@@ -296,17 +359,72 @@ func TestIngestKill(t *testing.T) {
 	cancel()
 	wg.Wait()
 	t.Logf("%d statements, %d kills", statements, kills)
-	ip := r.start(t)
-	r.waitEqual(t, 180*time.Second, ip)
-	rows := r.icebergRows(t)
-	seen := map[string]bool{}
-	for _, row := range rows {
-		id := strings.SplitN(row, "|", 2)[0]
-		if seen[id] {
-			t.Fatalf("duplicate key %s", id)
+	c.caughtUp(t, 2*time.Minute)
+	return r, topicEnds(t, r.topic)
+}
+
+// topicEnds reads topic (read_committed) and returns, per partition, the
+// offset after its last change record (tombstones apply nothing, and
+// ingest does not advance its stored offset for them): what the table must
+// end up holding.
+func topicEnds(t *testing.T, topic string) map[int32]int64 {
+	t.Helper()
+	ends := map[int32]int64{}
+	n := kafkatest.Consume(t, testenv.KafkaBrokers(t), topic, 0, 3*time.Second, 2*time.Minute, func(rec *kgo.Record) {
+		if rec.Value != nil { // ingest stores no offset for a trailing tombstone
+			ends[rec.Partition] = max(ends[rec.Partition], rec.Offset+1)
 		}
-		seen[id] = true
+	})
+	t.Logf("%s: %d records, ends %v", topic, n, ends)
+	return ends
+}
+
+// stored is the offsets the table's current snapshot stores for the topic.
+func (r *ingestRun) stored(t *testing.T) map[string]int64 {
+	tbl, err := r.cat.LoadTable(t.Context(), r.ident)
+	if err != nil || tbl.CurrentSnapshot() == nil || tbl.CurrentSnapshot().Summary == nil {
+		return nil
 	}
-	t.Logf("%d rows equal after %d kills", len(rows), kills)
-	ip.stop(t, 60*time.Second)
+	var m map[string]int64
+	_ = json.Unmarshal([]byte(tbl.CurrentSnapshot().Summary.Properties[validate.OffsetsKeyPrefix+r.topic]), &m)
+	return m
+}
+
+// waitStored waits until the table's current snapshot stores the end of
+// every partition of the topic.
+func (r *ingestRun) waitStored(t *testing.T, ends map[int32]int64, timeout time.Duration, p *proc) {
+	t.Helper()
+	testenv.Eventually(t, timeout, 500*time.Millisecond, func() bool {
+		if p.exited() {
+			t.Fatalf("ingest exited: %v\n%s", p.err, p.output())
+		}
+		m := r.stored(t)
+		for part, end := range ends {
+			if m[fmt.Sprint(part)] < end {
+				return false
+			}
+		}
+		return true
+	}, fmt.Sprintf("the table to store the topic's end offsets %v", ends))
+}
+
+// tiling runs the lake validator over the table's snapshot history.
+func (r *ingestRun) tiling(t *testing.T, ends map[int32]int64) *validate.Tiling {
+	t.Helper()
+	tbl, err := r.cat.LoadTable(t.Context(), r.ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hist, err := validate.History(tbl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := validate.OffsetTiling(r.topic)
+	for _, s := range hist {
+		v.NoteSnapshot(s)
+	}
+	for p, n := range ends {
+		v.NoteEnd(p, n)
+	}
+	return v
 }

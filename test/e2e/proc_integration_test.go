@@ -46,6 +46,34 @@ func binary(t *testing.T, name string) string {
 	return filepath.Join(binDir, name)
 }
 
+var (
+	taggedMu   sync.Mutex
+	taggedBins = map[string]string{}
+)
+
+// taggedBinary builds the package name with the build tags (e.g. a
+// deliberately broken test variant) once per test run and returns its path.
+func taggedBinary(t *testing.T, name, tags string) string {
+	t.Helper()
+	taggedMu.Lock()
+	defer taggedMu.Unlock()
+	key := name + " " + tags
+	if p, ok := taggedBins[key]; ok {
+		return p
+	}
+	dir, err := os.MkdirTemp("", "binlake-e2e-tagged")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, name)
+	cmd := exec.Command("go", "build", "-tags", tags, "-o", p, "github.com/binlake/binlake/"+name)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building %s with tags %s: %v\n%s", name, tags, err, out)
+	}
+	taggedBins[key] = p
+	return p
+}
+
 // proc is a running binary whose output goes to a file in the test's dir.
 type proc struct {
 	cmd  *exec.Cmd

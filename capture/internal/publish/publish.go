@@ -25,6 +25,12 @@ import (
 // ErrFenced reports that another capture with the same id took over.
 var ErrFenced = errors.New("publish: fenced by a newer capture with the same id")
 
+// ErrTransactionTimeout reports that the broker aborted the open
+// transaction because it stayed open longer than the transaction timeout
+// (a source transaction too long for --transaction-timeout). The broker
+// then fences the producer, which without this check reads as ErrFenced.
+var ErrTransactionTimeout = errors.New("publish: the Kafka transaction outlived its timeout and the broker aborted it")
+
 // ErrTooLarge reports a record over the broker's or producer's size limit.
 var ErrTooLarge = errors.New("publish: record too large")
 
@@ -70,6 +76,7 @@ type Publisher struct {
 	err   error // first produce error of the open transaction
 
 	inTxn     bool
+	opened    time.Time // when the open transaction began; zero when none
 	closeOnce sync.Once
 }
 
@@ -112,7 +119,7 @@ func New(ctx context.Context, cfg Config) (*Publisher, error) {
 	}
 	if _, _, err := cl.ProducerID(ctx); err != nil {
 		p.Close()
-		return nil, classify(fmt.Errorf("initialising the transactional producer: %w", err))
+		return nil, p.classify(fmt.Errorf("initialising the transactional producer: %w", err))
 	}
 	return p, nil
 }
@@ -279,9 +286,10 @@ func (p *Publisher) Begin() error {
 		return nil
 	}
 	if err := p.cl.BeginTransaction(); err != nil {
-		return classify(fmt.Errorf("beginning a transaction: %w", err))
+		return p.classify(fmt.Errorf("beginning a transaction: %w", err))
 	}
 	p.inTxn = true
+	p.opened = time.Now()
 	return nil
 }
 
@@ -327,7 +335,7 @@ func (p *Publisher) Err() error {
 	if p.err == nil {
 		return nil
 	}
-	return classify(p.err)
+	return p.classify(p.err)
 }
 
 // Commit writes the position under key and commits the transaction: the
@@ -346,16 +354,21 @@ func (p *Publisher) Commit(ctx context.Context, key string, position []byte) err
 	}
 	p.inTxn = false
 	if err := p.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
-		return classify(fmt.Errorf("committing the transaction: %w", err))
+		return p.classify(fmt.Errorf("committing the transaction: %w", err))
 	}
+	p.opened = time.Time{}
 	return nil
 }
 
 func (p *Publisher) abortAfter(ctx context.Context, cause error) error {
-	if aerr := p.Abort(ctx); aerr != nil {
-		return classify(errors.Join(cause, aerr))
+	opened := p.opened
+	aerr := p.Abort(ctx)
+	p.opened = opened
+	defer func() { p.opened = time.Time{} }()
+	if aerr != nil {
+		return p.classify(errors.Join(cause, aerr))
 	}
-	return classify(cause)
+	return p.classify(cause)
 }
 
 // Abort drops the open transaction's records.
@@ -364,19 +377,30 @@ func (p *Publisher) Abort(ctx context.Context) error {
 		return nil
 	}
 	p.inTxn = false
-	defer func() { p.errMu.Lock(); p.err = nil; p.errMu.Unlock() }()
+	defer func() { p.errMu.Lock(); p.err = nil; p.errMu.Unlock(); p.opened = time.Time{} }()
 	if err := p.cl.AbortBufferedRecords(ctx); err != nil {
 		return fmt.Errorf("aborting buffered records: %w", err)
 	}
 	if err := p.cl.EndTransaction(ctx, kgo.TryAbort); err != nil {
-		return classify(fmt.Errorf("aborting the transaction: %w", err))
+		return p.classify(fmt.Errorf("aborting the transaction: %w", err))
 	}
 	return nil
 }
 
-func classify(err error) error {
-	if errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) {
-		return fmt.Errorf("%w: %w", ErrFenced, err)
+// classify marks a fencing error as ErrFenced, or as ErrTransactionTimeout
+// when the open transaction had outlived the transaction timeout: the
+// broker aborted it and bumped the producer epoch, which the client then
+// sees exactly as a newer producer's fencing.
+func (p *Publisher) classify(err error) error {
+	if errors.Is(err, ErrFenced) || errors.Is(err, ErrTransactionTimeout) {
+		return err // classified already
 	}
-	return err
+	if !errors.Is(err, kerr.ProducerFenced) && !errors.Is(err, kerr.InvalidProducerEpoch) {
+		return err
+	}
+	if age := time.Since(p.opened); !p.opened.IsZero() && age >= p.cfg.TransactionTimeout {
+		return fmt.Errorf("%w: it was open %s, longer than --transaction-timeout (CAPTURE_TRANSACTION_TIMEOUT, now %s): raise it above the longest source transaction, and the broker's transaction.max.timeout.ms (the most a producer may ask for) with it if needed: %w",
+			ErrTransactionTimeout, age.Round(time.Millisecond), p.cfg.TransactionTimeout, err)
+	}
+	return fmt.Errorf("%w: %w", ErrFenced, err)
 }

@@ -890,6 +890,16 @@ func (s *Stream) query(ctx context.Context, ev binlog.Event) error {
 		return nil
 	}
 	t, err := s.lookup(ctx, ref.DB, ref.Table, nil)
+	if errors.Is(err, schemahist.ErrNoTable) {
+		// A table capture never knew and that is gone by the time the
+		// binlog is read (an ETL staging table created, truncated and
+		// dropped while capture lagged): no definition to encode its
+		// event with, and no row of it can be on its topic. Stopping
+		// here would stop at the same event after every restart.
+		s.log.Warn("truncate of a table that no longer exists and whose definition capture does not know: skipped",
+			"table", tableKey(ref.DB, ref.Table), "binlog_file", ev.Position.File, "binlog_pos", ev.Position.Pos)
+		return nil
+	}
 	if err != nil {
 		return err
 	}

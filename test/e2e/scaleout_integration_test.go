@@ -1,0 +1,443 @@
+//go:build integration
+
+package e2e
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go/catalog/rest"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/binlake/binlake/test/kafkatest"
+	"github.com/binlake/binlake/test/lakecheck"
+	"github.com/binlake/binlake/test/testenv"
+	"github.com/binlake/binlake/test/validate"
+)
+
+// scaleTables are the scale-out test's tables: three keyed ones, one whose
+// rows change primary key every few seconds, one truncated mid-run and one
+// without a primary key (an append-only change log in the lake).
+var scaleTables = []struct {
+	name, ddl string
+	keyless   bool
+}{
+	{"k1", "CREATE TABLE k1 (id INT PRIMARY KEY, v INT NOT NULL, s VARCHAR(20))", false},
+	{"k2", "CREATE TABLE k2 (id INT PRIMARY KEY, v INT NOT NULL, s VARCHAR(20))", false},
+	{"k3", "CREATE TABLE k3 (id INT PRIMARY KEY, v INT NOT NULL, s VARCHAR(20))", false},
+	{"pk", "CREATE TABLE pk (id INT PRIMARY KEY, v INT NOT NULL)", false},
+	{"tr", "CREATE TABLE tr (id INT PRIMARY KEY, v INT NOT NULL)", false},
+	{"nk", "CREATE TABLE nk (a INT NOT NULL, b VARCHAR(20))", true},
+}
+
+// scaleDuration is how long the workload and the membership changes run:
+// BINLAKE_SCALEOUT_DURATION (a Go duration), default 75s.
+func scaleDuration(t *testing.T) time.Duration {
+	if s := os.Getenv("BINLAKE_SCALEOUT_DURATION"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			t.Fatalf("BINLAKE_SCALEOUT_DURATION=%q: %v", s, err)
+		}
+		return d
+	}
+	return 75 * time.Second
+}
+
+// TestScaleOut runs capture with 12-partition topics for six tables and
+// three ingest processes in one consumer group, and while a workload runs
+// changes the group's membership at least 30 times (kill -9, SIGTERM, new
+// processes joining). Then, with every change on Kafka and every table
+// holding its topic's end offsets, it checks:
+//
+//   - on Kafka, per topic: each key in one partition with its changes in
+//     binlog order, a tombstone after each delete, at most one op=r per key;
+//   - on the lake, per table: every (partition, offset) applied in exactly
+//     one snapshot (offset tiling over the snapshot history); the keyed
+//     tables equal MariaDB; the keyless table's change log holds each event
+//     exactly once and, replayed in source order, equals MariaDB.
+func TestScaleOut(t *testing.T) {
+	c := newCaptureEnv(t, "CAPTURE_TOPIC_CREATION_DEFAULT_PARTITIONS=12", "CAPTURE_LOG_LEVEL=info", "CAPTURE_COMMIT_INTERVAL=100ms")
+	var topics []string
+	for _, tb := range scaleTables {
+		exec1(t, c, tb.ddl)
+		topics = append(topics, c.topic(tb.name))
+	}
+	exec1(t, c,
+		"INSERT INTO k1 SELECT seq, 0, 'seed' FROM seq_1_to_200", "INSERT INTO k2 SELECT seq, 0, 'seed' FROM seq_1_to_200",
+		"INSERT INTO k3 SELECT seq, 0, 'seed' FROM seq_1_to_200", "INSERT INTO pk SELECT seq, 0 FROM seq_1_to_100",
+		"INSERT INTO tr SELECT seq, 0 FROM seq_1_to_200", "INSERT INTO nk SELECT seq % 50, CONCAT('s', seq % 7) FROM seq_1_to_200")
+	cp := start(t, binary(t, "capture"), c.env, "capture.log")
+	// The snapshot creates every topic; ingest subscribes to them by name.
+	waitLog(t, cp, "Connected to server", time.Minute)
+	c.caughtUp(t, 2*time.Minute)
+
+	ice := testenv.IcebergEnv(t)
+	cat, err := rest.NewCatalog(t.Context(), "e2e", ice.URI, rest.WithAdditionalProps(ice.FileIOProps()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx := context.WithoutCancel(t.Context())
+		for _, tb := range scaleTables {
+			_ = cat.DropTable(ctx, table.Identifier{c.dbName, tb.name})
+		}
+		_ = cat.DropNamespace(ctx, table.Identifier{c.dbName})
+	})
+	env := []string{
+		"INGEST_KAFKA_BROKERS=" + strings.Join(testenv.KafkaBrokers(t), ","),
+		"INGEST_GROUP_ID=" + testenv.Unique(t, "g"),
+		"INGEST_TOPICS=" + strings.Join(topics, ","),
+		"INGEST_SCHEMA_REGISTRY_URL=" + testenv.RegistryURL(t),
+		"INGEST_CATALOG_URI=" + ice.URI,
+		"INGEST_S3_ENDPOINT=" + ice.S3Endpoint,
+		"INGEST_S3_REGION=" + ice.Region,
+		"INGEST_FLUSH_INTERVAL=1s",
+		"INGEST_METRICS_ADDR=127.0.0.1:0",
+		"INGEST_LOG_LEVEL=info",
+	}
+	bin := binary(t, "ingest")
+	started := 0
+	var logs []*proc
+	launch := func() *proc {
+		started++
+		p := start(t, bin, env, fmt.Sprintf("ingest-%d.log", started))
+		logs = append(logs, p)
+		return p
+	}
+	running := []*proc{launch(), launch(), launch()}
+
+	// The workload: one writer, paced, over every table; a primary-key
+	// change of pk every 3 s; one TRUNCATE of tr halfway.
+	dur := scaleDuration(t)
+	wctx, stopWriter := context.WithTimeout(t.Context(), dur)
+	defer stopWriter()
+	var wg sync.WaitGroup
+	var stmts, truncated atomic.Int64
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		db := c.db.AdminDB(t, c.dbName)
+		rng := rand.New(rand.NewPCG(21, 22))
+		began, lastRekey := time.Now(), time.Now()
+		for wctx.Err() == nil {
+			var q string
+			switch {
+			case time.Since(lastRekey) > 3*time.Second:
+				q, lastRekey = "UPDATE pk SET id = id + 1000 ORDER BY id DESC LIMIT 3", time.Now()
+			case truncated.Load() == 0 && time.Since(began) > dur/2:
+				q = "TRUNCATE TABLE tr"
+				truncated.Store(1)
+			default:
+				id := 1 + rng.IntN(300)
+				tb := []string{"k1", "k2", "k3", "tr"}[rng.IntN(4)]
+				switch r := rng.IntN(12); {
+				case r < 4:
+					q = fmt.Sprintf("INSERT INTO %s (id, v) VALUES (%d, %d) ON DUPLICATE KEY UPDATE v = v + 1", tb, id, rng.IntN(100))
+				case r < 7:
+					q = fmt.Sprintf("UPDATE %s SET v = v + 1 WHERE id BETWEEN %d AND %d", tb, id, id+2)
+				case r < 8:
+					q = fmt.Sprintf("DELETE FROM %s WHERE id = %d", tb, id)
+				case r < 9:
+					q = fmt.Sprintf("UPDATE pk SET v = v + 1 WHERE id %% 7 = %d", rng.IntN(7))
+				case r < 10:
+					q = fmt.Sprintf("INSERT INTO nk VALUES (%d, 'w%d')", rng.IntN(60), rng.IntN(5))
+				case r < 11:
+					q = fmt.Sprintf("UPDATE nk SET b = CONCAT(COALESCE(b, ''), '+') WHERE a = %d LIMIT 1", rng.IntN(60))
+				default:
+					q = fmt.Sprintf("DELETE FROM nk WHERE a = %d LIMIT 1", rng.IntN(60))
+				}
+			}
+			// Not cancelled with the writer: a statement cut off by the
+			// client can still commit.
+			if _, err := db.ExecContext(context.WithoutCancel(wctx), q); err != nil {
+				t.Errorf("%s: %v", q, err)
+				return
+			}
+			stmts.Add(1)
+			time.Sleep(time.Duration(2+rng.IntN(8)) * time.Millisecond) // pacing, not waiting
+		}
+	}()
+
+	// The nemesis: every 0.3–1 s one member leaves, picked at random among
+	// those that joined the group (logged an assignment; a process killed
+	// before it joined changes nothing): kill -9 and start another, SIGTERM
+	// and start another, or start one (a fourth member) and SIGTERM the
+	// oldest. A SIGTERMed member must exit 0 within a minute; that is
+	// checked in the background so the changes keep coming.
+	rng := rand.New(rand.NewPCG(31, uint64(time.Now().UnixNano())))
+	var leaves, kills, terms, joins int
+	joined := func(p *proc) bool { return strings.Contains(p.fullLog(t), "partitions assigned") }
+	var termWG sync.WaitGroup
+	t.Cleanup(termWG.Wait) // after the later members' kills, before the test ends
+	term := func(p *proc) {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		termWG.Add(1)
+		go func() {
+			defer termWG.Done()
+			select {
+			case <-p.done:
+				if p.err != nil {
+					t.Errorf("ingest exited with %v after SIGTERM; log:\n%s", p.err, p.output())
+				}
+			case <-time.After(60 * time.Second):
+				t.Errorf("ingest did not stop within 60s of SIGTERM; killing it; log:\n%s", p.output())
+				p.kill()
+			}
+		}()
+	}
+	for wctx.Err() == nil {
+		time.Sleep(time.Duration(300+rng.IntN(700)) * time.Millisecond) // pacing the nemesis
+		var up []int
+		for i, p := range running {
+			if p.exited() {
+				t.Fatalf("ingest exited on its own: %v\n%s", p.err, p.output())
+			}
+			if joined(p) {
+				up = append(up, i)
+			}
+		}
+		if len(up) == 0 {
+			continue
+		}
+		i := up[rng.IntN(len(up))]
+		switch rng.IntN(3) {
+		case 0:
+			running[i].kill()
+			kills++
+			running[i] = launch()
+		case 1:
+			term(running[i])
+			terms++
+			running[i] = launch()
+		default:
+			if !joined(running[0]) {
+				continue
+			}
+			running = append(running, launch())
+			term(running[0])
+			terms++
+			running = running[1:]
+		}
+		leaves++
+	}
+	wg.Wait()
+	for _, p := range logs[3:] {
+		if joined(p) {
+			joins++
+		}
+	}
+	changes := leaves + joins
+	t.Logf("workload: %d statements in %s; membership changes: %d (%d leaves: %d kill -9, %d SIGTERM; %d joins), %d ingest processes in all",
+		stmts.Load(), dur, changes, leaves, kills, terms, joins, started)
+	if changes < 30 {
+		t.Errorf("only %d membership changes during the workload; want at least 30", changes)
+	}
+	if truncated.Load() == 0 {
+		t.Fatal("the workload never truncated tr")
+	}
+
+	// Everything on Kafka, then every table holding its topic's end.
+	c.caughtUp(t, 2*time.Minute)
+	dec, err := kafkatest.NewDecoder(testenv.RegistryURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := map[string][]kafkatest.Record{}
+	ends := map[string]map[int32]int64{}
+	for _, tp := range topics {
+		recs[tp] = kafkatest.ReadAll(t, testenv.KafkaBrokers(t), dec, tp, 1, 3*time.Second, 3*time.Minute)
+		ends[tp] = map[int32]int64{}
+		for _, r := range recs[tp] {
+			if r.Value != nil { // ingest stores no offset for a trailing tombstone
+				ends[tp][r.Partition] = max(ends[tp][r.Partition], r.Offset+1)
+			}
+		}
+	}
+	testenv.Eventually(t, 5*time.Minute, time.Second, func() bool {
+		for _, p := range running {
+			if p.exited() {
+				t.Fatalf("ingest exited: %v\n%s", p.err, p.output())
+			}
+		}
+		for i, tb := range scaleTables {
+			tbl, err := cat.LoadTable(t.Context(), table.Identifier{c.dbName, tb.name})
+			if err != nil || tbl.CurrentSnapshot() == nil || tbl.CurrentSnapshot().Summary == nil {
+				return false
+			}
+			var m map[string]int64
+			_ = json.Unmarshal([]byte(tbl.CurrentSnapshot().Summary.Properties[validate.OffsetsKeyPrefix+topics[i]]), &m)
+			for p, end := range ends[topics[i]] {
+				if m[strconv.Itoa(int(p))] < end {
+					return false
+				}
+			}
+		}
+		return true
+	}, "every table to store its topic's end offsets")
+
+	var failures []string
+	admin := c.db.AdminDB(t, c.dbName)
+	for i, tb := range scaleTables {
+		tp := topics[i]
+		kv := validate.Events(validate.PositionOrder(), validate.Tombstones(), validate.SnapshotReads())
+		validate.NoteRecords(kv, recs[tp], nil)
+		f := kv.Failures()
+
+		tbl, err := cat.LoadTable(t.Context(), table.Identifier{c.dbName, tb.name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hist, err := validate.History(tbl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tiling := validate.OffsetTiling(tp)
+		for _, s := range hist {
+			tiling.NoteSnapshot(s)
+		}
+		for p, n := range ends[tp] {
+			tiling.NoteEnd(p, n)
+		}
+		f = append(f, tiling.Failures()...)
+
+		var rows int
+		if tb.keyless {
+			cl := validate.ChangeLogOnce(tp)
+			validate.NoteRecords(cl, recs[tp], nil)
+			if err := validate.ChangeLogRows(t.Context(), tbl, cl); err != nil {
+				t.Fatal(err)
+			}
+			f = append(f, cl.Failures()...)
+			var rf []string
+			rows, rf = replayChangeLog(t, tbl, admin, tb.name)
+			f = append(f, rf...)
+		} else {
+			got, types, err := lakecheck.Iceberg(t.Context(), tbl, []string{"id"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := lakecheck.MariaDB(t.Context(), admin, tb.name, []string{"id"}, types)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows = len(want.ByKey)
+			f = append(f, validate.TableEquals(tb.name, want, got).Failures()...)
+		}
+		t.Logf("table %s: %d records on %d partitions, %d source rows; %s; %d failures", tb.name, len(recs[tp]), len(ends[tp]), rows, tiling, len(f))
+		failures = append(failures, f...)
+	}
+	for _, p := range running {
+		term(p)
+	}
+	termWG.Wait()
+	if len(failures) > 0 {
+		t.Fatalf("%d validator failures:\n%s", len(failures), validate.Report(failures, 40))
+	}
+}
+
+// sourceOrderColumn is the column in which ingest (from the ingestorder
+// change on) keeps each change's binlog position, read as data.
+const sourceOrderColumn = "_binlake_source_order"
+
+// replayChangeLog rebuilds a keyless table from its lake change log (r and
+// c add the after image, u replaces the before image by the after image, d
+// removes the before image, t empties the table), in source order when the
+// table has the source-order column and by (partition, offset) when not
+// (then correct only for one partition, and reported), and compares the
+// result with the MariaDB table as multisets. It returns the source's row
+// count and the differences.
+func replayChangeLog(t *testing.T, tbl *table.Table, db *sql.DB, name string) (int, []string) {
+	t.Helper()
+	meta := []string{"_binlake_partition", "_binlake_offset", "_binlake_before"}
+	got, types, err := lakecheck.Iceberg(t.Context(), tbl, meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cols, want, err := lakecheck.MariaDBMultiset(t.Context(), db, name, types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := map[string]int{}
+	for i, c := range got.Columns {
+		idx[c] = i
+	}
+	var fails []string
+	_, ordered := idx[sourceOrderColumn]
+	if !ordered {
+		fails = append(fails, fmt.Sprintf("replay %s: the change log has no %s column: replaying by (partition, offset), which is not source order across partitions", name, sourceOrderColumn))
+	}
+	type change struct {
+		order, part, off int64
+		before           bool
+		op, row          string
+	}
+	num := func(v string) int64 { n, _ := strconv.ParseInt(v, 10, 64); return n }
+	var log []change
+	for _, r := range got.ByKey {
+		vals := make([]string, len(cols))
+		for i, c := range cols {
+			vals[i] = r[idx[c]]
+		}
+		ch := change{part: num(r[idx["_binlake_partition"]]), off: num(r[idx["_binlake_offset"]]), before: r[idx["_binlake_before"]] == "true",
+			op: r[idx["_binlake_op"]], row: strings.Join(vals, lakecheck.RowSep)}
+		if ordered {
+			ch.order = num(r[idx[sourceOrderColumn]])
+		}
+		log = append(log, ch)
+	}
+	sort.Slice(log, func(i, j int) bool {
+		a, b := log[i], log[j]
+		if a.order != b.order {
+			return a.order < b.order
+		}
+		if a.part != b.part {
+			return a.part < b.part
+		}
+		if a.off != b.off {
+			return a.off < b.off
+		}
+		return a.before && !b.before
+	})
+	table := lakecheck.Multiset{}
+	for _, ch := range log {
+		switch {
+		case ch.op == "t":
+			clear(table)
+		case ch.before:
+			if table[ch.row] == 0 {
+				fails = append(fails, fmt.Sprintf("replay %s: %s at [%d]@%d removes %q, which the replay does not hold", name, ch.op, ch.part, ch.off, ch.row))
+				continue
+			}
+			if table[ch.row]--; table[ch.row] == 0 {
+				delete(table, ch.row)
+			}
+		default:
+			table[ch.row]++
+		}
+	}
+	n := 0
+	for r, w := range want {
+		n += w
+		if table[r] != w {
+			fails = append(fails, fmt.Sprintf("replay %s: row %q %d times in the replayed change log, %d in MariaDB", name, r, table[r], w))
+		}
+	}
+	for r, g := range table {
+		if want[r] == 0 {
+			fails = append(fails, fmt.Sprintf("replay %s: row %q %d times in the replayed change log, not in MariaDB", name, r, g))
+		}
+	}
+	return n, fails
+}
