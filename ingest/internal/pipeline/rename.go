@@ -430,13 +430,17 @@ func (w *worker) awaitSchema(ctx context.Context, q decode.SourcePos) error {
 	var lso map[int32]int64
 	waited := false
 	return w.waitFor(ctx, func() (bool, error) {
-		if w.job == nil {
-			for i, m := range w.held {
-				if m.ctl == ctlRename {
-					w.job = m.job
-					w.held = slices.Delete(w.held, i, i+1)
-					return true, nil
-				}
+		if w.job != nil {
+			// The schema worker is at this topic's rename: a change
+			// before it has every schema record before it handled, one
+			// after it is held back by the job.
+			return true, nil
+		}
+		for i, m := range w.held {
+			if m.ctl == ctlRename {
+				w.job = m.job
+				w.held = slices.Delete(w.held, i, i+1)
+				return true, nil
 			}
 		}
 		if p.ren.past(schemaTopic, q) {
