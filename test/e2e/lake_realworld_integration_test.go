@@ -278,7 +278,7 @@ func (r *lakeRun) compare(t *testing.T) lakeResult {
 	}
 	byTopic := map[string]table.Identifier{} // topic → the lake table holding its offsets
 	var pending []string
-	testenv.Eventually(t, 3*time.Minute, time.Second, func() bool {
+	caughtUp := func() bool {
 		if r.ing.exited() {
 			t.Fatalf("ingest exited: %v\n%s", r.ing.err, r.ing.output())
 		}
@@ -305,7 +305,12 @@ func (r *lakeRun) compare(t *testing.T) lakeResult {
 			}
 		}
 		return len(pending) == 0
-	}, "ingest to commit every table's last change")
+	}
+	for deadline := time.Now().Add(3 * time.Minute); !caughtUp(); time.Sleep(time.Second) {
+		if time.Now().After(deadline) {
+			t.Fatalf("ingest did not commit every table's last change in 3m: %s\ningest log:\n%s", strings.Join(pending, "; "), r.ing.output())
+		}
+	}
 
 	var res lakeResult
 	seen := map[string]bool{}

@@ -1,6 +1,7 @@
 package schemamap
 
 import (
+	"errors"
 	"os"
 	"strconv"
 	"strings"
@@ -217,5 +218,26 @@ func TestApplyDefaults(t *testing.T) {
 				t.Errorf("v%d backfill=%v column %s: doc %q, want it to say %q", tc.version, tc.backfill, f.Name, f.Doc, wantDoc)
 			}
 		}
+	}
+}
+
+// TestEvolveKeyOrder: a key whose column order differs from the table's
+// (UNIQUE KEY (b, a), PRIMARY KEY (b, a)) comes back from the REST catalog
+// with its identifier fields in ascending id order; the same key in
+// another order is no key change. A different key still is.
+func TestEvolveKeyOrder(t *testing.T) {
+	fields := []iceberg.NestedField{
+		{ID: 1, Name: "a", Type: iceberg.PrimitiveTypes.Int32, Required: true},
+		{ID: 2, Name: "b", Type: iceberg.PrimitiveTypes.String, Required: true},
+		{ID: 3, Name: "v", Type: iceberg.PrimitiveTypes.Int32},
+	}
+	stored := iceberg.NewSchemaWithIdentifiers(0, []int{1, 2}, fields...)
+	source := iceberg.NewSchemaWithIdentifiers(0, []int{2, 1}, fields...)
+	if changes, err := Evolve(stored, source); err != nil || len(changes) != 0 {
+		t.Errorf("key (b, a) against the stored (a, b): %v, %v; want no change", changes, err)
+	}
+	other := iceberg.NewSchemaWithIdentifiers(0, []int{2}, fields...)
+	if _, err := Evolve(stored, other); !errors.Is(err, ErrIncompatible) {
+		t.Errorf("key (b) against (a, b): err %v, want ErrIncompatible", err)
 	}
 }

@@ -87,7 +87,10 @@ func (e *IncompatibleError) Unwrap() error { return ErrIncompatible }
 func Evolve(current, next *iceberg.Schema) ([]Change, error) {
 	curKey := identifierNames(current)
 	nextKey := identifierNames(next)
-	if !slices.Equal(curKey, nextKey) {
+	// The key is a set: the catalog may store identifier-field-ids in
+	// another order than the source key's (REST: ascending), and equality
+	// deletes do not depend on it.
+	if !slices.Equal(slices.Sorted(slices.Values(curKey)), slices.Sorted(slices.Values(nextKey))) {
 		return nil, &IncompatibleError{
 			Column: strings.Join(nextKey, ","),
 			Change: fmt.Sprintf("primary key [%s] → [%s]", strings.Join(curKey, ","), strings.Join(nextKey, ",")),
