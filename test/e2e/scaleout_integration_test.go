@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go/catalog/rest"
 	"github.com/apache/iceberg-go/table"
 
@@ -354,6 +356,36 @@ func TestScaleOut(t *testing.T) {
 	}
 }
 
+// sourceOrders reads the source-order column of a change-log table, by
+// row, and reports whether the table has it (test/lakecheck leaves it out
+// of its rows: it is no source value).
+func sourceOrders(t *testing.T, tbl *table.Table) (map[validate.ChangeRow]int64, bool) {
+	t.Helper()
+	if _, ok := tbl.Schema().FindFieldByName(sourceOrderColumn); !ok {
+		return nil, false
+	}
+	at, err := tbl.Scan(table.WithSelectedFields("_binlake_partition", "_binlake_offset", "_binlake_before", sourceOrderColumn)).ToArrowTable(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer at.Release()
+	out := map[validate.ChangeRow]int64{}
+	tr := array.NewTableReader(at, 4096)
+	defer tr.Release()
+	for tr.Next() {
+		rec := tr.RecordBatch()
+		col := func(n string) arrow.Array { return rec.Column(rec.Schema().FieldIndices(n)[0]) }
+		parts, offs, before, order := col("_binlake_partition").(*array.Int32), col("_binlake_offset").(*array.Int64),
+			col("_binlake_before").(*array.Boolean), col(sourceOrderColumn).(*array.Int64)
+		for i := range int(rec.NumRows()) {
+			if !order.IsNull(i) {
+				out[validate.ChangeRow{Partition: parts.Value(i), Offset: offs.Value(i), Before: before.Value(i)}] = order.Value(i)
+			}
+		}
+	}
+	return out, true
+}
+
 // sourceOrderColumn is the column in which ingest (from the ingestorder
 // change on) keeps each change's binlog position, read as data.
 const sourceOrderColumn = "_binlake_source_order"
@@ -381,7 +413,7 @@ func replayChangeLog(t *testing.T, tbl *table.Table, db *sql.DB, name string) (i
 		idx[c] = i
 	}
 	var fails []string
-	_, ordered := idx[sourceOrderColumn]
+	orders, ordered := sourceOrders(t, tbl)
 	if !ordered {
 		fails = append(fails, fmt.Sprintf("replay %s: the change log has no %s column: replaying by (partition, offset), which is not source order across partitions", name, sourceOrderColumn))
 	}
@@ -400,7 +432,11 @@ func replayChangeLog(t *testing.T, tbl *table.Table, db *sql.DB, name string) (i
 		ch := change{part: num(r[idx["_binlake_partition"]]), off: num(r[idx["_binlake_offset"]]), before: r[idx["_binlake_before"]] == "true",
 			op: r[idx["_binlake_op"]], row: strings.Join(vals, lakecheck.RowSep)}
 		if ordered {
-			ch.order = num(r[idx[sourceOrderColumn]])
+			o, ok := orders[validate.ChangeRow{Partition: int32(ch.part), Offset: ch.off, Before: ch.before}]
+			if !ok && ch.op != "t" {
+				fails = append(fails, fmt.Sprintf("replay %s: [%d]@%d has no source order", name, ch.part, ch.off))
+			}
+			ch.order = o
 		}
 		log = append(log, ch)
 	}
