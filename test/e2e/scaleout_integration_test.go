@@ -181,6 +181,19 @@ func TestScaleOut(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, uint64(time.Now().UnixNano())))
 	var leaves, kills, terms, joins int
 	joined := func(p *proc) bool { return strings.Contains(p.fullLog(t), "partitions assigned") }
+	// up: the member has been assigned partitions, or it started its
+	// consumer (and so sent its JoinGroup) at least 3 s ago. Waiting for an
+	// assignment every time would allow only a few changes a minute: each
+	// rebalance waits for every member to give up its partitions, which
+	// takes their revoke-time commits (and a killed member's session
+	// timeout).
+	up := func(p *proc) bool {
+		if joined(p) {
+			return true
+		}
+		l := p.fullLog(t)
+		return strings.Contains(l, "starting ingest") && time.Since(p.started) > 3*time.Second
+	}
 	var termWG sync.WaitGroup
 	t.Cleanup(termWG.Wait) // after the later members' kills, before the test ends
 	term := func(p *proc) {
@@ -201,19 +214,19 @@ func TestScaleOut(t *testing.T) {
 	}
 	for wctx.Err() == nil {
 		time.Sleep(time.Duration(300+rng.IntN(700)) * time.Millisecond) // pacing the nemesis
-		var up []int
+		var ups []int
 		for i, p := range running {
 			if p.exited() {
 				t.Fatalf("ingest exited on its own: %v\n%s", p.err, p.output())
 			}
-			if joined(p) {
-				up = append(up, i)
+			if up(p) {
+				ups = append(ups, i)
 			}
 		}
-		if len(up) == 0 {
+		if len(ups) == 0 {
 			continue
 		}
-		i := up[rng.IntN(len(up))]
+		i := ups[rng.IntN(len(ups))]
 		// kill -9 is rarer: the group holds every rebalance until a killed
 		// member's session times out (45 s, franz-go's default; ingest has
 		// no setting for it), while a SIGTERMed member leaves at once.
@@ -227,7 +240,7 @@ func TestScaleOut(t *testing.T) {
 			terms++
 			running[i] = launch()
 		default:
-			if !joined(running[0]) {
+			if !up(running[0]) {
 				continue
 			}
 			running = append(running, launch())
@@ -238,14 +251,18 @@ func TestScaleOut(t *testing.T) {
 		leaves++
 	}
 	wg.Wait()
+	assigned := 0
 	for _, p := range logs[3:] {
-		if joined(p) {
+		if strings.Contains(p.fullLog(t), "starting ingest") {
 			joins++
+		}
+		if joined(p) {
+			assigned++
 		}
 	}
 	changes := leaves + joins
-	t.Logf("workload: %d statements in %s; membership changes: %d (%d leaves: %d kill -9, %d SIGTERM; %d joins), %d ingest processes in all",
-		stmts.Load(), dur, changes, leaves, kills, terms, joins, started)
+	t.Logf("workload: %d statements in %s; membership changes: %d (%d leaves: %d kill -9, %d SIGTERM; %d joins, %d of them assigned partitions before the workload ended), %d ingest processes in all",
+		stmts.Load(), dur, changes, leaves, kills, terms, joins, assigned, started)
 	if changes < 30 {
 		t.Errorf("only %d membership changes during the workload; want at least 30", changes)
 	}
