@@ -76,10 +76,11 @@ func taggedBinary(t *testing.T, name, tags string) string {
 
 // proc is a running binary whose output goes to a file in the test's dir.
 type proc struct {
-	cmd  *exec.Cmd
-	log  string
-	done chan struct{}
-	err  error
+	cmd     *exec.Cmd
+	log     string
+	started time.Time
+	done    chan struct{}
+	err     error
 }
 
 func start(t *testing.T, bin string, env []string, logName string) *proc {
@@ -95,7 +96,7 @@ func start(t *testing.T, bin string, env []string, logName string) *proc {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &proc{cmd: cmd, log: logPath, done: make(chan struct{})}
+	p := &proc{cmd: cmd, log: logPath, started: time.Now(), done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		f.Close()

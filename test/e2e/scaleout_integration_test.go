@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go/catalog/rest"
 	"github.com/apache/iceberg-go/table"
 
@@ -43,7 +45,7 @@ var scaleTables = []struct {
 }
 
 // scaleDuration is how long the workload and the membership changes run:
-// BINLAKE_SCALEOUT_DURATION (a Go duration), default 75s.
+// BINLAKE_SCALEOUT_DURATION (a Go duration), default 2m.
 func scaleDuration(t *testing.T) time.Duration {
 	if s := os.Getenv("BINLAKE_SCALEOUT_DURATION"); s != "" {
 		d, err := time.ParseDuration(s)
@@ -52,7 +54,7 @@ func scaleDuration(t *testing.T) time.Duration {
 		}
 		return d
 	}
-	return 75 * time.Second
+	return 2 * time.Minute
 }
 
 // TestScaleOut runs capture with 12-partition topics for six tables and
@@ -179,6 +181,19 @@ func TestScaleOut(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, uint64(time.Now().UnixNano())))
 	var leaves, kills, terms, joins int
 	joined := func(p *proc) bool { return strings.Contains(p.fullLog(t), "partitions assigned") }
+	// up: the member has been assigned partitions, or it started its
+	// consumer (and so sent its JoinGroup) at least 3 s ago. Waiting for an
+	// assignment every time would allow only a few changes a minute: each
+	// rebalance waits for every member to give up its partitions, which
+	// takes their revoke-time commits (and a killed member's session
+	// timeout).
+	up := func(p *proc) bool {
+		if joined(p) {
+			return true
+		}
+		l := p.fullLog(t)
+		return strings.Contains(l, "starting ingest") && time.Since(p.started) > 3*time.Second
+	}
 	var termWG sync.WaitGroup
 	t.Cleanup(termWG.Wait) // after the later members' kills, before the test ends
 	term := func(p *proc) {
@@ -199,30 +214,33 @@ func TestScaleOut(t *testing.T) {
 	}
 	for wctx.Err() == nil {
 		time.Sleep(time.Duration(300+rng.IntN(700)) * time.Millisecond) // pacing the nemesis
-		var up []int
+		var ups []int
 		for i, p := range running {
 			if p.exited() {
 				t.Fatalf("ingest exited on its own: %v\n%s", p.err, p.output())
 			}
-			if joined(p) {
-				up = append(up, i)
+			if up(p) {
+				ups = append(ups, i)
 			}
 		}
-		if len(up) == 0 {
+		if len(ups) == 0 {
 			continue
 		}
-		i := up[rng.IntN(len(up))]
-		switch rng.IntN(3) {
-		case 0:
+		i := ups[rng.IntN(len(ups))]
+		// kill -9 is rarer: the group holds every rebalance until a killed
+		// member's session times out (45 s, franz-go's default; ingest has
+		// no setting for it), while a SIGTERMed member leaves at once.
+		switch r := rng.IntN(8); {
+		case r == 0:
 			running[i].kill()
 			kills++
 			running[i] = launch()
-		case 1:
+		case r < 5:
 			term(running[i])
 			terms++
 			running[i] = launch()
 		default:
-			if !joined(running[0]) {
+			if !up(running[0]) {
 				continue
 			}
 			running = append(running, launch())
@@ -233,14 +251,18 @@ func TestScaleOut(t *testing.T) {
 		leaves++
 	}
 	wg.Wait()
+	assigned := 0
 	for _, p := range logs[3:] {
-		if joined(p) {
+		if strings.Contains(p.fullLog(t), "starting ingest") {
 			joins++
+		}
+		if joined(p) {
+			assigned++
 		}
 	}
 	changes := leaves + joins
-	t.Logf("workload: %d statements in %s; membership changes: %d (%d leaves: %d kill -9, %d SIGTERM; %d joins), %d ingest processes in all",
-		stmts.Load(), dur, changes, leaves, kills, terms, joins, started)
+	t.Logf("workload: %d statements in %s; membership changes: %d (%d leaves: %d kill -9, %d SIGTERM; %d joins, %d of them assigned partitions before the workload ended), %d ingest processes in all",
+		stmts.Load(), dur, changes, leaves, kills, terms, joins, assigned, started)
 	if changes < 30 {
 		t.Errorf("only %d membership changes during the workload; want at least 30", changes)
 	}
@@ -335,7 +357,11 @@ func TestScaleOut(t *testing.T) {
 			rows = len(want.ByKey)
 			f = append(f, validate.TableEquals(tb.name, want, got).Failures()...)
 		}
-		t.Logf("table %s: %d records on %d partitions, %d source rows; %s; %d failures", tb.name, len(recs[tp]), len(ends[tp]), rows, tiling, len(f))
+		by := map[string]int{}
+		for _, l := range f {
+			by[strings.SplitN(l, ":", 2)[0]]++
+		}
+		t.Logf("table %s: %d records on %d partitions, %d source rows; %s; %d failures %v", tb.name, len(recs[tp]), len(ends[tp]), rows, tiling, len(f), by)
 		failures = append(failures, f...)
 	}
 	for _, p := range running {
@@ -345,6 +371,36 @@ func TestScaleOut(t *testing.T) {
 	if len(failures) > 0 {
 		t.Fatalf("%d validator failures:\n%s", len(failures), validate.Report(failures, 40))
 	}
+}
+
+// sourceOrders reads the source-order column of a change-log table, by
+// row, and reports whether the table has it (test/lakecheck leaves it out
+// of its rows: it is no source value).
+func sourceOrders(t *testing.T, tbl *table.Table) (map[validate.ChangeRow]int64, bool) {
+	t.Helper()
+	if _, ok := tbl.Schema().FindFieldByName(sourceOrderColumn); !ok {
+		return nil, false
+	}
+	at, err := tbl.Scan(table.WithSelectedFields("_binlake_partition", "_binlake_offset", "_binlake_before", sourceOrderColumn)).ToArrowTable(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer at.Release()
+	out := map[validate.ChangeRow]int64{}
+	tr := array.NewTableReader(at, 4096)
+	defer tr.Release()
+	for tr.Next() {
+		rec := tr.RecordBatch()
+		col := func(n string) arrow.Array { return rec.Column(rec.Schema().FieldIndices(n)[0]) }
+		parts, offs, before, order := col("_binlake_partition").(*array.Int32), col("_binlake_offset").(*array.Int64),
+			col("_binlake_before").(*array.Boolean), col(sourceOrderColumn).(*array.Int64)
+		for i := range int(rec.NumRows()) {
+			if !order.IsNull(i) {
+				out[validate.ChangeRow{Partition: parts.Value(i), Offset: offs.Value(i), Before: before.Value(i)}] = order.Value(i)
+			}
+		}
+	}
+	return out, true
 }
 
 // sourceOrderColumn is the column in which ingest (from the ingestorder
@@ -374,7 +430,7 @@ func replayChangeLog(t *testing.T, tbl *table.Table, db *sql.DB, name string) (i
 		idx[c] = i
 	}
 	var fails []string
-	_, ordered := idx[sourceOrderColumn]
+	orders, ordered := sourceOrders(t, tbl)
 	if !ordered {
 		fails = append(fails, fmt.Sprintf("replay %s: the change log has no %s column: replaying by (partition, offset), which is not source order across partitions", name, sourceOrderColumn))
 	}
@@ -393,7 +449,11 @@ func replayChangeLog(t *testing.T, tbl *table.Table, db *sql.DB, name string) (i
 		ch := change{part: num(r[idx["_binlake_partition"]]), off: num(r[idx["_binlake_offset"]]), before: r[idx["_binlake_before"]] == "true",
 			op: r[idx["_binlake_op"]], row: strings.Join(vals, lakecheck.RowSep)}
 		if ordered {
-			ch.order = num(r[idx[sourceOrderColumn]])
+			o, ok := orders[validate.ChangeRow{Partition: int32(ch.part), Offset: ch.off, Before: ch.before}]
+			if !ok && ch.op != "t" {
+				fails = append(fails, fmt.Sprintf("replay %s: [%d]@%d has no source order", name, ch.part, ch.off))
+			}
+			ch.order = o
 		}
 		log = append(log, ch)
 	}
