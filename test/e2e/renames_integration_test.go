@@ -111,7 +111,7 @@ func runRenames(t *testing.T, o renameOpts) {
 				if ing.exited() {
 					t.Fatalf("ingest exited: %v\n%s", ing.err, ing.output())
 				}
-				return lakeRows(ctx, cat, table.Identifier{p + "_" + db1, tb}) == want
+				return lakeRowCount(ctx, cat, table.Identifier{p + "_" + db1, tb}) == want
 			}, p+"_"+db1+"."+tb+" holding its rows before the renames")
 		}
 	}
@@ -165,16 +165,16 @@ func runRenames(t *testing.T, o renameOpts) {
 		}
 		// Renamed out of the captured databases: no more changes reach it,
 		// it keeps the rows it had at the rename.
-		if got := lakeRows(ctx, cat, table.Identifier{ns1, "o"}); got != oRows {
+		if got := lakeRowCount(ctx, cat, table.Identifier{ns1, "o"}); got != oRows {
 			t.Errorf("%s.o has %d rows, want the %d it had at the rename", ns1, got, oRows)
 		}
 	}
 	t.Logf("every renamed table equals MariaDB through the Java reader with producers %v", prefixes)
 }
 
-// lakeRows counts the rows of a lake table read with iceberg-go (equality
+// lakeRowCount counts the rows of a lake table read with iceberg-go (equality
 // deletes applied); -1 when it cannot be read.
-func lakeRows(ctx context.Context, cat *rest.Catalog, id table.Identifier) int {
+func lakeRowCount(ctx context.Context, cat *rest.Catalog, id table.Identifier) int {
 	tbl, err := cat.LoadTable(ctx, id)
 	if err != nil {
 		return -1
