@@ -304,7 +304,7 @@ type step struct {
 
 type srcStep struct {
 	n    *node
-	want int // 0 skip, 1 ts_ms, 2 gtid
+	want int // 0 skip, 1 ts_ms, 2 gtid, 3 file, 4 pos, 5 row
 }
 
 func (d *Decoder) decodeAvroValue(ctx context.Context, value []byte, wantBefore bool) (Change, error) {
@@ -392,6 +392,12 @@ func compileValue(id string, text []byte) (*valueCodec, error) {
 					ss.want = 1
 				case "gtid":
 					ss.want = 2
+				case "file":
+					ss.want = 3
+				case "pos":
+					ss.want = 4
+				case "row":
+					ss.want = 5
 				}
 				st.src = append(st.src, ss)
 			}
@@ -409,6 +415,9 @@ func (vc *valueCodec) decode(payload []byte, wantBefore bool) (Change, error) {
 	ch := Change{Schema: vc.schema}
 	var op []byte
 	var row []any
+	var file string
+	var pos int64
+	var rowIdx int32
 	for i := range vc.steps {
 		st := &vc.steps[i]
 		switch st.kind {
@@ -447,6 +456,22 @@ func (vc *valueCodec) decode(payload []byte, wantBefore bool) (Change, error) {
 					if s, ok := r.value(ss.n, 0).(string); ok {
 						ch.Event.GTID = s
 					}
+				case 3:
+					file, _ = r.value(ss.n, 0).(string)
+				case 4:
+					switch v := r.value(ss.n, 0).(type) {
+					case int64:
+						pos = v
+					case int32:
+						pos = int64(v)
+					}
+				case 5:
+					switch v := r.value(ss.n, 0).(type) {
+					case int32:
+						rowIdx = v
+					case int64:
+						rowIdx = int32(v)
+					}
 				default:
 					r.skip(ss.n, 0)
 				}
@@ -462,7 +487,14 @@ func (vc *valueCodec) decode(payload []byte, wantBefore bool) (Change, error) {
 	if err := setOp(&ch.Event, op, row); err != nil {
 		return Change{}, err
 	}
+	setOrder(&ch.Event, file, pos, rowIdx)
 	return ch, nil
+}
+
+// setOrder sets the event's source order from source.file, pos and row
+// (batch.SourceOrder); it stays 0 when they are missing.
+func setOrder(ev *batch.Event, file string, pos int64, row int32) {
+	ev.Order, _ = batch.SourceOrder(file, pos, row, ev.Op == batch.OpRead)
 }
 
 // setOp sets the event's op and row, checking they agree.
