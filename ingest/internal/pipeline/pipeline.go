@@ -11,9 +11,15 @@
 // Guarantees:
 //   - Iceberg is the source of truth for consumed offsets. When partitions
 //     are assigned, their fetch offsets are set to the offsets recovered
-//     from the table's snapshots (commit.Offsets), or to the start of the
-//     partition when the table holds none. Consumer-group offsets are
-//     committed only after the Iceberg commit and only as a hint for tools.
+//     from the table (commit.Offsets: its properties, kept with every
+//     commit, or its snapshots), or to the start of the partition when the
+//     table has no snapshot and no offsets (new). A table with snapshots
+//     but no offsets stops ingest (commit.ErrOffsetsLost): no partition is
+//     started over on its own. Consumer-group offsets are committed only
+//     after the Iceberg commit and only as a hint for tools.
+//   - Truncates and change logs follow source order (batch.SourceOrder in
+//     every row's schemamap.SourceOrderColumn), whatever the partitioning
+//     and the number of ingest processes.
 //   - Every commit stores its offsets in the same snapshot as its rows and
 //     skips events a table already holds, so a replay after a crash, a
 //     rebalance or an ambiguous commit never applies a change twice.
@@ -394,6 +400,9 @@ func (p *Pipeline) adjustOffsets(ctx context.Context, offsets map[string]map[int
 			return nil, fmt.Errorf("loading table %v for its offsets: %w", ident, err)
 		default:
 			if held, err = commit.Offsets(tbl); err != nil {
+				// The group would retry the join forever: stop ingest
+				// instead, naming the table and the way out.
+				p.fail(fmt.Errorf("recovering the offsets of %s: %w", topic, err))
 				return nil, err
 			}
 		}

@@ -182,8 +182,14 @@ func (w *worker) add(ctx context.Context, rec *kgo.Record) error {
 		if err := w.addChangeLog(&ch, now); err != nil {
 			return err
 		}
-	} else if err := w.buf.Add(ch.Event, now); err != nil {
-		return err
+	} else {
+		ev := ch.Event
+		if ev.Row != nil {
+			ev.Row = append(ev.Row, orderValue(ev.Order))
+		}
+		if err := w.buf.Add(ev, now); err != nil {
+			return err
+		}
 	}
 	if w.p.cfg.Metrics != nil {
 		w.p.cfg.Metrics.buffer(w.ident, 1, int64(ch.Event.Size))
@@ -225,9 +231,9 @@ func (w *worker) addChangeLog(ch *decode.Change, now time.Time) error {
 		images, before = [][]any{make([]any, len(w.schema.Columns))}, []bool{false}
 	}
 	for i, img := range images {
-		row := make([]any, 0, len(img)+5)
+		row := make([]any, 0, len(img)+6)
 		row = append(row, img...)
-		row = append(row, op, before[i], ev.TsMs, ev.Partition, ev.Offset)
+		row = append(row, op, before[i], ev.TsMs, ev.Partition, ev.Offset, orderValue(ev.Order))
 		e := ev
 		e.Op, e.Key, e.Row, e.Size = batch.OpCreate, nil, row, ev.Size/len(images)
 		if err := w.buf.Add(e, now); err != nil {
@@ -237,10 +243,25 @@ func (w *worker) addChangeLog(ch *decode.Change, now time.Time) error {
 	return nil
 }
 
-// changeLogColumns are the source columns plus the change-log columns.
+// orderValue is the source-order column's value: null when the event
+// carried no binlog position.
+func orderValue(o int64) any {
+	if o == 0 {
+		return nil
+	}
+	return o
+}
+
+// changeLogColumns are the source columns plus the change-log columns and
+// the source-order column.
 func changeLogColumns(cols []string) []string {
 	return append(slices.Clone(cols), schemamap.ChangeOpColumn, schemamap.ChangeBeforeColumn,
-		schemamap.ChangeTsMsColumn, schemamap.ChangePartitionColumn, schemamap.ChangeOffsetColumn)
+		schemamap.ChangeTsMsColumn, schemamap.ChangePartitionColumn, schemamap.ChangeOffsetColumn, schemamap.SourceOrderColumn)
+}
+
+// keyedColumns are the source columns plus the source-order column.
+func keyedColumns(cols []string) []string {
+	return append(slices.Clone(cols), schemamap.SourceOrderColumn)
 }
 
 // adopt switches to a new source schema: it creates or evolves the table
@@ -291,18 +312,27 @@ func (w *worker) adopt(ctx context.Context, s *decode.Schema, key []string, keyl
 	}
 	if keyless {
 		w.buf = batch.NewAppend(changeLogColumns(s.Columns), w.p.cfg.Limits)
-	} else if w.buf, err = batch.New(s.Columns, key, w.p.cfg.Limits); err != nil {
+	} else if w.buf, err = batch.New(keyedColumns(s.Columns), key, w.p.cfg.Limits); err != nil {
 		return fmt.Errorf("table %v: %w", w.ident, err)
 	}
 	w.schema, w.key = s, key
 	return nil
 }
 
+// mapping is the table schema for s: a change log or a keyed table, with
+// the source-order column either way.
 func mapping(s *decode.Schema, key []string, keyless bool) (*schemamap.Mapping, error) {
+	var m *schemamap.Mapping
+	var err error
 	if keyless {
-		return schemamap.ChangeLog(s.Row)
+		m, err = schemamap.ChangeLog(s.Row)
+	} else {
+		m, err = schemamap.Map(s.Row, key)
 	}
-	return schemamap.Map(s.Row, key)
+	if err != nil {
+		return nil, err
+	}
+	return schemamap.WithSourceOrder(m)
 }
 
 func identifierNames(sch *iceberg.Schema) []string {
