@@ -30,7 +30,8 @@
 //     table with schemamap.Evolve/Apply, and continues. An incompatible
 //     change stops ingest with an error naming the column and the fix.
 //
-// Lock order: Pipeline.mu is never held while sending to a table queue.
+// Lock order: Pipeline.mu is never held while sending to a table queue;
+// Pipeline.ownMu is a leaf (nothing is locked or sent while it is held).
 package pipeline
 
 import (
@@ -156,6 +157,9 @@ type Pipeline struct {
 
 	buffered atomic.Int64 // bytes buffered by all tables
 	ready    atomic.Bool
+
+	ownMu sync.Mutex
+	owned map[string]map[int32]bool // partitions assigned to this member, by topic
 
 	mu      sync.Mutex
 	tables  map[string]*worker // by topic
@@ -374,9 +378,50 @@ func (p *Pipeline) ident(topic string) (table.Identifier, error) {
 }
 
 func (p *Pipeline) assigned(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
+	p.own(assigned, true)
 	for topic, parts := range assigned {
 		p.log.Info("partitions assigned", "topic", topic, "partitions", parts)
 	}
+}
+
+// own records that parts are (or, with add false, are no longer) assigned
+// to this member.
+func (p *Pipeline) own(parts map[string][]int32, add bool) {
+	p.ownMu.Lock()
+	defer p.ownMu.Unlock()
+	if p.owned == nil {
+		p.owned = map[string]map[int32]bool{}
+	}
+	for topic, ps := range parts {
+		m := p.owned[topic]
+		if m == nil {
+			m = map[int32]bool{}
+			p.owned[topic] = m
+		}
+		for _, part := range ps {
+			if add {
+				m[part] = true
+			} else {
+				delete(m, part)
+			}
+		}
+	}
+}
+
+// ownedOnly returns the entries of next whose partitions of topic are
+// assigned to this member: a table's offsets cover every partition,
+// including those other members own, whose group offsets are theirs to
+// commit.
+func (p *Pipeline) ownedOnly(topic string, next map[int32]int64) map[int32]int64 {
+	p.ownMu.Lock()
+	defer p.ownMu.Unlock()
+	out := make(map[int32]int64, len(next))
+	for part, n := range next {
+		if p.owned[topic][part] {
+			out[part] = n
+		}
+	}
+	return out
 }
 
 // adjustOffsets sets the fetch offsets of newly assigned partitions to the
@@ -424,11 +469,13 @@ func (p *Pipeline) adjustOffsets(ctx context.Context, offsets map[string]map[int
 // offsets live in the table.
 func (p *Pipeline) revoked(ctx context.Context, _ *kgo.Client, revoked map[string][]int32) {
 	p.handOff(ctx, revoked, ctlFlush)
+	p.own(revoked, false)
 }
 
 // lost abandons what the lost tables buffered; the next owner re-reads it
 // from the offsets in the table.
 func (p *Pipeline) lost(ctx context.Context, _ *kgo.Client, lost map[string][]int32) {
+	p.own(lost, false)
 	p.handOff(ctx, lost, ctlDrop)
 }
 

@@ -516,10 +516,13 @@ func (w *worker) commitSkipped(ctx context.Context) {
 }
 
 // commitGroup commits next offsets of the worker's topic to the consumer
-// group, asynchronously. The commit is advisory for a table's topic (the
-// table holds the real offsets) and the only record of progress for a
-// topic that names no table.
+// group, asynchronously, for the partitions this member owns. The commit
+// is advisory for a table's topic (the table holds the real offsets) and
+// the only record of progress for a topic that names no table.
 func (w *worker) commitGroup(ctx context.Context, next map[int32]int64) {
+	if next = w.p.ownedOnly(w.topic, next); len(next) == 0 {
+		return
+	}
 	eo := map[string]map[int32]kgo.EpochOffset{w.topic: {}}
 	for p, n := range next {
 		eo[w.topic][p] = kgo.EpochOffset{Epoch: -1, Offset: n}
