@@ -215,12 +215,21 @@ func (p *Pipeline) Ping(ctx context.Context) error { return p.cl.Ping(ctx) }
 // returns nil after a clean stop on ctx.
 func (p *Pipeline) Run(ctx context.Context) error {
 	defer p.cl.Close()
-	pollErr := p.poll(ctx)
+	// Workers run under their own context: not cancelled with ctx, so
+	// that the final commits can run, but cancelled when ShutdownTimeout
+	// passes, so that a commit stuck on an unreachable catalog cannot
+	// hold the stop.
+	wctx, wcancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer wcancel(nil)
+	pollErr := p.poll(ctx, wctx)
 	p.ready.Store(false)
+	failedBefore := p.firstErr() != nil
 
 	// Phase two: stop intake is done; commit or abandon what is buffered.
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.ShutdownTimeout)
 	defer cancel()
+	stop := context.AfterFunc(dctx, func() { wcancel(errShutdownDeadline) })
+	defer stop()
 	p.mu.Lock()
 	p.closing = true
 	workers := make([]*worker, 0, len(p.tables))
@@ -238,8 +247,18 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	if pollErr != nil {
 		return pollErr
 	}
+	if err := p.firstErr(); err != nil && !failedBefore && errors.Is(context.Cause(wctx), errShutdownDeadline) {
+		// The deadline cut a final commit short: nothing of it was
+		// acknowledged, the next start re-reads it from the table's
+		// offsets.
+		p.log.Warn("shutdown timeout passed: abandoned the open batches; they are re-read on the next start", "timeout", p.cfg.ShutdownTimeout, "error", err)
+		return nil
+	}
 	return p.firstErr()
 }
+
+// errShutdownDeadline cancels the workers when ShutdownTimeout passes.
+var errShutdownDeadline = errors.New("pipeline: shutdown timeout passed")
 
 func (p *Pipeline) firstErr() error {
 	select {
@@ -257,7 +276,9 @@ func (p *Pipeline) fail(err error) {
 	})
 }
 
-func (p *Pipeline) poll(ctx context.Context) error {
+// poll reads until ctx ends; the table goroutines it starts run under
+// wctx.
+func (p *Pipeline) poll(ctx, wctx context.Context) error {
 	// A failed table ends polling at once: without this, a poll waiting
 	// for records that will not come would hide the failure forever.
 	ctx, cancel := context.WithCancel(ctx)
@@ -309,7 +330,7 @@ func (p *Pipeline) poll(ctx context.Context) error {
 			if len(fp.Records) == 0 {
 				return
 			}
-			w, err := p.worker(ctx, fp.Topic)
+			w, err := p.worker(wctx, fp.Topic)
 			if err != nil {
 				routeErr = err
 				return
@@ -327,7 +348,8 @@ func (p *Pipeline) poll(ctx context.Context) error {
 	}
 }
 
-// worker returns the table goroutine of topic, starting it on first use.
+// worker returns the table goroutine of topic, starting it on first use;
+// it runs under ctx.
 func (p *Pipeline) worker(ctx context.Context, topic string) (*worker, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -344,7 +366,7 @@ func (p *Pipeline) worker(ctx context.Context, topic string) (*worker, error) {
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
-		if err := w.run(context.WithoutCancel(ctx)); err != nil {
+		if err := w.run(ctx); err != nil {
 			p.fail(err)
 			// Keep draining so the poll loop and callbacks never block.
 			for m := range w.in {
@@ -464,16 +486,17 @@ func (p *Pipeline) adjustOffsets(ctx context.Context, offsets map[string]map[int
 	return offsets, nil
 }
 
-// revoked commits what the revoked tables buffered, so the next owner
-// starts after it; nothing is committed twice either way because the
-// offsets live in the table.
+// revoked abandons what the revoked tables buffered: the next owner
+// re-reads it from the offsets in the table, so a revoke never waits on the
+// catalog. Partitions this member keeps are rewound to their first
+// abandoned record (worker.drop). The wait for the tables to take the
+// request is bounded by ShutdownTimeout.
 func (p *Pipeline) revoked(ctx context.Context, _ *kgo.Client, revoked map[string][]int32) {
-	p.handOff(ctx, revoked, ctlFlush)
 	p.own(revoked, false)
+	p.handOff(ctx, revoked, ctlDrop)
 }
 
-// lost abandons what the lost tables buffered; the next owner re-reads it
-// from the offsets in the table.
+// lost abandons what the lost tables buffered, as revoked does.
 func (p *Pipeline) lost(ctx context.Context, _ *kgo.Client, lost map[string][]int32) {
 	p.own(lost, false)
 	p.handOff(ctx, lost, ctlDrop)
@@ -490,6 +513,8 @@ func (p *Pipeline) handOff(ctx context.Context, parts map[string][]int32, kind c
 		}
 	}
 	p.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.ShutdownTimeout)
+	defer cancel()
 	for _, w := range ws {
 		if err := w.request(ctx, kind); err != nil {
 			w.log.Warn("handing off the table's batch failed; the next owner re-reads it", "error", err)

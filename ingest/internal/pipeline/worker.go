@@ -423,10 +423,27 @@ func (w *worker) evolve(ctx context.Context, changes []schemamap.Change) error {
 	return nil
 }
 
+// drop abandons the buffer. The partitions of the topic this member still
+// owns are rewound to their first abandoned record, so that only the
+// revoked or lost partitions are left to their next owner.
 func (w *worker) drop() {
 	w.skippedTo = nil // no longer ours to commit
 	if w.buf == nil || w.buf.Len() == 0 {
 		return
+	}
+	first := map[int32]int64{}
+	for _, ev := range w.buf.Events() {
+		if n, ok := first[ev.Partition]; !ok || ev.Offset < n {
+			first[ev.Partition] = ev.Offset
+		}
+	}
+	if kept := w.p.ownedOnly(w.topic, first); len(kept) > 0 {
+		eo := map[string]map[int32]kgo.EpochOffset{w.topic: {}}
+		for part, n := range kept {
+			eo[w.topic][part] = kgo.EpochOffset{Epoch: -1, Offset: n}
+		}
+		w.p.cl.SetOffsets(eo)
+		w.log.Info("rewound the partitions kept to the abandoned batch's first records", "partitions", kept)
 	}
 	w.log.Info("abandoning the open batch; the next owner re-reads it", "events", w.buf.Len())
 	w.p.buffered.Add(-w.buf.Bytes())
