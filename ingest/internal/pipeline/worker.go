@@ -111,7 +111,13 @@ func (w *worker) run(ctx context.Context) error {
 				err = w.flush(m.ctx, "handoff")
 				w.commitSkipped(m.ctx)
 			case ctlDrop:
-				w.drop()
+				// A drop whose callback gave up waiting (the worker was
+				// busy) is stale: the partitions may be anyone's by now, so
+				// no rewind is safe. Keeping the batch is: a commit skips
+				// what another owner committed first, and vice versa.
+				if m.ctx.Err() == nil {
+					w.drop()
+				}
 			}
 			m.done <- err
 			if err != nil {
@@ -425,7 +431,9 @@ func (w *worker) evolve(ctx context.Context, changes []schemamap.Change) error {
 
 // drop abandons the buffer. The partitions of the topic this member still
 // owns are rewound to their first abandoned record, so that only the
-// revoked or lost partitions are left to their next owner.
+// revoked or lost partitions are left to their next owner. It runs while
+// the revoke (or lost) callback waits for it, so no other revoke can run
+// during the rewind.
 func (w *worker) drop() {
 	w.skippedTo = nil // no longer ours to commit
 	if w.buf == nil || w.buf.Len() == 0 {
