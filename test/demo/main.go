@@ -188,7 +188,9 @@ func run(ctx context.Context) error {
 			}
 			var cols []string
 			for _, f := range tbl.Schema().Fields() {
-				cols = append(cols, f.Name)
+				if f.Name != lakecheck.SourceOrderColumn {
+					cols = append(cols, f.Name)
+				}
 			}
 			jrows, err := icebergreader.ReadErr(dbName + "." + ts.name)
 			if err != nil {

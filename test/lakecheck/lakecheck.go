@@ -69,12 +69,21 @@ type Rows struct {
 	ByKey   map[string][]string
 }
 
+// SourceOrderColumn is ingest's source-order column (ingest's
+// schemamap.SourceOrderColumn): a binlog position, not a source value, so
+// [Iceberg] leaves it out.
+const SourceOrderColumn = "_binlake_source_order"
+
 // Iceberg reads every live row of tbl (iceberg-go applies equality and
-// position deletes) and renders it canonically.
+// position deletes) and renders it canonically, without
+// [SourceOrderColumn].
 func Iceberg(ctx context.Context, tbl *table.Table, key []string) (Rows, map[string]iceberg.Type, error) {
 	types := map[string]iceberg.Type{}
 	var cols []string
 	for _, f := range tbl.Schema().Fields() {
+		if f.Name == SourceOrderColumn {
+			continue
+		}
 		types[f.Name] = f.Type
 		cols = append(cols, f.Name)
 	}

@@ -7,8 +7,13 @@
 //   - Events are kept in the order they were added, which for one key is
 //     Kafka order (Debezium partitions by key). [Buffer.Collapse] keeps the
 //     last change per key: a final delete leaves no data row but its key is
-//     still deleted; a truncate drops everything before it and marks the
-//     table to be emptied.
+//     still deleted.
+//   - Truncates follow source order, not arrival order: a truncate at source
+//     position T (see [SourceOrder]) removes the changes whose position is
+//     below T, wherever they sit in the batch (a truncate lands on any Kafka
+//     partition, rows on their key's), and a change below the table's
+//     truncate watermark arrives too late and is dropped. A truncate without
+//     a source position empties the table in arrival order (the old rule).
 //   - Collapse can skip the events a table already holds (offsets recovered
 //     from Iceberg), so a batch can be rebuilt after a commit conflict
 //     without duplicating or losing a change.
@@ -64,6 +69,9 @@ type Event struct {
 	// source.gtid ("" when unknown).
 	TsMs int64
 	GTID string
+	// Order is the change's position in the source ([SourceOrder]); 0 when
+	// the event carries none.
+	Order int64
 	// Size is the event's size in bytes (e.g. the Kafka record value), for
 	// the byte bound.
 	Size int
@@ -222,9 +230,15 @@ func (o Offsets) Merge(other Offsets) {
 
 // Collapsed is the net effect of a buffer's events on the table.
 type Collapsed struct {
-	// Truncate means the table must be emptied before Upserts apply; then
-	// Deletes is empty.
+	// Truncate means the table must be emptied before Upserts apply (a
+	// truncate without a source position); then Deletes is empty.
 	Truncate bool
+	// TruncateBefore, when above the committed watermark, is the source
+	// order of the batch's latest truncate: every row of the table whose
+	// order is below it (or null) must be deleted before Upserts and
+	// Deletes apply. Watermark is the table's truncate watermark after the
+	// batch: max(committed watermark, TruncateBefore).
+	TruncateBefore, Watermark int64
 	// Upserts are the last row images of the keys whose last change is not
 	// a delete, in the order of their last change.
 	Upserts []*Event
@@ -234,8 +248,9 @@ type Collapsed struct {
 	// Offsets are the next offsets after the included events.
 	Offsets Offsets
 	// Events counts the included events; Skipped those already covered by
-	// the committed offsets.
-	Events, Skipped int
+	// the committed offsets; Stale those included but dropped because a
+	// truncate later in source order removes them.
+	Events, Skipped, Stale int
 	// MaxTsMs is the largest source.ts_ms and LastGTID the last non-empty
 	// source.gtid of the included events.
 	MaxTsMs  int64
@@ -243,12 +258,30 @@ type Collapsed struct {
 }
 
 // Empty reports whether the collapse has nothing to write.
-func (c *Collapsed) Empty() bool { return !c.Truncate && len(c.Deletes) == 0 }
+func (c *Collapsed) Empty() bool {
+	return !c.Truncate && len(c.Deletes) == 0 && len(c.Upserts) == 0 && c.TruncateBefore == 0
+}
 
 // Collapse computes the net effect of the buffered events, skipping those
-// that committed already covers (nil skips none).
-func (b *Buffer) Collapse(committed Offsets) *Collapsed {
-	c := &Collapsed{Offsets: Offsets{}}
+// that committed already covers (nil skips none). watermark is the table's
+// truncate watermark: the source order of the latest truncate it applied
+// (0: none). A change whose source order is below the watermark, or below
+// a truncate anywhere in the batch, is erased by that truncate: it is
+// counted as consumed but writes nothing. Changes without a source order
+// are never dropped.
+func (b *Buffer) Collapse(committed Offsets, watermark int64) *Collapsed {
+	c := &Collapsed{Offsets: Offsets{}, Watermark: watermark}
+	// A truncate erases what precedes it in the source whatever its place
+	// in the batch: find the batch's latest one first.
+	if !b.appendOnly {
+		for i := range b.events {
+			ev := &b.events[i]
+			if ev.Op == OpTruncate && ev.Order > c.Watermark && !committed.Covers(ev.Topic, ev.Partition, ev.Offset) {
+				c.TruncateBefore, c.Watermark = ev.Order, ev.Order
+			}
+		}
+	}
+	stale := func(ev *Event) bool { return ev.Order > 0 && ev.Order < c.Watermark }
 	var ix keyIndex
 	ix.init(len(b.key), len(b.events))
 	last := make([]int32, 0, min(len(b.events), 1<<16)) // slot → index of the key's last event
@@ -269,9 +302,12 @@ func (b *Buffer) Collapse(committed Offsets) *Collapsed {
 			continue
 		}
 		if ev.Op == OpTruncate {
-			c.Truncate = true
-			ix.reset()
-			last = last[:0]
+			if ev.Order == 0 {
+				// No source position: arrival order is all there is.
+				c.Truncate = true
+				ix.reset()
+				last = last[:0]
+			}
 			continue
 		}
 		slot, isNew := ix.slot(ev.Key, len(last))
@@ -287,13 +323,20 @@ func (b *Buffer) Collapse(committed Offsets) *Collapsed {
 	// Order by the Kafka order of the final changes.
 	slices.Sort(last)
 	if !c.Truncate {
-		c.Deletes = make([]*Event, len(last))
+		c.Deletes = make([]*Event, 0, len(last))
 	}
 	c.Upserts = make([]*Event, 0, len(last))
-	for j, i := range last {
+	for _, i := range last {
 		ev := &b.events[i]
+		if stale(ev) {
+			// The key's last change precedes a truncate: so do all its
+			// rows in the table (earlier in its partition), which the
+			// truncate deletes or has deleted.
+			c.Stale++
+			continue
+		}
 		if !c.Truncate {
-			c.Deletes[j] = ev
+			c.Deletes = append(c.Deletes, ev)
 		}
 		if ev.Op != OpDelete {
 			c.Upserts = append(c.Upserts, ev)

@@ -79,7 +79,7 @@ func TestCollapse(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			got := b.Collapse(nil)
+			got := b.Collapse(nil, 0)
 			if d := cmp.Diff(c.upserts, rows(got.Upserts)); d != "" {
 				t.Errorf("upserts (-want +got):\n%s", d)
 			}
@@ -109,7 +109,7 @@ func TestCollapseSkipsCommitted(t *testing.T) {
 	e.Partition = 1
 	_ = b.Add(e, t0)
 
-	got := b.Collapse(Offsets{"t": {0: 7}})
+	got := b.Collapse(Offsets{"t": {0: 7}}, 0)
 	if d := cmp.Diff([]string{"2=c", "9=other-partition"}, rows(got.Upserts)); d != "" {
 		t.Errorf("upserts (-want +got):\n%s", d)
 	}
@@ -119,7 +119,7 @@ func TestCollapseSkipsCommitted(t *testing.T) {
 	if d := cmp.Diff(Offsets{"t": {0: 8, 1: 4}}, got.Offsets); d != "" {
 		t.Errorf("offsets (-want +got):\n%s", d)
 	}
-	if all := b.Collapse(Offsets{"t": {0: 8, 1: 4}}); !all.Empty() || all.Skipped != 4 {
+	if all := b.Collapse(Offsets{"t": {0: 8, 1: 4}}, 0); !all.Empty() || all.Skipped != 4 {
 		t.Errorf("fully committed batch: empty=%v skipped=%d", all.Empty(), all.Skipped)
 	}
 }
@@ -142,7 +142,7 @@ func TestCompositeKeys(t *testing.T) {
 	add(1, "x", 2, "2", OpCreate)
 	add(2, "x", 1, "3", OpUpdate)
 	add(3, "x\x00", 1, "4", OpCreate) // must not collide with ("x", ...)
-	c := b.Collapse(nil)
+	c := b.Collapse(nil, 0)
 	if len(c.Upserts) != 3 || c.Upserts[1].Row[2] != "3" {
 		t.Fatalf("upserts %v", c.Upserts)
 	}
@@ -306,7 +306,7 @@ func BenchmarkCollapse(b *testing.B) {
 	b.ReportAllocs()
 	b.ReportMetric(n, "events/op")
 	for b.Loop() {
-		buf.Collapse(nil)
+		buf.Collapse(nil, 0)
 	}
 }
 
@@ -320,7 +320,7 @@ func BenchmarkCollapseCompositeKey(b *testing.B) {
 	b.ReportAllocs()
 	b.ReportMetric(n, "events/op")
 	for b.Loop() {
-		buf.Collapse(nil)
+		buf.Collapse(nil, 0)
 	}
 }
 
@@ -330,7 +330,7 @@ func BenchmarkArrowRows(b *testing.B) {
 	for _, e := range benchEvents(n) {
 		_ = buf.Add(e, t0)
 	}
-	col := buf.Collapse(nil)
+	col := buf.Collapse(nil, 0)
 	c, err := NewConverter(allTypes, allColumns, []string{"id"}, nil)
 	if err != nil {
 		b.Fatal(err)
@@ -354,7 +354,7 @@ func BenchmarkArrowKeys(b *testing.B) {
 	for _, e := range benchEvents(n) {
 		_ = buf.Add(e, t0)
 	}
-	col := buf.Collapse(nil)
+	col := buf.Collapse(nil, 0)
 	c, _ := NewConverter(allTypes, allColumns, []string{"id"}, nil)
 	b.ReportAllocs()
 	b.ReportMetric(float64(len(col.Deletes)), "keys/op")
@@ -382,7 +382,7 @@ func TestAppendOnly(t *testing.T) {
 	if err := b.Add(Event{Op: OpDelete, Key: []any{int32(1)}, Topic: "tp", Offset: 20}, now); !errors.Is(err, ErrInvalidEvent) {
 		t.Errorf("a keyed delete in an append-only buffer: err %v", err)
 	}
-	c := b.Collapse(Offsets{"tp": {0: 11}})
+	c := b.Collapse(Offsets{"tp": {0: 11}}, 0)
 	if c.Truncate || len(c.Deletes) != 0 || len(c.Upserts) != 3 || c.Skipped != 1 || c.Offsets["tp"][0] != 14 {
 		t.Fatalf("collapse: truncate %v deletes %d upserts %d skipped %d offsets %v", c.Truncate, len(c.Deletes), len(c.Upserts), c.Skipped, c.Offsets)
 	}
@@ -408,5 +408,91 @@ func TestAppendOnly(t *testing.T) {
 	}
 	if n != 3 {
 		t.Errorf("converted %d rows, want 3", n)
+	}
+}
+
+// TestCollapseTruncateBySourceOrder: a truncate removes the changes that
+// precede it in the source, not those that precede it in the batch. The
+// truncate arrives on partition 0; rows on partitions 1 and 2 arrive before
+// and after it in any mix.
+func TestCollapseTruncateBySourceOrder(t *testing.T) {
+	at := func(op Op, part int32, off, order, id int64) Event {
+		e := ev(op, off, id, fmt.Sprint("v", order))
+		e.Partition, e.Order = part, order
+		return e
+	}
+	b := newBuf(t, Limits{})
+	for _, e := range []Event{
+		at(OpCreate, 1, 0, 150, 9), // after the truncate in the source, before it in the batch
+		at(OpCreate, 2, 0, 50, 5),  // before the truncate in both
+		at(OpTruncate, 0, 0, 100, 0),
+		at(OpCreate, 2, 1, 60, 6),   // before the truncate in the source, after it in the batch
+		at(OpUpdate, 2, 2, 120, 5),  // key 5 again, after the truncate
+		at(OpDelete, 1, 1, 80, 7),   // a delete before the truncate: nothing to do
+		at(OpCreate, 1, 2, 0, 8),    // no source order: kept
+		at(OpCreate, 2, 3, 110, 10), // after
+	} {
+		if err := b.Add(e, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := b.Collapse(nil, 0)
+	if c.Truncate || c.TruncateBefore != 100 || c.Watermark != 100 {
+		t.Fatalf("truncate %v before %d watermark %d, want a truncate before 100", c.Truncate, c.TruncateBefore, c.Watermark)
+	}
+	if diff := cmp.Diff([]string{"9=v150", "5=v120", "8=v0", "10=v110"}, rows(c.Upserts)); diff != "" {
+		t.Errorf("upserts (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"9=v150", "5=v120", "8=v0", "10=v110"}, rows(c.Deletes)); diff != "" {
+		t.Errorf("deletes (-want +got):\n%s", diff)
+	}
+	if c.Stale != 2 || c.Events != 8 || c.Offsets["t"][0] != 1 || c.Offsets["t"][1] != 3 || c.Offsets["t"][2] != 4 {
+		t.Errorf("stale %d events %d offsets %v", c.Stale, c.Events, c.Offsets)
+	}
+
+	// The table already applied a truncate at 200: a lagging partition's
+	// changes below it are dropped, and the old truncate changes nothing.
+	c = b.Collapse(nil, 200)
+	if c.TruncateBefore != 0 || c.Watermark != 200 {
+		t.Errorf("stale truncate: before %d watermark %d", c.TruncateBefore, c.Watermark)
+	}
+	if diff := cmp.Diff([]string{"8=v0"}, rows(c.Upserts)); diff != "" {
+		t.Errorf("upserts under watermark 200 (-want +got):\n%s", diff)
+	}
+}
+
+func TestSourceOrder(t *testing.T) {
+	o := func(file string, pos int64, row int32, snap bool) int64 {
+		t.Helper()
+		v, ok := SourceOrder(file, pos, row, snap)
+		if !ok {
+			t.Fatalf("SourceOrder(%q, %d, %d) not ok", file, pos, row)
+		}
+		return v
+	}
+	// Increasing in the source: rows of one event, the next event, the next
+	// file (also past 999999, where the names stop sorting as text).
+	seq := []int64{
+		o("mysql-bin.000001", 4, 0, true),
+		o("mysql-bin.000001", 4, 0, false),
+		o("mysql-bin.000001", 4, 3, false),
+		o("mysql-bin.000001", 1<<32-10, 7, false),
+		o("mysql-bin.000002", 300, 0, true),
+		o("mysql-bin.000002", 300, 0, false),
+		o("mysql-bin.999999", 300, 0, false),
+		o("mysql-bin.1000000", 4, 0, false),
+	}
+	for i := 1; i < len(seq); i++ {
+		if seq[i] <= seq[i-1] {
+			t.Errorf("order %d (%s) not above %d (%s)", i, FormatOrder(seq[i]), i-1, FormatOrder(seq[i-1]))
+		}
+	}
+	for _, bad := range []struct {
+		file string
+		pos  int64
+	}{{"", 4}, {"mysql-bin", 4}, {"mysql-bin.x", 4}, {"mysql-bin.000001", 0}, {"mysql-bin.000001", 1 << 32}, {"b.2000000000", 4}} {
+		if _, ok := SourceOrder(bad.file, bad.pos, 0, false); ok {
+			t.Errorf("SourceOrder(%q, %d) ok", bad.file, bad.pos)
+		}
 	}
 }

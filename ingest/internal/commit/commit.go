@@ -18,11 +18,23 @@
 //
 // Upserts are merge-on-read: data files for the last image of each key plus
 // equality deletes on the identifier fields for every key the batch
-// touched, in one snapshot. A truncate is one copy-on-write overwrite
-// snapshot that drops every data file (filter AlwaysTrue: whole files are
-// dropped, none is read or rewritten) and adds the rows that follow the
-// truncate in the batch, so readers never see the table empty between the
-// truncate and those rows. Equality deletes are not needed then.
+// touched, in one snapshot.
+//
+// Truncates follow source order (batch.SourceOrder, kept per row in the
+// batch.OrderColumn column): a truncate at source order T deletes the rows
+// whose order is below T (or null: rows written before the column existed)
+// with a merge-on-read delete (position deletes, so equality deletes older
+// than the truncate keep applying to the files it leaves), then the batch's
+// RowDelta, in one transaction; T is kept in the table property
+// [TruncateWatermarkKey] so that a change below T committed later, by a
+// lagging partition or another ingest process, is dropped. Pinning makes
+// the watermark current at every commit. A truncate without a source
+// position (not from a binlog) is the older copy-on-write overwrite that
+// drops every data file.
+//
+// A commit that has nothing to write (only dropped or already applied
+// changes, or a truncate of a table without snapshots) still commits its
+// offsets and watermark as table properties.
 //
 // Data files of failed attempts are left behind as orphans (iceberg-go
 // does not remove them); table maintenance removes unreferenced files.
@@ -150,8 +162,10 @@ type Result struct {
 	Rows, Deletes int
 	Truncated     bool
 	// Events and SkippedEvents count the batch's events committed now and
-	// those found already committed.
-	Events, SkippedEvents int
+	// those found already committed; StaleEvents those committed as
+	// consumed but dropped because a truncate later in source order erased
+	// them.
+	Events, SkippedEvents, StaleEvents int
 	// Offsets are the table's offsets after the commit for the batch's
 	// topics.
 	Offsets batch.Offsets
@@ -175,7 +189,11 @@ func (c *Committer) Commit(ctx context.Context, buf *batch.Buffer) (Result, erro
 		if err != nil {
 			return res, err
 		}
-		col := buf.Collapse(committed)
+		watermark, err := Watermark(c.tbl)
+		if err != nil {
+			return res, err
+		}
+		col := buf.Collapse(committed, watermark)
 		res.SkippedEvents = col.Skipped
 		if col.Events == 0 {
 			res.AlreadyCommitted = buf.Len() > 0
@@ -190,23 +208,25 @@ func (c *Committer) Commit(ctx context.Context, buf *batch.Buffer) (Result, erro
 		}
 		offsets.Merge(col.Offsets)
 		props := summaryProps(res.CommitID, offsets, col)
+		var newMark int64
+		if col.Watermark > watermark {
+			newMark = col.Watermark
+		}
+		tprops := tableProps(res.CommitID, offsets, newMark)
 
 		var base int64 = -1
 		if s := c.tbl.CurrentSnapshot(); s != nil {
 			base = s.SnapshotID
 		}
 		res.Attempts = attempt
-		tbl, stage, err := c.attempt(ctx, c.tbl, buf, col, props)
+		tbl, stage, err := c.attempt(ctx, c.tbl, buf, col, props, tprops)
 		if err == nil {
 			c.tbl = tbl
-			res.SnapshotID = tbl.CurrentSnapshot().SnapshotID
-			res.Events, res.Offsets, res.Truncated = col.Events, offsets, col.Truncate
-			res.Rows, res.Deletes = len(col.Upserts), len(col.Deletes)
-			return res, nil
-		}
-		if errors.Is(err, errNothingToWrite) {
-			// A lone truncate of a table with no snapshot: nothing to do.
-			res.Events = col.Events
+			if s := tbl.CurrentSnapshot(); s != nil {
+				res.SnapshotID = s.SnapshotID
+			}
+			res.Events, res.Offsets, res.Truncated = col.Events, offsets, col.Truncate || col.TruncateBefore > 0
+			res.Rows, res.Deletes, res.StaleEvents = len(col.Upserts), len(col.Deletes), col.Stale
 			return res, nil
 		}
 		if errors.Is(err, batch.ErrInvalidEvent) {
@@ -231,8 +251,8 @@ func (c *Committer) Commit(ctx context.Context, buf *batch.Buffer) (Result, erro
 			if id, ok := findCommit(c.tbl, base, res.CommitID); ok {
 				log.Info("ambiguous commit landed", "snapshot_id", id)
 				res.SnapshotID = id
-				res.Events, res.Offsets, res.Truncated = col.Events, offsets, col.Truncate
-				res.Rows, res.Deletes = len(col.Upserts), len(col.Deletes)
+				res.Events, res.Offsets, res.Truncated = col.Events, offsets, col.Truncate || col.TruncateBefore > 0
+				res.Rows, res.Deletes, res.StaleEvents = len(col.Upserts), len(col.Deletes), col.Stale
 				return res, nil
 			}
 		}
@@ -281,10 +301,8 @@ const (
 	stageCommit                  // the catalog commit itself
 )
 
-var errNothingToWrite = errors.New("commit: nothing to write")
-
 // attempt builds and commits one transaction on tbl.
-func (c *Committer) attempt(ctx context.Context, tbl *table.Table, buf *batch.Buffer, col *batch.Collapsed, props iceberg.Properties) (*table.Table, stage, error) {
+func (c *Committer) attempt(ctx context.Context, tbl *table.Table, buf *batch.Buffer, col *batch.Collapsed, props, tprops iceberg.Properties) (*table.Table, stage, error) {
 	conv, err := batch.NewConverter(tbl.Schema(), buf.Columns(), buf.Key(), nil)
 	if err != nil {
 		return nil, stageWrite, err
@@ -305,6 +323,11 @@ func (c *Committer) attempt(ctx context.Context, tbl *table.Table, buf *batch.Bu
 			return nil, stageWrite, fmt.Errorf("staging truncate overwrite: %w", err)
 		}
 	default:
+		if col.TruncateBefore > 0 && !empty {
+			if err := truncateBefore(ctx, tx, tbl, col.TruncateBefore, props); err != nil {
+				return nil, stageWrite, err
+			}
+		}
 		var data []iceberg.DataFile
 		if len(col.Upserts) > 0 {
 			for df, err := range table.WriteRecords(ctx, tbl, conv.Schema(), conv.Rows(col.Upserts)) {
@@ -316,24 +339,58 @@ func (c *Committer) attempt(ctx context.Context, tbl *table.Table, buf *batch.Bu
 		}
 		var dels []iceberg.DataFile
 		// Deletes cannot match anything in a table without snapshots.
-		if len(col.Deletes) > 0 && (!empty || len(data) == 0) {
+		if len(col.Deletes) > 0 && !empty {
 			dels, err = tx.WriteEqualityDeletes(ctx, conv.KeyFieldIDs(), conv.Keys(col.Deletes))
 			if err != nil {
 				return nil, stageWrite, fmt.Errorf("writing equality deletes: %w", err)
 			}
 		}
-		if len(data) == 0 && len(dels) == 0 {
-			return nil, stageWrite, errNothingToWrite
+		if len(data) > 0 || len(dels) > 0 {
+			if err := tx.NewRowDelta(props).AddRows(data...).AddDeletes(dels...).Commit(ctx); err != nil {
+				return nil, stageWrite, fmt.Errorf("staging row delta: %w", err)
+			}
 		}
-		if err := tx.NewRowDelta(props).AddRows(data...).AddDeletes(dels...).Commit(ctx); err != nil {
-			return nil, stageWrite, fmt.Errorf("staging row delta: %w", err)
-		}
+	}
+	// The offsets also go where snapshot expiry cannot remove them, in the
+	// same commit; a commit with nothing to write carries them alone.
+	if err := tx.SetProperties(tprops); err != nil {
+		return nil, stageWrite, fmt.Errorf("staging the offsets properties: %w", err)
 	}
 	out, err := tx.Commit(ctx)
 	if err != nil {
 		return nil, stageCommit, fmt.Errorf("committing to %v: %w", c.ident, err)
 	}
 	return out, stageCommit, nil
+}
+
+// truncateBefore stages the deletion of every row whose source order is
+// below order, or null, as a merge-on-read delete: whole files are dropped,
+// files partly below get position deletes. A copy-on-write rewrite would
+// give the surviving rows a new data sequence number, and the equality
+// deletes of earlier commits would stop applying to them.
+func truncateBefore(ctx context.Context, tx *table.Transaction, tbl *table.Table, order int64, props iceberg.Properties) error {
+	if _, ok := tbl.Schema().FindFieldByName(batch.OrderColumn); !ok {
+		return fmt.Errorf("%w: table %v has no %s column for a truncate by source order", batch.ErrInvalidEvent, tbl.Identifier(), batch.OrderColumn)
+	}
+	ref := iceberg.Reference(batch.OrderColumn)
+	filter := iceberg.NewOr(iceberg.LessThan(ref, order), iceberg.IsNull(ref))
+	prev, had := tbl.Properties()[table.WriteDeleteModeKey]
+	if err := tx.SetProperties(iceberg.Properties{table.WriteDeleteModeKey: table.WriteModeMergeOnRead}); err != nil {
+		return fmt.Errorf("staging the delete mode: %w", err)
+	}
+	if err := tx.Delete(ctx, filter, props); err != nil {
+		return fmt.Errorf("staging the truncate of %v before source order %s: %w", tbl.Identifier(), batch.FormatOrder(order), err)
+	}
+	var err error
+	if had {
+		err = tx.SetProperties(iceberg.Properties{table.WriteDeleteModeKey: prev})
+	} else {
+		err = tx.RemoveProperties([]string{table.WriteDeleteModeKey})
+	}
+	if err != nil {
+		return fmt.Errorf("restoring the delete mode: %w", err)
+	}
+	return nil
 }
 
 // reader adapts the converter's record iterator to an array.RecordReader

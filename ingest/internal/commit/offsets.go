@@ -2,6 +2,7 @@ package commit
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -12,9 +13,11 @@ import (
 	"github.com/binlake/binlake/ingest/internal/batch"
 )
 
-// Snapshot summary properties written by every ingest commit. They are the
-// source of truth for what a table holds: consumption resumes from
-// OffsetsKeyPrefix+topic, and CommitIDKey resolves ambiguous commits.
+// Properties written by every ingest commit, both in the snapshot summary
+// and, in the same commit, in the table properties (where snapshot expiry
+// cannot remove them). They are the source of truth for what a table holds:
+// consumption resumes from OffsetsKeyPrefix+topic, and CommitIDKey resolves
+// ambiguous commits.
 const (
 	// OffsetsKeyPrefix + topic holds the next Kafka offset to consume per
 	// partition of topic, as JSON {"<partition>": <next offset>, ...}. The
@@ -29,7 +32,17 @@ const (
 	// SourceGTIDKey holds the last source.gtid of the committed events in
 	// Kafka order (absent when the events carried none).
 	SourceGTIDKey = "binlake.source.gtid"
+	// TruncateWatermarkKey is a table property: the source order
+	// (batch.SourceOrder) of the latest truncate the table applied. Rows
+	// below it were deleted, and a change below it that arrives later (from
+	// a lagging partition or process) is dropped.
+	TruncateWatermarkKey = "binlake.truncate.source-order"
 )
+
+// ErrOffsetsLost reports a table that has snapshots but whose consumed
+// Kafka offsets are nowhere to be found: ingest does not know where to
+// resume and will not start the table's partitions over on its own.
+var ErrOffsetsLost = errors.New("commit: the table's Kafka offsets are lost")
 
 // encodeOffsets renders one topic's partition offsets as JSON.
 func encodeOffsets(parts map[int32]int64) string {
@@ -57,6 +70,19 @@ func decodeOffsets(s string) (map[int32]int64, error) {
 	return out, nil
 }
 
+// tableProps builds the table properties a commit sets: its offsets, its
+// commit id and the truncate watermark when it rose.
+func tableProps(commitID string, offsets batch.Offsets, watermark int64) iceberg.Properties {
+	props := iceberg.Properties{CommitIDKey: commitID}
+	for topic, parts := range offsets {
+		props[OffsetsKeyPrefix+topic] = encodeOffsets(parts)
+	}
+	if watermark > 0 {
+		props[TruncateWatermarkKey] = strconv.FormatInt(watermark, 10)
+	}
+	return props
+}
+
 // summaryProps builds the snapshot properties of a commit.
 func summaryProps(commitID string, offsets batch.Offsets, col *batch.Collapsed) iceberg.Properties {
 	props := iceberg.Properties{CommitIDKey: commitID}
@@ -72,39 +98,83 @@ func summaryProps(commitID string, offsets batch.Offsets, col *batch.Collapsed) 
 	return props
 }
 
-// Offsets recovers the Kafka offsets a table holds: walking the snapshot
-// chain back from the current snapshot of main, for each topic the offsets
-// of the newest snapshot that carries OffsetsKeyPrefix+topic. Snapshots
-// without ingest properties (compaction, maintenance, other writers) are
-// skipped. A table without any returns empty Offsets.
+// Offsets recovers the Kafka offsets a table holds. They are read from the
+// table properties (OffsetsKeyPrefix+topic, written with every commit), and,
+// for a table last written before ingest kept them there, from the newest
+// snapshot of main whose summary carries them; the walk stops at the first
+// such snapshot. A table without snapshots or offsets holds none (empty
+// Offsets). A table that has snapshots but no offsets anywhere (its ingest
+// snapshots expired, or written by another tool) returns an error wrapping
+// ErrOffsetsLost that names the table and the way out.
 func Offsets(tbl *table.Table) (batch.Offsets, error) {
 	out := batch.Offsets{}
 	if offsetStoreDisabled {
 		return out, nil
 	}
-	err := walk(tbl, -1, func(s *table.Snapshot) bool {
+	found, err := readOffsets(tbl.Properties(), out)
+	if err != nil {
+		return nil, fmt.Errorf("reading the offsets in the properties of table %v: %w", tbl.Identifier(), err)
+	}
+	if found {
+		return out, nil
+	}
+	var werr error
+	err = walk(tbl, -1, func(s *table.Snapshot) bool {
 		if s.Summary == nil {
 			return true
 		}
-		for k, v := range s.Summary.Properties {
-			topic, ok := strings.CutPrefix(k, OffsetsKeyPrefix)
-			if !ok {
-				continue
-			}
-			if _, seen := out[topic]; seen {
-				continue
-			}
-			parts, err := decodeOffsets(v)
-			if err != nil {
-				// A corrupt value is ignored for this snapshot; an older
-				// one may still be valid. Keep walking.
-				continue
-			}
-			out[topic] = parts
+		found, werr = readOffsets(s.Summary.Properties, out)
+		if werr != nil {
+			werr = fmt.Errorf("reading the offsets in snapshot %d of table %v: %w", s.SnapshotID, tbl.Identifier(), werr)
 		}
-		return true
+		return !found && werr == nil
 	})
-	return out, err
+	switch {
+	case err != nil:
+		return nil, err
+	case werr != nil:
+		return nil, werr
+	case found || tbl.CurrentSnapshot() == nil:
+		return out, nil
+	}
+	return nil, fmt.Errorf("%w: table %v has snapshots (current %d) but neither its properties nor a retained snapshot carries %s<topic>: "+
+		"its ingest snapshots were expired before offsets were kept in the properties, or another tool wrote it. "+
+		"ingest will not start its partitions over: set the table property %s<topic> to the next offsets to consume, "+
+		`as JSON {"<partition>": <offset>, ...} (from the group's committed offsets or an old metadata file), or drop the table to ingest the topic from its start`,
+		ErrOffsetsLost, tbl.Identifier(), tbl.CurrentSnapshot().SnapshotID, OffsetsKeyPrefix, OffsetsKeyPrefix)
+}
+
+// readOffsets adds to out the offsets in props and reports whether there
+// were any.
+func readOffsets(props map[string]string, out batch.Offsets) (bool, error) {
+	found := false
+	for k, v := range props {
+		topic, ok := strings.CutPrefix(k, OffsetsKeyPrefix)
+		if !ok {
+			continue
+		}
+		parts, err := decodeOffsets(v)
+		if err != nil {
+			return false, fmt.Errorf("%s: %w", k, err)
+		}
+		out[topic] = parts
+		found = true
+	}
+	return found, nil
+}
+
+// Watermark returns the table's truncate watermark (TruncateWatermarkKey),
+// 0 when it has none.
+func Watermark(tbl *table.Table) (int64, error) {
+	v, ok := tbl.Properties()[TruncateWatermarkKey]
+	if !ok {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("table %v: property %s=%q: %w (set it to the source order of the table's last truncate, or remove it)", tbl.Identifier(), TruncateWatermarkKey, v, err)
+	}
+	return n, nil
 }
 
 // walk calls fn for each snapshot from the current snapshot of main back
@@ -127,11 +197,19 @@ func walk(tbl *table.Table, stop int64, fn func(*table.Snapshot) bool) error {
 	return nil
 }
 
-// findCommit reports whether a snapshot committed after base (exclusive;
-// -1 = search everything) carries commitID.
+// findCommit reports whether the table properties or a snapshot committed
+// after base (exclusive; -1 = search everything) carry commitID. A commit
+// found in the properties alone (one that wrote no snapshot) reports the
+// current snapshot, or 0.
 func findCommit(tbl *table.Table, base int64, commitID string) (int64, bool) {
 	var found int64
 	ok := false
+	if tbl.Properties()[CommitIDKey] == commitID {
+		if s := tbl.CurrentSnapshot(); s != nil {
+			found = s.SnapshotID
+		}
+		return found, true
+	}
 	_ = walk(tbl, base, func(s *table.Snapshot) bool {
 		if s.Summary != nil && s.Summary.Properties[CommitIDKey] == commitID {
 			found, ok = s.SnapshotID, true

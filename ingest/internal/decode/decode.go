@@ -312,7 +312,7 @@ type step struct {
 
 type srcStep struct {
 	n    *node
-	want int // 0 skip, 1 ts_ms, 2 gtid, 3 file, 4 pos
+	want int // 0 skip, 1 ts_ms, 2 gtid, 3 file, 4 pos, 5 row
 }
 
 func (d *Decoder) decodeAvroValue(ctx context.Context, value []byte, wantBefore bool) (Change, error) {
@@ -410,6 +410,8 @@ func compileValue(id string, text []byte) (*valueCodec, error) {
 					ss.want = 3
 				case "pos":
 					ss.want = 4
+				case "row":
+					ss.want = 5
 				}
 				st.src = append(st.src, ss)
 			}
@@ -436,6 +438,9 @@ func (vc *valueCodec) decode(payload []byte, wantBefore bool) (Change, error) {
 	ch := Change{Schema: vc.schema}
 	var op []byte
 	var row []any
+	var file string
+	var pos int64
+	var rowIdx int32
 	for i := range vc.steps {
 		st := &vc.steps[i]
 		switch st.kind {
@@ -475,9 +480,18 @@ func (vc *valueCodec) decode(payload []byte, wantBefore bool) (Change, error) {
 						ch.Event.GTID = s
 					}
 				case 3:
-					ch.Source.File, _ = r.value(ss.n, 0).(string)
+					file, _ = r.value(ss.n, 0).(string)
+					ch.Source.File = file
 				case 4:
-					ch.Source.Pos = toInt64(r.value(ss.n, 0))
+					pos = toInt64(r.value(ss.n, 0))
+					ch.Source.Pos = pos
+				case 5:
+					switch v := r.value(ss.n, 0).(type) {
+					case int32:
+						rowIdx = v
+					case int64:
+						rowIdx = int32(v)
+					}
 				default:
 					r.skip(ss.n, 0)
 				}
@@ -493,7 +507,14 @@ func (vc *valueCodec) decode(payload []byte, wantBefore bool) (Change, error) {
 	if err := setOp(&ch.Event, op, row); err != nil {
 		return Change{}, err
 	}
+	setOrder(&ch.Event, file, pos, rowIdx)
 	return ch, nil
+}
+
+// setOrder sets the event's source order from source.file, pos and row
+// (batch.SourceOrder); it stays 0 when they are missing.
+func setOrder(ev *batch.Event, file string, pos int64, row int32) {
+	ev.Order, _ = batch.SourceOrder(file, pos, row, ev.Op == batch.OpRead)
 }
 
 // setOp sets the event's op and row, checking they agree.

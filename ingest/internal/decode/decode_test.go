@@ -241,6 +241,9 @@ func TestGoldens(t *testing.T) {
 		if ch.Event.Op != batch.OpRead && (!strings.HasPrefix(ch.Source.File, "mysql-bin.") || ch.Source.Pos <= 0) {
 			t.Errorf("%s@%d: source position %+v", g.Topic, g.Offset, ch.Source)
 		}
+		if ch.Event.Order <= 0 {
+			t.Errorf("%s@%d: %c event without a source order (source.file/pos/row)", g.Topic, g.Offset, ch.Event.Op)
+		}
 		if ch.Event.Op == batch.OpTruncate {
 			continue
 		}
@@ -364,10 +367,10 @@ func TestJSON(t *testing.T) {
 	  {"type":"struct","fields":[{"type":"int32","optional":false,"field":"id"},{"type":"string","optional":true,"field":"name"},
 	    {"type":"bytes","optional":true,"name":"org.apache.kafka.connect.data.Decimal","version":1,"parameters":{"scale":"2","connect.decimal.precision":"10"},"field":"amount"},
 	    {"type":"int64","optional":true,"name":"io.debezium.time.MicroTimestamp","version":1,"field":"at"}],"optional":true,"name":"p.db.t.Value","field":"after"},
-	  {"type":"struct","fields":[{"type":"int64","optional":false,"field":"ts_ms"},{"type":"string","optional":true,"field":"gtid"}],"optional":false,"name":"io.debezium.connector.mysql.Source","field":"source"},
+	  {"type":"struct","fields":[{"type":"int64","optional":false,"field":"ts_ms"},{"type":"string","optional":true,"field":"gtid"},{"type":"string","optional":false,"field":"file"},{"type":"int64","optional":false,"field":"pos"},{"type":"int32","optional":false,"field":"row"}],"optional":false,"name":"io.debezium.connector.mysql.Source","field":"source"},
 	  {"type":"string","optional":false,"field":"op"},{"type":"int64","optional":true,"field":"ts_ms"}],
 	  "optional":false,"name":"p.db.t.Envelope","version":2},
-	 "payload":{"before":null,"after":{"id":7,"name":"x","amount":"AJY=","at":1700000000123456},"source":{"ts_ms":1700000000000,"gtid":"0-1-5"},"op":"c","ts_ms":1}}`
+	 "payload":{"before":null,"after":{"id":7,"name":"x","amount":"AJY=","at":1700000000123456},"source":{"ts_ms":1700000000000,"gtid":"0-1-5","file":"mysql-bin.000003","pos":1234,"row":2},"op":"c","ts_ms":1}}`
 	key := `{"schema":{"type":"struct","fields":[{"type":"int32","optional":false,"field":"id"}],"optional":false,"name":"p.db.t.Key"},"payload":{"id":7}}`
 	d := New(nil)
 	ch, err := d.Decode(t.Context(), "p.db.t", 0, 5, []byte(key), []byte(value))
@@ -375,7 +378,7 @@ func TestJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := batch.Event{Op: batch.OpCreate, Key: []any{int32(7)}, Row: []any{int32(7), "x", decimal128.FromI64(150), int64(1700000000123456)},
-		Topic: "p.db.t", Offset: 5, TsMs: 1700000000000, GTID: "0-1-5", Size: len(key) + len(value)}
+		Topic: "p.db.t", Offset: 5, TsMs: 1700000000000, GTID: "0-1-5", Order: 3<<33 + 1234 + 2, Size: len(key) + len(value)}
 	if diff := cmp.Diff(want, ch.Event, cmp.Comparer(func(a, b decimal128.Num) bool { return a == b })); diff != "" {
 		t.Fatalf("event (-want +got):\n%s", diff)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/big"
 	"sort"
 	"strconv"
@@ -121,6 +122,19 @@ func (d *Decoder) decodeJSONValue(value []byte, wantBefore bool) (Change, error)
 	}
 	if err := setOp(&ch.Event, []byte(op), row); err != nil {
 		return Change{}, err
+	}
+	if src, ok := p["source"].(map[string]any); ok {
+		file, _ := src["file"].(string)
+		var pos, rowIdx int64
+		if n, ok := src["pos"].(json.Number); ok {
+			pos, _ = n.Int64()
+		}
+		if n, ok := src["row"].(json.Number); ok {
+			rowIdx, _ = n.Int64()
+		}
+		if rowIdx >= 0 && rowIdx <= math.MaxInt32 {
+			setOrder(&ch.Event, file, pos, int32(rowIdx))
+		}
 	}
 	return ch, nil
 }

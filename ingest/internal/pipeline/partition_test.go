@@ -6,6 +6,9 @@ import (
 	"testing"
 
 	"github.com/apache/iceberg-go"
+
+	"github.com/binlake/binlake/ingest/internal/batch"
+	"github.com/binlake/binlake/ingest/internal/schemamap"
 )
 
 func TestParsePartitionSpecs(t *testing.T) {
@@ -72,5 +75,13 @@ func TestBucketSpecOnlyOnKeyColumns(t *testing.T) {
 	}
 	if err := checkSpec(bad, sch); !errors.Is(err, ErrPartition) || !strings.Contains(err.Error(), "bucket[4](v)") {
 		t.Errorf("checkSpec of a bucket on v: %v", err)
+	}
+}
+
+// The Converter writes batch.OrderColumn, the tables get
+// schemamap.SourceOrderColumn: one column.
+func TestSourceOrderColumnNames(t *testing.T) {
+	if batch.OrderColumn != schemamap.SourceOrderColumn {
+		t.Fatalf("batch.OrderColumn %q != schemamap.SourceOrderColumn %q", batch.OrderColumn, schemamap.SourceOrderColumn)
 	}
 }

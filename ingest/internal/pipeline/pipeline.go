@@ -11,11 +11,17 @@
 // Guarantees:
 //   - Iceberg is the source of truth for consumed offsets. When partitions
 //     are assigned, their fetch offsets are set to the offsets recovered
-//     from the table's snapshots (commit.Offsets); when the table holds
-//     none, to the consumer group's offset (a renamed table's old topic,
-//     see rename.go) or else the start of the partition. Consumer-group
-//     offsets are committed only after the Iceberg commit.
+//     from the table (commit.Offsets: its properties, kept with every
+//     commit, or its snapshots); when the table has no snapshot and no
+//     offsets (new), to the consumer group's offset (a renamed table's old
+//     topic, see rename.go) or else the start of the partition. A table
+//     with snapshots but no offsets stops ingest (commit.ErrOffsetsLost):
+//     no partition is started over on its own. Consumer-group offsets are
+//     committed only after the Iceberg commit and only as a hint for tools.
 //   - Table renames are followed from the schema-change topic (rename.go).
+//   - Truncates and change logs follow source order (batch.SourceOrder in
+//     every row's schemamap.SourceOrderColumn), whatever the partitioning
+//     and the number of ingest processes.
 //   - Every commit stores its offsets in the same snapshot as its rows and
 //     skips events a table already holds, so a replay after a crash, a
 //     rebalance or an ambiguous commit never applies a change twice.
@@ -26,7 +32,8 @@
 //     table with schemamap.Evolve/Apply, and continues. An incompatible
 //     change stops ingest with an error naming the column and the fix.
 //
-// Lock order: Pipeline.mu is never held while sending to a table queue.
+// Lock order: Pipeline.mu is never held while sending to a table queue;
+// Pipeline.ownMu is a leaf (nothing is locked or sent while it is held).
 package pipeline
 
 import (
@@ -165,6 +172,9 @@ type Pipeline struct {
 	buffered atomic.Int64 // bytes buffered by all tables
 	ready    atomic.Bool
 
+	ownMu sync.Mutex
+	owned map[string]map[int32]bool // partitions assigned to this member, by topic
+
 	mu      sync.Mutex
 	tables  map[string]*worker // by topic
 	closing bool
@@ -225,12 +235,21 @@ func (p *Pipeline) Ping(ctx context.Context) error { return p.cl.Ping(ctx) }
 // returns nil after a clean stop on ctx.
 func (p *Pipeline) Run(ctx context.Context) error {
 	defer p.cl.Close()
-	pollErr := p.poll(ctx)
+	// Workers run under their own context: not cancelled with ctx, so
+	// that the final commits can run, but cancelled when ShutdownTimeout
+	// passes, so that a commit stuck on an unreachable catalog cannot
+	// hold the stop.
+	wctx, wcancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer wcancel(nil)
+	pollErr := p.poll(ctx, wctx)
 	p.ready.Store(false)
+	failedBefore := p.firstErr() != nil
 
 	// Phase two: stop intake is done; commit or abandon what is buffered.
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.ShutdownTimeout)
 	defer cancel()
+	stop := context.AfterFunc(dctx, func() { wcancel(errShutdownDeadline) })
+	defer stop()
 	p.mu.Lock()
 	p.closing = true
 	workers := make([]*worker, 0, len(p.tables))
@@ -248,8 +267,18 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	if pollErr != nil {
 		return pollErr
 	}
+	if err := p.firstErr(); err != nil && !failedBefore && errors.Is(context.Cause(wctx), errShutdownDeadline) {
+		// The deadline cut a final commit short: nothing of it was
+		// acknowledged, the next start re-reads it from the table's
+		// offsets.
+		p.log.Warn("shutdown timeout passed: abandoned the open batches; they are re-read on the next start", "timeout", p.cfg.ShutdownTimeout, "error", err)
+		return nil
+	}
 	return p.firstErr()
 }
+
+// errShutdownDeadline cancels the workers when ShutdownTimeout passes.
+var errShutdownDeadline = errors.New("pipeline: shutdown timeout passed")
 
 func (p *Pipeline) firstErr() error {
 	select {
@@ -267,7 +296,9 @@ func (p *Pipeline) fail(err error) {
 	})
 }
 
-func (p *Pipeline) poll(ctx context.Context) error {
+// poll reads until ctx ends; the table goroutines it starts run under
+// wctx.
+func (p *Pipeline) poll(ctx, wctx context.Context) error {
 	// A failed table ends polling at once: without this, a poll waiting
 	// for records that will not come would hide the failure forever.
 	ctx, cancel := context.WithCancel(ctx)
@@ -319,7 +350,7 @@ func (p *Pipeline) poll(ctx context.Context) error {
 			if len(fp.Records) == 0 {
 				return
 			}
-			w, err := p.worker(ctx, fp.Topic)
+			w, err := p.worker(wctx, fp.Topic)
 			if err != nil {
 				routeErr = err
 				return
@@ -338,7 +369,8 @@ func (p *Pipeline) poll(ctx context.Context) error {
 	}
 }
 
-// worker returns the table goroutine of topic, starting it on first use.
+// worker returns the table goroutine of topic, starting it on first use;
+// it runs under ctx.
 func (p *Pipeline) worker(ctx context.Context, topic string) (*worker, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -355,7 +387,7 @@ func (p *Pipeline) worker(ctx context.Context, topic string) (*worker, error) {
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
-		if err := w.run(context.WithoutCancel(ctx)); err != nil {
+		if err := w.run(ctx); err != nil {
 			p.fail(err)
 			// Keep draining so the poll loop and callbacks never block.
 			for m := range w.in {
@@ -389,9 +421,50 @@ func (p *Pipeline) ident(topic string) (table.Identifier, error) {
 }
 
 func (p *Pipeline) assigned(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
+	p.own(assigned, true)
 	for topic, parts := range assigned {
 		p.log.Info("partitions assigned", "topic", topic, "partitions", parts)
 	}
+}
+
+// own records that parts are (or, with add false, are no longer) assigned
+// to this member.
+func (p *Pipeline) own(parts map[string][]int32, add bool) {
+	p.ownMu.Lock()
+	defer p.ownMu.Unlock()
+	if p.owned == nil {
+		p.owned = map[string]map[int32]bool{}
+	}
+	for topic, ps := range parts {
+		m := p.owned[topic]
+		if m == nil {
+			m = map[int32]bool{}
+			p.owned[topic] = m
+		}
+		for _, part := range ps {
+			if add {
+				m[part] = true
+			} else {
+				delete(m, part)
+			}
+		}
+	}
+}
+
+// ownedOnly returns the entries of next whose partitions of topic are
+// assigned to this member: a table's offsets cover every partition,
+// including those other members own, whose group offsets are theirs to
+// commit.
+func (p *Pipeline) ownedOnly(topic string, next map[int32]int64) map[int32]int64 {
+	p.ownMu.Lock()
+	defer p.ownMu.Unlock()
+	out := make(map[int32]int64, len(next))
+	for part, n := range next {
+		if p.owned[topic][part] {
+			out[part] = n
+		}
+	}
+	return out
 }
 
 // adjustOffsets sets the fetch offsets of newly assigned partitions to the
@@ -418,6 +491,9 @@ func (p *Pipeline) adjustOffsets(ctx context.Context, offsets map[string]map[int
 			return nil, fmt.Errorf("loading table %v for its offsets: %w", ident, err)
 		default:
 			if held, err = commit.Offsets(tbl); err != nil {
+				// The group would retry the join forever: stop ingest
+				// instead, naming the table and the way out.
+				p.fail(fmt.Errorf("recovering the offsets of %s: %w", topic, err))
 				return nil, err
 			}
 		}
@@ -442,16 +518,19 @@ func (p *Pipeline) adjustOffsets(ctx context.Context, offsets map[string]map[int
 	return offsets, nil
 }
 
-// revoked commits what the revoked tables buffered, so the next owner
-// starts after it; nothing is committed twice either way because the
-// offsets live in the table.
+// revoked abandons what the revoked tables buffered: the next owner
+// re-reads it from the offsets in the table, so a revoke never waits on the
+// catalog. Partitions this member keeps are rewound to their first
+// abandoned record (worker.drop). The wait for the tables to take the
+// request is bounded by ShutdownTimeout.
 func (p *Pipeline) revoked(ctx context.Context, _ *kgo.Client, revoked map[string][]int32) {
-	p.handOff(ctx, revoked, ctlFlush)
+	p.own(revoked, false)
+	p.handOff(ctx, revoked, ctlDrop)
 }
 
-// lost abandons what the lost tables buffered; the next owner re-reads it
-// from the offsets in the table.
+// lost abandons what the lost tables buffered, as revoked does.
 func (p *Pipeline) lost(ctx context.Context, _ *kgo.Client, lost map[string][]int32) {
+	p.own(lost, false)
 	p.handOff(ctx, lost, ctlDrop)
 }
 
@@ -466,6 +545,8 @@ func (p *Pipeline) handOff(ctx context.Context, parts map[string][]int32, kind c
 		}
 	}
 	p.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.ShutdownTimeout)
+	defer cancel()
 	for _, w := range ws {
 		if err := w.request(ctx, kind); err != nil {
 			w.log.Warn("handing off the table's batch failed; the next owner re-reads it", "error", err)

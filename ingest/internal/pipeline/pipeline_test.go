@@ -148,3 +148,82 @@ func TestNonTableTopicResumesFromGroup(t *testing.T) {
 		}
 	}
 }
+
+// TestAdvisoryCommitsOwnedOnly is finding 5a of issue 9: a table's offsets
+// cover every partition of its topic, but a member commits group offsets
+// only for the partitions it owns; the others are another member's to
+// commit (lag tools read them). Two members share a two-partition topic
+// (one that names no table, so that no catalog is needed: commitGroup is
+// the same for both).
+func TestAdvisoryCommitsOwnedOnly(t *testing.T) {
+	const topic, group = "p.transaction", "g2"
+	fake, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fake.Close)
+	var log syncBuffer
+	p, err := New(Config{Brokers: fake.ListenAddrs(), Group: group, Topics: []string{topic},
+		Logger: slog.New(slog.NewTextHandler(&log, nil))}, nil, decode.New(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	other, err := kgo.NewClient(kgo.SeedBrokers(fake.ListenAddrs()...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(other.Close)
+	go func() {
+		for ctx.Err() == nil {
+			other.PollFetches(ctx)
+		}
+	}()
+	owned := func() []int32 {
+		p.ownMu.Lock()
+		defer p.ownMu.Unlock()
+		var out []int32
+		for part, ok := range p.owned[topic] {
+			if ok {
+				out = append(out, part)
+			}
+		}
+		return out
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for len(owned()) != 1 || len(other.GetConsumeTopics()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the two members did not share the partitions: pipeline owns %v; log:\n%s", owned(), log.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	mine := owned()[0]
+	w, err := p.worker(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What a commit to the table returns: offsets of both partitions.
+	w.commitGroup(ctx, map[int32]int64{0: 5, 1: 7})
+	adm := kadm.NewClient(other)
+	var offs kadm.OffsetResponses
+	for {
+		if offs, err = adm.FetchOffsets(ctx, group); err == nil {
+			if _, ok := offs.Lookup(topic, mine); ok {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the owned partition %d was not committed: %v %v", mine, offs, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if o, ok := offs.Lookup(topic, 1-mine); ok && o.At >= 0 {
+		t.Errorf("member committed partition %d it does not own (offset %d)", 1-mine, o.At)
+	}
+	if o, _ := offs.Lookup(topic, mine); o.At != map[int32]int64{0: 5, 1: 7}[mine] {
+		t.Errorf("owned partition %d committed at %d", mine, o.At)
+	}
+}

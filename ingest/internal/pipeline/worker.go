@@ -171,7 +171,13 @@ func (w *worker) handle(ctx context.Context, m msg) error {
 		err = w.flush(m.ctx, "handoff")
 		w.commitSkipped(m.ctx)
 	case ctlDrop:
-		w.drop()
+		// A drop whose callback gave up waiting (the worker was busy) is
+		// stale: the partitions may be anyone's by now, so no rewind is
+		// safe. Keeping the batch is: a commit skips what another owner
+		// committed first, and vice versa.
+		if m.ctx.Err() == nil {
+			w.drop()
+		}
 	case ctlRename:
 		w.job = m.job
 		return w.checkRename(ctx)
@@ -264,8 +270,14 @@ func (w *worker) add(ctx context.Context, rec *kgo.Record) error {
 		if err := w.addChangeLog(&ch, now); err != nil {
 			return err
 		}
-	} else if err := w.buf.Add(ch.Event, now); err != nil {
-		return err
+	} else {
+		ev := ch.Event
+		if ev.Row != nil {
+			ev.Row = append(ev.Row, orderValue(ev.Order))
+		}
+		if err := w.buf.Add(ev, now); err != nil {
+			return err
+		}
 	}
 	if w.p.cfg.Metrics != nil {
 		w.p.cfg.Metrics.buffer(w.ident, 1, int64(ch.Event.Size))
@@ -307,9 +319,9 @@ func (w *worker) addChangeLog(ch *decode.Change, now time.Time) error {
 		images, before = [][]any{make([]any, len(w.schema.Columns))}, []bool{false}
 	}
 	for i, img := range images {
-		row := make([]any, 0, len(img)+5)
+		row := make([]any, 0, len(img)+6)
 		row = append(row, img...)
-		row = append(row, op, before[i], ev.TsMs, ev.Partition, ev.Offset)
+		row = append(row, op, before[i], ev.TsMs, ev.Partition, ev.Offset, orderValue(ev.Order))
 		e := ev
 		e.Op, e.Key, e.Row, e.Size = batch.OpCreate, nil, row, ev.Size/len(images)
 		if err := w.buf.Add(e, now); err != nil {
@@ -319,10 +331,25 @@ func (w *worker) addChangeLog(ch *decode.Change, now time.Time) error {
 	return nil
 }
 
-// changeLogColumns are the source columns plus the change-log columns.
+// orderValue is the source-order column's value: null when the event
+// carried no binlog position.
+func orderValue(o int64) any {
+	if o == 0 {
+		return nil
+	}
+	return o
+}
+
+// changeLogColumns are the source columns plus the change-log columns and
+// the source-order column.
 func changeLogColumns(cols []string) []string {
 	return append(slices.Clone(cols), schemamap.ChangeOpColumn, schemamap.ChangeBeforeColumn,
-		schemamap.ChangeTsMsColumn, schemamap.ChangePartitionColumn, schemamap.ChangeOffsetColumn)
+		schemamap.ChangeTsMsColumn, schemamap.ChangePartitionColumn, schemamap.ChangeOffsetColumn, schemamap.SourceOrderColumn)
+}
+
+// keyedColumns are the source columns plus the source-order column.
+func keyedColumns(cols []string) []string {
+	return append(slices.Clone(cols), schemamap.SourceOrderColumn)
 }
 
 // adopt switches to a new source schema: it creates or evolves the table
@@ -373,18 +400,27 @@ func (w *worker) adopt(ctx context.Context, s *decode.Schema, key []string, keyl
 	}
 	if keyless {
 		w.buf = batch.NewAppend(changeLogColumns(s.Columns), w.p.cfg.Limits)
-	} else if w.buf, err = batch.New(s.Columns, key, w.p.cfg.Limits); err != nil {
+	} else if w.buf, err = batch.New(keyedColumns(s.Columns), key, w.p.cfg.Limits); err != nil {
 		return fmt.Errorf("table %v: %w", w.ident, err)
 	}
 	w.schema, w.key = s, key
 	return nil
 }
 
+// mapping is the table schema for s: a change log or a keyed table, with
+// the source-order column either way.
 func mapping(s *decode.Schema, key []string, keyless bool) (*schemamap.Mapping, error) {
+	var m *schemamap.Mapping
+	var err error
 	if keyless {
-		return schemamap.ChangeLog(s.Row)
+		m, err = schemamap.ChangeLog(s.Row)
+	} else {
+		m, err = schemamap.Map(s.Row, key)
 	}
-	return schemamap.Map(s.Row, key)
+	if err != nil {
+		return nil, err
+	}
+	return schemamap.WithSourceOrder(m)
 }
 
 func identifierNames(sch *iceberg.Schema) []string {
@@ -482,10 +518,29 @@ func (w *worker) evolve(ctx context.Context, changes []schemamap.Change) error {
 	return nil
 }
 
+// drop abandons the buffer. The partitions of the topic this member still
+// owns are rewound to their first abandoned record, so that only the
+// revoked or lost partitions are left to their next owner. It runs while
+// the revoke (or lost) callback waits for it, so no other revoke can run
+// during the rewind.
 func (w *worker) drop() {
 	w.skippedTo = nil // no longer ours to commit
 	if w.buf == nil || w.buf.Len() == 0 {
 		return
+	}
+	first := map[int32]int64{}
+	for _, ev := range w.buf.Events() {
+		if n, ok := first[ev.Partition]; !ok || ev.Offset < n {
+			first[ev.Partition] = ev.Offset
+		}
+	}
+	if kept := w.p.ownedOnly(w.topic, first); len(kept) > 0 {
+		eo := map[string]map[int32]kgo.EpochOffset{w.topic: {}}
+		for part, n := range kept {
+			eo[w.topic][part] = kgo.EpochOffset{Epoch: -1, Offset: n}
+		}
+		w.p.cl.SetOffsets(eo)
+		w.log.Info("rewound the partitions kept to the abandoned batch's first records", "partitions", kept)
 	}
 	w.log.Info("abandoning the open batch; the next owner re-reads it", "events", w.buf.Len())
 	w.p.buffered.Add(-w.buf.Bytes())
@@ -575,10 +630,13 @@ func (w *worker) commitSkipped(ctx context.Context) {
 }
 
 // commitGroup commits next offsets of the worker's topic to the consumer
-// group, asynchronously. The commit is advisory for a table's topic (the
-// table holds the real offsets) and the only record of progress for a
-// topic that names no table.
+// group, asynchronously, for the partitions this member owns. The commit
+// is advisory for a table's topic (the table holds the real offsets) and
+// the only record of progress for a topic that names no table.
 func (w *worker) commitGroup(ctx context.Context, next map[int32]int64) {
+	if next = w.p.ownedOnly(w.topic, next); len(next) == 0 {
+		return
+	}
 	eo := map[string]map[int32]kgo.EpochOffset{w.topic: {}}
 	for p, n := range next {
 		eo[w.topic][p] = kgo.EpochOffset{Epoch: -1, Offset: n}

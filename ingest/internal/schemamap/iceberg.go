@@ -587,3 +587,23 @@ func ChangeLog(row *debezium.Schema) (*Mapping, error) {
 	m.Schema = iceberg.NewSchema(0, fields...)
 	return m, nil
 }
+
+// SourceOrderColumn is the column [WithSourceOrder] adds: a nullable long
+// holding each row's position in the source binlog (batch.SourceOrder),
+// which lets a truncate delete exactly the rows that precede it and lets a
+// change log be replayed in source order whatever the Kafka partitioning.
+const SourceOrderColumn = "_binlake_source_order"
+
+// WithSourceOrder appends [SourceOrderColumn] (optional long) to m, the
+// mapping of a keyed table (Map) or of a change log (ChangeLog). A source
+// column of that name is refused.
+func WithSourceOrder(m *Mapping) (*Mapping, error) {
+	if _, clash := m.Schema.FindFieldByName(SourceOrderColumn); clash {
+		return nil, fmt.Errorf("%w: source column %q clashes with ingest's source-order column", ErrUnsupported, SourceOrderColumn)
+	}
+	fields := append(m.Schema.Fields(), iceberg.NestedField{ID: m.Schema.HighestFieldID() + 1, Name: SourceOrderColumn, Type: iceberg.PrimitiveTypes.Int64,
+		Doc: "binlake: position of the row's last change in the source binlog (file sequence << 33 + pos + row)"})
+	m.Columns = append(m.Columns, Column{Name: SourceOrderColumn, Kind: KindLong})
+	m.Schema = iceberg.NewSchemaWithIdentifiers(0, m.Schema.IdentifierFieldIDs, fields...)
+	return m, nil
+}
