@@ -122,6 +122,37 @@ type Table struct {
 // does not keep (BOOLEAN, REAL, FLOAT4; see [ModelColumn.ConvertType]),
 // the column defaults (defaultValueExpression) and which columns are
 // optional.
+// CheckNames reports, as Compile would, a table whose record name or
+// column names cannot be carried with naming, or whose field names
+// collide. It needs no table model and converts nothing, so it can run
+// before a DDL statement's model is known (capture checks a DDL's tables
+// before writing its schema-change event, and every captured table at
+// start-up).
+func CheckNames(def Definition, prefix string, naming Naming, include func(col string) bool, keys *KeyColumns) error {
+	keyNames, err := def.KeyColumns(keys)
+	if err != nil {
+		return err
+	}
+	var cols []mysqltype.Column
+	for _, c := range def.Columns {
+		if include == nil || include(c.Name) || slices.Contains(keyNames, c.Name) {
+			cols = append(cols, mysqltype.Column{Name: c.Name})
+		}
+	}
+	if _, err := naming.fieldNames(def.DB, def.Table, cols); err != nil {
+		return err
+	}
+	return checkRecordName(debezium.TableID{Prefix: prefix, DB: def.DB, Table: def.Table, SchemaNames: naming.Schema}, naming)
+}
+
+func checkRecordName(id debezium.TableID, naming Naming) error {
+	if full := id.SchemaPrefix() + ".Value"; !debezium.ValidAvroFullName(full) {
+		return fmt.Errorf("%w: table %s.%s: its record name %s is not a valid Avro name (a part with a dash or starting with a digit, which the registry rejects) with schema-name-adjustment-mode (CAPTURE_SCHEMA_NAME_ADJUSTMENT_MODE)=%s; set it to avro or avro_unicode, or rename the table (or the topic prefix)",
+			ErrInvalidName, id.DB, id.Table, full, cmp.Or(naming.Schema, debezium.AdjustNone))
+	}
+	return nil
+}
+
 func Compile(def Definition, prefix string, flavor debezium.Flavor, opts mysqltype.Options, naming Naming, include func(col string) bool, keys *KeyColumns) (*Table, error) {
 	keyNames, err := def.KeyColumns(keys)
 	if err != nil {
@@ -147,9 +178,8 @@ func Compile(def Definition, prefix string, flavor debezium.Flavor, opts mysqlty
 		return nil, err
 	}
 	t := &Table{Def: def, ID: debezium.TableID{Prefix: prefix, DB: def.DB, Table: def.Table, SchemaNames: naming.Schema}, Conv: conv, ColumnIdx: idx}
-	if full := t.ID.SchemaPrefix() + ".Value"; !debezium.ValidAvroFullName(full) {
-		return nil, fmt.Errorf("%w: table %s.%s: its record name %s is not a valid Avro name (a part with a dash or starting with a digit, which the registry rejects) with schema-name-adjustment-mode (CAPTURE_SCHEMA_NAME_ADJUSTMENT_MODE)=%s; set it to avro or avro_unicode, or rename the table (or the topic prefix)",
-			ErrInvalidName, def.DB, def.Table, full, cmp.Or(naming.Schema, debezium.AdjustNone))
+	if err := checkRecordName(t.ID, naming); err != nil {
+		return nil, err
 	}
 	fields := slices.Clone(conv.Fields())
 	for i := range fields {

@@ -866,20 +866,30 @@ func (s *Stream) emit(ctx context.Context, t *table, op debezium.Op, before, aft
 }
 
 // query handles a statement outside row transactions: DDL and TRUNCATE.
-// The definitions a DDL changes are reloaded and compiled before its
+// The names of the tables a DDL changes are checked before its
 // schema-change event is written, so that a table capture cannot carry
 // (a column name Avro rejects) stops capture before anything of the DDL
-// is produced.
+// is produced; their definitions are compiled after it, with the table
+// model the event brought up to date.
 func (s *Stream) query(ctx context.Context, ev binlog.Event) error {
 	ddl := schemahist.ParseDDL(ev.Schema, ev.Query)
+	tableDDL := false
 	switch ddl.Kind {
 	case schemahist.DDLCreateTable, schemahist.DDLAlterTable, schemahist.DDLRenameTable, schemahist.DDLDropTable:
-		if err := s.reload(ctx, ddl); err != nil {
+		// Names first, so that a table capture cannot carry stops it
+		// before anything of the DDL is produced; the tables are compiled
+		// after the schema-change event, which brings their table model
+		// (key, alias types, defaults) up to date.
+		tableDDL = true
+		if err := s.checkNames(ctx, ddl); err != nil {
 			return err
 		}
 	}
 	if err := s.ddlEvents(ctx, ev, ddl); err != nil {
 		return err
+	}
+	if tableDDL {
+		return s.reload(ctx, ddl)
 	}
 	if ddl.Kind != schemahist.DDLTruncate {
 		return nil
@@ -955,9 +965,9 @@ func (s *Stream) reload(ctx context.Context, ddl schemahist.DDL) error {
 	return nil
 }
 
-// Check loads and compiles the definitions of tables (db, table pairs)
+// Check loads the definitions of tables (db, table pairs) and checks their names
 // without writing anything, so that a table capture cannot carry (see
-// schemahist.Compile) stops it at start-up.
+// schemahist.CheckNames) stops it at start-up.
 func (s *Stream) Check(ctx context.Context, tables [][2]string) error {
 	for _, ref := range tables {
 		def, err := s.defs.Load(ctx, ref[0], ref[1])
@@ -967,11 +977,40 @@ func (s *Stream) Check(ctx context.Context, tables [][2]string) error {
 		if err != nil {
 			return err
 		}
-		if _, err := s.compile(def); err != nil {
+		if err := s.checkDef(def); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// checkNames checks the names of the captured tables a DDL statement
+// creates, alters or renames (schemahist.CheckNames).
+func (s *Stream) checkNames(ctx context.Context, ddl schemahist.DDL) error {
+	for _, ref := range ddl.Tables {
+		if !s.cfg.Filter.Table(ref.DB, ref.Table) {
+			continue
+		}
+		def, err := s.defs.Load(ctx, ref.DB, ref.Table)
+		if errors.Is(err, schemahist.ErrNoTable) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := s.checkDef(def); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Stream) checkDef(def schemahist.Definition) error {
+	var include func(string) bool
+	if s.cfg.Filter.HasColumnLists() {
+		include = func(col string) bool { return s.cfg.Filter.Column(def.DB, def.Table, col) }
+	}
+	return schemahist.CheckNames(def, s.cfg.Prefix, s.cfg.Naming, include, s.cfg.KeyColumns)
 }
 
 // snapshotRenamedIn queues an incremental snapshot of each table a rename
