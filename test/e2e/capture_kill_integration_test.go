@@ -17,6 +17,7 @@ import (
 
 	"github.com/binlake/binlake/test/kafkatest"
 	"github.com/binlake/binlake/test/testenv"
+	"github.com/binlake/binlake/test/validate"
 )
 
 // change is one committed source change of a key, as the writer made it.
@@ -233,6 +234,18 @@ func TestCaptureKill9ExactlyOnce(t *testing.T) {
 	}
 	if bad > 0 || len(recs) != total+deletes {
 		t.Fatalf("%d keys differ; %d records read, want %d (changes + tombstones)", bad, len(recs), total+deletes)
+	}
+	// The same guarantees as test/validate states them, from the writer's log.
+	var source []validate.Change
+	for k, cs := range w.log {
+		for _, ch := range cs {
+			source = append(source, validate.Change{Key: fmt.Sprintf("id=%d", k), Op: ch.op, Row: fmt.Sprint(ch.v)})
+		}
+	}
+	v := validate.Events(validate.ExactlyOnce(source), validate.KeyOrder(source), validate.PositionOrder(), validate.Tombstones())
+	validate.NoteRecords(v, recs, func(img map[string]any) string { return fmt.Sprint(img["v"]) })
+	if f := v.Failures(); len(f) > 0 {
+		t.Fatalf("%d validator failures:\n%s", len(f), validate.Report(f, 20))
 	}
 	t.Logf("verified %d changes and %d tombstones over %d keys across %d kills and one fencing", total, deletes, len(w.log), kills)
 }
