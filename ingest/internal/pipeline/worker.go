@@ -57,6 +57,9 @@ type worker struct {
 	committer *commit.Committer
 	schema    *decode.Schema
 	key       []string
+	// keptLog: the lake table is an append-only change log although the
+	// source table has gained a key since (see adopt).
+	keptLog bool
 	buf       *batch.Buffer // append-only for a keyless table's change log
 
 	// seen is the next offset by partition past the records (control
@@ -243,7 +246,7 @@ func (w *worker) add(ctx context.Context, rec *kgo.Record) error {
 		return fmt.Errorf("change event at %s/%d/%d: %w", rec.Topic, rec.Partition, rec.Offset, w.identErr)
 	}
 	keyless := ch.Keyless
-	if ch.Event.Op == batch.OpTruncate { // a truncate has no key: the table stays what it was
+	if ch.Event.Op == batch.OpTruncate || w.keptLog { // a truncate has no key: the table stays what it was
 		keyless = w.changeLog()
 	}
 	if ch.Keyless && !w.p.cfg.KeylessAppend {
@@ -385,6 +388,19 @@ func (w *worker) adopt(ctx context.Context, s *decode.Schema, key []string, keyl
 	if key == nil && !keyless {
 		key = identifierNames(w.committer.Table().Schema())
 	}
+	if !keyless && isChangeLog(w.committer.Table().Schema()) {
+		// The source table gained a key (ADD PRIMARY KEY, CREATE UNIQUE
+		// INDEX: Debezium keys its events from then on). Equality deletes
+		// on a key the table's rows were never written under would not
+		// find them, so the table stays the change log it is: every
+		// change is still recorded, in source order, and nothing is lost.
+		if !w.keptLog {
+			w.log.Warn("the source table has gained a key; its lake table stays an append-only change log "+
+				"(to get a keyed table, let ingest create a new one: rename or drop this one and re-snapshot the source table)",
+				"key", key)
+		}
+		w.keptLog, keyless = true, true
+	}
 	m, err := mapping(s, key, keyless)
 	if err != nil {
 		return fmt.Errorf("mapping the schema of %s (%s): %w", w.topic, s.ID, err)
@@ -421,6 +437,13 @@ func mapping(s *decode.Schema, key []string, keyless bool) (*schemamap.Mapping, 
 		return nil, err
 	}
 	return schemamap.WithSourceOrder(m)
+}
+
+// isChangeLog reports whether sch is an append-only change log
+// (schemamap.ChangeLog): no identifier fields, the change-op column.
+func isChangeLog(sch *iceberg.Schema) bool {
+	_, log := sch.FindFieldByName(schemamap.ChangeOpColumn)
+	return len(sch.IdentifierFieldIDs) == 0 && log
 }
 
 func identifierNames(sch *iceberg.Schema) []string {
