@@ -60,7 +60,7 @@ type worker struct {
 	// keptLog: the lake table is an append-only change log although the
 	// source table has gained a key since (see adopt).
 	keptLog bool
-	buf       *batch.Buffer // append-only for a keyless table's change log
+	buf     *batch.Buffer // append-only for a keyless table's change log
 
 	// seen is the next offset by partition past the records (control
 	// records included) handled, for a rename's cut.
