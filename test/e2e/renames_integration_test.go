@@ -51,7 +51,11 @@ func runRenames(t *testing.T, o renameOpts) {
 		dbzPrefix := "dbz_" + c.prefix
 		prefixes = append(prefixes, dbzPrefix)
 		debezium.Run(t, debezium.Config{Database: db1, TopicPrefix: dbzPrefix, ServerID: 6700 + uint32(time.Now().UnixNano()%100000),
-			SnapshotMode: "no_data", Extra: map[string]string{"database.include.list": db1 + "," + db2, "include.schema.changes": "true"}})
+			SnapshotMode: "no_data", Extra: map[string]string{"database.include.list": db1 + "," + db2, "include.schema.changes": "true",
+				// Without these Debezium 3.5 stops at the first change of the
+				// table renamed into its include list: it kept no schema for it.
+				"schema.history.internal.store.only.captured.tables.ddl":    "false",
+				"schema.history.internal.store.only.captured.databases.ddl": "false"}})
 	}
 	cp := start(t, binary(t, "capture"), c.env, "capture.log")
 	waitLog(t, cp, "Connected to server", 30*time.Second)
