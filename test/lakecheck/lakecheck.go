@@ -7,7 +7,14 @@
 // producers' defaults (see [IcebergTypeOf]), and a table whose column has
 // another type is an error: ingest's mapping is checked, never reused, so
 // a wrong mapping (a lost decimal scale, a double as float) cannot make
-// both sides render alike. The canonical forms, per Iceberg type:
+// both sides render alike. The one exception is a declaration alias that
+// information_schema does not keep (BOOLEAN, FLOAT4, REAL: TYPES.md
+// "Declaration forms and aliases"), whose other type is accepted too (see
+// [AliasTypeOf]); its MariaDB value is then converted as the producer
+// converts it, and compared in the lake's type. For these columns alone a
+// wrong mapping (a DOUBLE as float) passes here; the per-declaration
+// Connect types are checked against Debezium by the compat tests. The
+// canonical forms, per Iceberg type:
 //
 //   - NULL: NULL.
 //   - int, long: decimal digits. MySQL BIGINT UNSIGNED in a long column:
@@ -19,8 +26,13 @@
 //     significant digits to name one float32: tests use such values).
 //     MySQL FLOAT(M,D) is a double column holding the stored float32
 //     exactly: MariaDB's text (D digits) is read as the float32 it names
-//     and compared as that double (999.9999 → 999.9998779296875).
-//   - boolean: true or false (MySQL BIT(1); TINYINT(1) is an int).
+//     and compared as that double (999.9999 → 999.9998779296875); so is
+//     MySQL FLOAT (declared FLOAT4) in a double column. MySQL DOUBLE
+//     (declared REAL) in a float column: MariaDB's text read as the double
+//     it names, narrowed to float32 as Go's float32(v) and Java's (float)
+//     do (overflow → ±Inf), rendered as a float.
+//   - boolean: true or false (MySQL BIT(1); TINYINT(1) is an int, or a
+//     boolean when declared BOOLEAN: true iff the value is not 0).
 //   - decimal(p,s): plain text with exactly s fraction digits. MySQL
 //     DECIMAL with p > 38 is an Iceberg string holding the same text.
 //   - string: the text (CHAR, VARCHAR, TEXT, ENUM, SET, JSON).
@@ -352,6 +364,34 @@ func IcebergTypeOf(dataType, columnType string, precision, scale int) (t iceberg
 	return nil, false
 }
 
+// AliasTypeOf is the other Iceberg type a MySQL/MariaDB column may have
+// when it was declared by an alias that information_schema does not keep
+// and the producer typed it from the streamed DDL (TYPES.md "Declaration
+// forms and aliases"): tinyint(1) declared BOOLEAN or BOOL is a boolean;
+// float declared FLOAT4 (with UNSIGNED or ZEROFILL: float unsigned
+// [zerofill]) is a double; double declared REAL (REAL(M,D), UNSIGNED,
+// ZEROFILL: double(M,D), double unsigned [zerofill]) is a float. ok is
+// false for every other column: no alias gives it another type (BOOLEAN
+// takes no length or sign, so tinyint(n≠1) and tinyint(1) unsigned cannot
+// come from one).
+func AliasTypeOf(dataType, columnType string) (t iceberg.Type, ok bool) {
+	p := iceberg.PrimitiveTypes
+	switch dataType {
+	case "tinyint":
+		if columnType == "tinyint(1)" {
+			return p.Bool, true
+		}
+	case "float":
+		switch columnType {
+		case "float", "float unsigned", "float unsigned zerofill":
+			return p.Float64, true
+		}
+	case "double":
+		return p.Float32, true
+	}
+	return nil, false
+}
+
 // geometryType is the struct of Debezium's Point (x, y, wkb, srid) or
 // Geometry (wkb, srid); field IDs and optionality are not compared.
 func geometryType(names ...string) *iceberg.StructType {
@@ -384,8 +424,9 @@ func sameType(a, b iceberg.Type) bool {
 }
 
 // checkTypes refuses Iceberg column types that are not what TYPES.md
-// says for the MariaDB columns. A column Iceberg lacks (not yet added) is
-// left to Diff.
+// says for the MariaDB columns: [IcebergTypeOf], or [AliasTypeOf] for a
+// column an alias may have declared. A column Iceberg lacks (not yet
+// added) is left to Diff.
 func checkTypes(name string, mysqlTypes map[string]mysqlColumn, types map[string]iceberg.Type) error {
 	var errs []string
 	for c, m := range mysqlTypes {
@@ -394,10 +435,14 @@ func checkTypes(name string, mysqlTypes map[string]mysqlColumn, types map[string
 			continue
 		}
 		want, ok := IcebergTypeOf(m.dataType, m.columnType, m.precision, m.scale)
+		alias, aliased := AliasTypeOf(m.dataType, m.columnType)
 		switch {
 		case !ok:
 			errs = append(errs, fmt.Sprintf("column %s: MySQL %s has no Iceberg type in TYPES.md", c, m.columnType))
-		case !sameType(want, got):
+		case sameType(want, got), aliased && sameType(alias, got):
+		case aliased:
+			errs = append(errs, fmt.Sprintf("column %s: MySQL %s is Iceberg %s, want %s or, declared by an alias, %s (TYPES.md)", c, m.columnType, got, want, alias))
+		default:
 			errs = append(errs, fmt.Sprintf("column %s: MySQL %s is Iceberg %s, want %s (TYPES.md)", c, m.columnType, got, want))
 		}
 	}
@@ -457,6 +502,26 @@ func sqlValue(v sql.RawBytes, t iceberg.Type, m mysqlColumn) string {
 			slices.Reverse(r)
 			return hex.EncodeToString(r)
 		}
+	case "tinyint":
+		if _, ok := t.(iceberg.BooleanType); ok {
+			// Declared BOOLEAN: the producer's boolean is value ≠ 0.
+			// Text that is not an integer stays as written, equal to
+			// no boolean.
+			if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+				return strconv.FormatBool(n != 0)
+			}
+			return s
+		}
+	case "double":
+		if _, ok := t.(iceberg.Float32Type); ok {
+			// Declared REAL: the stored double (which MariaDB's text
+			// names) narrowed to float32, as the producer does; not
+			// the float32 nearest to the text, which may differ.
+			if f, err := strconv.ParseFloat(s, 64); err == nil {
+				return strconv.FormatFloat(float64(float32(f)), 'g', -1, 32)
+			}
+			return s
+		}
 	}
 	if st, ok := t.(*iceberg.StructType); ok {
 		if g, ok := geometry(v, st); ok {
@@ -482,7 +547,8 @@ func sqlValue(v sql.RawBytes, t iceberg.Type, m mysqlColumn) string {
 		}
 	case iceberg.Float64Type:
 		if m.dataType == "float" {
-			// FLOAT(M,D) is a float32 in MariaDB, printed with D
+			// FLOAT(M,D), and FLOAT declared FLOAT4, is a float32 in
+			// MariaDB, printed with D (or at most 6 significant)
 			// digits: the double Iceberg holds is that float32 exactly.
 			if f, err := strconv.ParseFloat(s, 32); err == nil {
 				return strconv.FormatFloat(f, 'g', -1, 64)

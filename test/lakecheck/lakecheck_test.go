@@ -1,17 +1,22 @@
 package lakecheck
 
 import (
+	"math"
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 )
 
 // TestCheckTypes checks that the Iceberg types lakecheck expects come from
-// the MariaDB column alone: a mapping that loses a decimal's scale, narrows
-// a double or a BIGINT, or changes a geometry struct is refused, the
-// mapping of TYPES.md is accepted, and a column Iceberg lacks is left to
-// Diff.
+// the MariaDB column alone: a mapping that loses a decimal's scale, makes
+// a double a long, narrows an INT UNSIGNED, or changes a geometry struct is
+// refused, the mapping of TYPES.md is accepted, and a column Iceberg lacks
+// is left to Diff. (A double as float is a REAL's type: see
+// TestCheckTypesAliases.)
 func TestCheckTypes(t *testing.T) {
 	p := iceberg.PrimitiveTypes
 	mysql := map[string]mysqlColumn{
@@ -41,7 +46,7 @@ func TestCheckTypes(t *testing.T) {
 		t.Fatalf("the TYPES.md mapping: %v", err)
 	}
 	for col, bad := range map[string]iceberg.Type{
-		"d": iceberg.DecimalTypeOf(10, 1), "dw": iceberg.DecimalTypeOf(38, 30), "f": p.Float32, "iu": p.Int32,
+		"d": iceberg.DecimalTypeOf(10, 1), "dw": iceberg.DecimalTypeOf(38, 30), "f": p.Int64, "iu": p.Int32,
 		"b1": p.Int32, "t": p.Time, "ts": p.Timestamp, "p": geom, "g": point, "y": p.String,
 	} {
 		types := map[string]iceberg.Type{}
@@ -112,5 +117,154 @@ func TestFloatMD(t *testing.T) {
 	d := mysqlColumn{dataType: "double", columnType: "double"}
 	if got := sqlValue([]byte("-999.9999"), iceberg.PrimitiveTypes.Float64, d); got != "-999.9999" {
 		t.Errorf("DOUBLE -999.9999 = %q", got)
+	}
+}
+
+// TestCheckTypesAliases checks that the other type a declaration alias
+// information_schema does not keep gives (TYPES.md "Declaration forms and
+// aliases": BOOLEAN tinyint(1) boolean, FLOAT4 float double, REAL double
+// float) is accepted for exactly the column types such an alias can
+// produce, besides the type of IcebergTypeOf, and nothing else is.
+func TestCheckTypesAliases(t *testing.T) {
+	p := iceberg.PrimitiveTypes
+	tests := []struct {
+		m  mysqlColumn
+		t  iceberg.Type
+		ok bool
+	}{
+		{mysqlColumn{dataType: "tinyint", columnType: "tinyint(1)"}, p.Int32, true},
+		{mysqlColumn{dataType: "tinyint", columnType: "tinyint(1)"}, p.Bool, true},
+		{mysqlColumn{dataType: "tinyint", columnType: "tinyint(4)"}, p.Bool, false},
+		{mysqlColumn{dataType: "tinyint", columnType: "tinyint(3) unsigned zerofill"}, p.Bool, false},
+		{mysqlColumn{dataType: "tinyint", columnType: "tinyint(1) unsigned"}, p.Bool, false},
+		{mysqlColumn{dataType: "tinyint", columnType: "tinyint(1)"}, p.Int64, false},
+		{mysqlColumn{dataType: "smallint", columnType: "smallint(1)"}, p.Bool, false},
+		{mysqlColumn{dataType: "int", columnType: "int(1)"}, p.Bool, false},
+		{mysqlColumn{dataType: "bit", columnType: "bit(1)"}, p.Bool, true},
+		{mysqlColumn{dataType: "float", columnType: "float"}, p.Float32, true},
+		{mysqlColumn{dataType: "float", columnType: "float"}, p.Float64, true},
+		{mysqlColumn{dataType: "float", columnType: "float unsigned"}, p.Float64, true},
+		{mysqlColumn{dataType: "float", columnType: "float unsigned zerofill"}, p.Float64, true},
+		{mysqlColumn{dataType: "float", columnType: "float(7,4)"}, p.Float64, true},
+		{mysqlColumn{dataType: "float", columnType: "float(7,4)"}, p.Float32, false},
+		{mysqlColumn{dataType: "float", columnType: "float"}, p.Int64, false},
+		{mysqlColumn{dataType: "float", columnType: "float"}, iceberg.DecimalTypeOf(10, 2), false},
+		{mysqlColumn{dataType: "double", columnType: "double"}, p.Float64, true},
+		{mysqlColumn{dataType: "double", columnType: "double"}, p.Float32, true},
+		{mysqlColumn{dataType: "double", columnType: "double(10,2)"}, p.Float32, true},
+		{mysqlColumn{dataType: "double", columnType: "double unsigned zerofill"}, p.Float32, true},
+		{mysqlColumn{dataType: "double", columnType: "double"}, p.Int64, false},
+		{mysqlColumn{dataType: "double", columnType: "double(10,2)"}, iceberg.DecimalTypeOf(10, 2), false},
+		{mysqlColumn{dataType: "decimal", columnType: "decimal(10,2)", precision: 10, scale: 2}, p.Float32, false},
+		{mysqlColumn{dataType: "bigint", columnType: "bigint(20)"}, p.Float64, false},
+		{mysqlColumn{dataType: "int", columnType: "int(11)"}, p.Float32, false},
+	}
+	for _, tt := range tests {
+		err := checkTypes("x", map[string]mysqlColumn{"c": tt.m}, map[string]iceberg.Type{"c": tt.t})
+		if (err == nil) != tt.ok {
+			t.Errorf("MySQL %s as Iceberg %s: err %v, want accepted %v", tt.m.columnType, tt.t, err, tt.ok)
+		}
+	}
+}
+
+// arrowOf is a one-value Arrow array of v, as a scan of the lake gives.
+func arrowOf(t *testing.T, v any) arrow.Array {
+	t.Helper()
+	mem := memory.DefaultAllocator
+	switch v := v.(type) {
+	case bool:
+		b := array.NewBooleanBuilder(mem)
+		defer b.Release()
+		b.Append(v)
+		return b.NewArray()
+	case int32:
+		b := array.NewInt32Builder(mem)
+		defer b.Release()
+		b.Append(v)
+		return b.NewArray()
+	case float32:
+		b := array.NewFloat32Builder(mem)
+		defer b.Release()
+		b.Append(v)
+		return b.NewArray()
+	case float64:
+		b := array.NewFloat64Builder(mem)
+		defer b.Release()
+		b.Append(v)
+		return b.NewArray()
+	}
+	t.Fatalf("no Arrow array for %T", v)
+	return nil
+}
+
+// TestSQLValueAliases checks the values of alias-declared columns in the
+// lake's type: MariaDB's tinyint is true iff not 0, MariaDB's float (the
+// stored float32) is that float32 widened exactly, MariaDB's double is
+// narrowed to float32 as float32(v) (Java's (float)) does, and rendered as
+// the lake's value is (Arrow, and Java's text where given). A lake value
+// that is not the converted MariaDB value still differs.
+func TestSQLValueAliases(t *testing.T) {
+	p := iceberg.PrimitiveTypes
+	tiny1 := mysqlColumn{dataType: "tinyint", columnType: "tinyint(1)"}
+	flt := mysqlColumn{dataType: "float", columnType: "float"}
+	dbl := mysqlColumn{dataType: "double", columnType: "double"}
+	dmd := mysqlColumn{dataType: "double", columnType: "double(10,2)"}
+	const halfUlp1 = 1 + 1.0/(1<<24) // the float32 midpoint between 1 and the next float32
+	tests := []struct {
+		in    string
+		m     mysqlColumn
+		t     iceberg.Type
+		lake  any    // the value in the lake
+		java  string // the Java reader's text of lake, if not empty
+		equal bool
+	}{
+		{"0", tiny1, p.Bool, false, "false", true},
+		{"0", tiny1, p.Bool, true, "true", false},
+		{"1", tiny1, p.Bool, true, "true", true},
+		{"1", tiny1, p.Bool, false, "", false},
+		{"2", tiny1, p.Bool, true, "", true},
+		{"-128", tiny1, p.Bool, true, "", true},
+		{"-128", tiny1, p.Bool, false, "", false},
+		{"127", tiny1, p.Bool, true, "", true},
+		{"-128", tiny1, p.Int32, int32(-128), "", true}, // declared TINYINT(1): still an int
+		{"-128", tiny1, p.Int32, int32(1), "", false},
+		{"1.1", flt, p.Float64, float64(float32(1.1)), "1.100000023841858", true},
+		{"1.1", flt, p.Float64, 1.1, "1.1", false},
+		{"-1.5", flt, p.Float64, -1.5, "-1.5", true},
+		{"-1.5", flt, p.Float64, -1.25, "", false},
+		{"3.40282e38", flt, p.Float64, float64(float32(3.40282e38)), "", true},
+		{"3.40282e38", flt, p.Float64, 3.40282e38, "", false},
+		{"0.1", flt, p.Float64, 0.1, "", false},
+		{"1.5", dbl, p.Float32, float32(1.5), "1.5", true},
+		{"1.5", dbl, p.Float32, float32(1.25), "1.25", false},
+		{"1.1", dbl, p.Float32, float32(1.1), "1.1", true},
+		{"1.1", dbl, p.Float32, math.Nextafter32(1.1, 2), "", false},
+		{"-3.4e38", dbl, p.Float32, float32(-3.4e38), "-3.4E38", true},
+		{"-99999999.99", dmd, p.Float32, float32(-1e8), "-1.0E8", true},
+		{"-99999999.99", dmd, p.Float32, math.Nextafter32(-1e8, 0), "", false},
+		// The double 1+2^-24 narrows to 1 (ties to even), though the
+		// float32 nearest to its text is the next one.
+		{"1.0000000596046448", dbl, p.Float32, float32(halfUlp1), "1.0", true},
+		{"1.0000000596046448", dbl, p.Float32, math.Nextafter32(1, 2), "", false},
+		{"1.7976931348623157e308", dbl, p.Float32, float32(math.Inf(1)), "Infinity", true},
+		{"1.7976931348623157e308", dbl, p.Float32, float32(math.MaxFloat32), "", false},
+		{"-4.9e-324", dbl, p.Float32, float32(math.Copysign(0, -1)), "-0.0", true},
+		{"-4.9e-324", dbl, p.Float32, float32(0), "", false},
+		{"0.1", dbl, p.Float64, 0.1, "0.1", true}, // a plain DOUBLE: unchanged
+		{"0.1", dbl, p.Float64, float64(float32(0.1)), "", false},
+	}
+	for _, tt := range tests {
+		col := arrowOf(t, tt.lake)
+		lake := arrowValue(col, 0, tt.t)
+		col.Release()
+		got := sqlValue([]byte(tt.in), tt.t, tt.m)
+		if (got == lake) != tt.equal {
+			t.Errorf("MySQL %s %q as %s = %q, lake %v = %q: equal %v, want %v", tt.m.columnType, tt.in, tt.t, got, tt.lake, lake, got == lake, tt.equal)
+		}
+		if tt.java != "" {
+			if j := javaValue(tt.java, tt.t); j != lake {
+				t.Errorf("Java's %q as %s = %q, Arrow's %v = %q", tt.java, tt.t, j, tt.lake, lake)
+			}
+		}
 	}
 }
