@@ -412,6 +412,14 @@ func (r *lakeRun) lakeTables(ctx context.Context, t *testing.T, byTopic map[stri
 		if err != nil {
 			t.Fatal(err)
 		}
+		// ingest keeps the offsets in the table properties with every
+		// commit (also one that writes no rows), and in the snapshot
+		// summaries.
+		for k := range tbl.Properties() {
+			if topic, ok := strings.CutPrefix(k, offsetsKeyPrefix); ok {
+				byTopic[topic] = ident
+			}
+		}
 		for s := tbl.CurrentSnapshot(); s != nil; {
 			if s.Summary != nil {
 				for k := range s.Summary.Properties {
@@ -428,15 +436,25 @@ func (r *lakeRun) lakeTables(ctx context.Context, t *testing.T, byTopic map[stri
 	}
 }
 
-// lakeOffsets is the newest offsets of topic a table's snapshots hold.
+// lakeOffsets is the newest offsets of topic a table holds: in its
+// properties, or else in its newest snapshot summary that has them.
 func lakeOffsets(ctx context.Context, cat *rest.Catalog, ident table.Identifier, topic string) (map[int32]int64, error) {
 	tbl, err := cat.LoadTable(ctx, ident)
 	if err != nil {
 		return nil, err
 	}
-	for s := tbl.CurrentSnapshot(); s != nil; {
-		if s.Summary != nil {
-			if v, ok := s.Summary.Properties[offsetsKeyPrefix+topic]; ok {
+	props := map[string]string{}
+	if v, ok := tbl.Properties()[offsetsKeyPrefix+topic]; ok {
+		props[offsetsKeyPrefix+topic] = v
+	}
+	for s := tbl.CurrentSnapshot(); s != nil || len(props) > 0; {
+		from := props
+		if len(props) == 0 && s.Summary != nil {
+			from = s.Summary.Properties
+		}
+		props = nil
+		if from != nil {
+			if v, ok := from[offsetsKeyPrefix+topic]; ok {
 				var m map[string]int64
 				if err := json.Unmarshal([]byte(v), &m); err != nil {
 					return nil, fmt.Errorf("%v: offsets %q: %w", ident, v, err)
@@ -452,7 +470,7 @@ func lakeOffsets(ctx context.Context, cat *rest.Catalog, ident table.Identifier,
 				return out, nil
 			}
 		}
-		if s.ParentSnapshotID == nil {
+		if s == nil || s.ParentSnapshotID == nil {
 			break
 		}
 		s = tbl.SnapshotByID(*s.ParentSnapshotID)
