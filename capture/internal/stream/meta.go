@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 	"time"
+	"unicode/utf16"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -264,7 +266,18 @@ func (s *Stream) ddlEvents(ctx context.Context, ev binlog.Event, ddl schemahist.
 		return nil
 	case schemahist.DDLRenameTable:
 		// Pairs of old, new. Debezium writes an ALTER of the new name with
-		// the renamed table, one event per pair.
+		// the renamed table, one event per pair. A RENAME TABLE of several
+		// pairs gets, as in Debezium's RenameTableParserListener, each
+		// pair's clause as its ddl ("RENAME TABLE a TO b"), and as
+		// source.table the statement's captured new names in the order of
+		// Debezium's HashSet of them (javaSetOrder).
+		clauses := renameClauses(ev.Query, len(ddl.Tables)/2)
+		var newNames []string
+		for i := 1; i < len(ddl.Tables); i += 2 {
+			if to := ddl.Tables[i]; s.cfg.Filter.Table(to.DB, to.Table) {
+				newNames = append(newNames, to.DB+"."+to.Table)
+			}
+		}
 		for i := 0; i+1 < len(ddl.Tables); i += 2 {
 			from, to := ddl.Tables[i], ddl.Tables[i+1]
 			fromKey := tableKey(from.DB, from.Table)
@@ -283,7 +296,12 @@ func (s *Stream) ddlEvents(ctx context.Context, ev binlog.Event, ddl schemahist.
 			}
 			s.models[tableKey(to.DB, to.Table)] = m
 			src.DB, src.Table = to.DB, to.Table
-			if err := s.schemaChange(ctx, src, to.DB, ev.Query, []any{tableChange("ALTER", to.DB, to.Table, m)}); err != nil {
+			text := ev.Query
+			if clauses != nil {
+				text = "RENAME TABLE " + clauses[i/2]
+				src.Table = javaSetOrder(newNames)
+			}
+			if err := s.schemaChange(ctx, src, to.DB, text, []any{tableChange("ALTER", to.DB, to.Table, m)}); err != nil {
 				return err
 			}
 		}
@@ -509,4 +527,84 @@ func (s *Stream) heartbeat(ctx context.Context) error {
 	}
 	s.nextHeartbeat = time.Now().Add(s.cfg.HeartbeatInterval)
 	return nil
+}
+
+// renameClauses splits a RENAME TABLE statement of n > 1 pairs into its
+// "a TO b" clauses as written (commas inside quotes do not split). It
+// returns nil for one pair, for ALTER TABLE … RENAME, and when the
+// statement does not split into n clauses.
+func renameClauses(query string, n int) []string {
+	if n < 2 {
+		return nil
+	}
+	q := strings.TrimSpace(query)
+	upper := strings.ToUpper(q)
+	var rest string
+	switch {
+	case strings.HasPrefix(upper, "RENAME TABLES "):
+		rest = q[len("RENAME TABLES "):]
+	case strings.HasPrefix(upper, "RENAME TABLE "):
+		rest = q[len("RENAME TABLE "):]
+	default:
+		return nil
+	}
+	var out []string
+	var quote byte
+	start := 0
+	for i := 0; i < len(rest); i++ {
+		c := rest[i]
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '`' || c == '"' || c == '\'':
+			quote = c
+		case c == ',':
+			out = append(out, strings.TrimSpace(rest[start:i]))
+			start = i + 1
+		}
+	}
+	out = append(out, strings.TrimSpace(rest[start:]))
+	if len(out) != n {
+		return nil
+	}
+	return out
+}
+
+// javaSetOrder joins the table names of "db.table" ids as Debezium's
+// source block does for a statement that changes several tables: the
+// tables of a java.util.HashSet of TableIds (whose hash is that of the
+// "db.table" string), in its iteration order — buckets in ascending
+// order of the spread hash, insertion order within a bucket.
+func javaSetOrder(ids []string) string {
+	capacity := 16
+	for float64(len(ids)) > 0.75*float64(capacity) {
+		capacity *= 2
+	}
+	type entry struct {
+		bucket, seq int
+		table       string
+	}
+	var es []entry
+	seen := map[string]bool{}
+	for i, id := range ids {
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		var h uint32
+		for _, u := range utf16.Encode([]rune(id)) {
+			h = 31*h + uint32(u)
+		}
+		h ^= h >> 16
+		_, tbl, _ := strings.Cut(id, ".")
+		es = append(es, entry{int(h & uint32(capacity-1)), i, tbl})
+	}
+	sort.SliceStable(es, func(a, b int) bool { return es[a].bucket < es[b].bucket })
+	names := make([]string, len(es))
+	for i, e := range es {
+		names[i] = e.table
+	}
+	return strings.Join(names, ",")
 }
