@@ -3,7 +3,7 @@ SHELL := /bin/bash
 STACK := deploy/local/stack.sh
 GO    ?= go
 # Integration tests run one package at a time against the shared stack.
-INTEGRATION_FLAGS ?= -tags integration -count=1 -p 1 -timeout 20m
+INTEGRATION_FLAGS ?= -tags integration -count=1 -p 1 -timeout 50m
 
 .PHONY: all build test unit integration compat bench-capture bench-large-txn bench-ingest bench-snapshot demo stack-up stack-down stack-status stack-env stack-logs stack-wipe vet fmt clean
 
