@@ -264,7 +264,15 @@ func (s *Stream) ddlEvents(ctx context.Context, ev binlog.Event, ddl schemahist.
 			}
 			s.models[tableKey(to.DB, to.Table)] = m
 			src.DB, src.Table = to.DB, to.Table
-			if err := s.schemaChange(ctx, src, to.DB, ev.Query, []any{tableChange("ALTER", to.DB, to.Table, m)}); err != nil {
+			stmt := ev.Query
+			if len(ddl.Tables) > 2 {
+				// Debezium splits a statement renaming several tables into
+				// one statement per pair, and names the first pair,
+				// old,new, as the source table of each.
+				stmt = "RENAME TABLE " + from.Table + " TO " + to.Table
+				src.Table = ddl.Tables[0].Table + "," + ddl.Tables[1].Table
+			}
+			if err := s.schemaChange(ctx, src, to.DB, stmt, []any{tableChange("ALTER", to.DB, to.Table, m)}); err != nil {
 				return err
 			}
 		}
