@@ -17,6 +17,7 @@ import (
 	"github.com/apache/iceberg-go/catalog/rest"
 	"github.com/apache/iceberg-go/table"
 
+	dbz "github.com/binlake/binlake/schemas/debezium"
 	"github.com/binlake/binlake/test/debezium"
 	"github.com/binlake/binlake/test/icebergreader"
 	"github.com/binlake/binlake/test/lakecheck"
@@ -419,11 +420,52 @@ func javaEqualsMariaDB(ctx context.Context, t *testing.T, cat *rest.Catalog, db 
 	if err != nil {
 		return 0, []string{err.Error()}
 	}
-	src, err := lakecheck.MariaDB(ctx, db, name, key, types)
+	lakeName, err := lakeColumnNames(ctx, db, name, types)
 	if err != nil {
 		return 0, []string{err.Error()}
 	}
+	srcTypes := map[string]iceberg.Type{}
+	for c, l := range lakeName {
+		srcTypes[c] = types[l]
+	}
+	src, err := lakecheck.MariaDB(ctx, db, name, key, srcTypes)
+	if err != nil {
+		return 0, []string{err.Error()}
+	}
+	for i, c := range src.Columns {
+		src.Columns[i] = lakeName[c]
+	}
 	return len(src.ByKey), lakecheck.Diff(src, java, 50)
+}
+
+// lakeColumnNames maps each column of MariaDB table name to its Iceberg
+// column: the same name, or else the name as a field-name adjustment mode
+// (avro, capture's default and what Debezium's Avro converter does, or
+// avro_unicode) writes it, when the table has that column.
+func lakeColumnNames(ctx context.Context, db *sql.DB, name string, types map[string]iceberg.Type) (map[string]string, error) {
+	rows, err := db.QueryContext(ctx, "SELECT * FROM `"+strings.ReplaceAll(name, "`", "``")+"` LIMIT 0")
+	if err != nil {
+		return nil, err
+	}
+	cols, err := rows.Columns()
+	rows.Close()
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(cols))
+	for _, c := range cols {
+		out[c] = c
+		if _, ok := types[c]; ok {
+			continue
+		}
+		for _, mode := range []dbz.NameAdjustment{dbz.AdjustAvro, dbz.AdjustAvroUnicode} {
+			if a := dbz.AdjustFieldName(mode, c); types[a] != nil {
+				out[c] = a
+				break
+			}
+		}
+	}
+	return out, nil
 }
 
 // firstLine is the first two lines of s (a Java stack trace is long).

@@ -110,6 +110,10 @@ type Change struct {
 	// Source is the change's binlog position (zero when the record has
 	// none), to order it against schema changes.
 	Source SourcePos
+	// SourceDB and SourceTable are source.db and source.table: the
+	// change's database and table ("" when the record has none). They
+	// name the table of a topic whose names hold dots.
+	SourceDB, SourceTable string
 	// SchemaChange is set on a schema-change record (NotChange is then
 	// its schema name).
 	SchemaChange *SchemaChange
@@ -312,7 +316,7 @@ type step struct {
 
 type srcStep struct {
 	n    *node
-	want int // 0 skip, 1 ts_ms, 2 gtid, 3 file, 4 pos, 5 row
+	want int // 0 skip, 1 ts_ms, 2 gtid, 3 file, 4 pos, 5 row, 6 db, 7 table
 }
 
 func (d *Decoder) decodeAvroValue(ctx context.Context, value []byte, wantBefore bool) (Change, error) {
@@ -412,6 +416,10 @@ func compileValue(id string, text []byte) (*valueCodec, error) {
 					ss.want = 4
 				case "row":
 					ss.want = 5
+				case "db":
+					ss.want = 6
+				case "table":
+					ss.want = 7
 				}
 				st.src = append(st.src, ss)
 			}
@@ -492,6 +500,10 @@ func (vc *valueCodec) decode(payload []byte, wantBefore bool) (Change, error) {
 					case int64:
 						rowIdx = int32(v)
 					}
+				case 6:
+					ch.SourceDB, _ = r.value(ss.n, 0).(string)
+				case 7:
+					ch.SourceTable, _ = r.value(ss.n, 0).(string)
 				default:
 					r.skip(ss.n, 0)
 				}

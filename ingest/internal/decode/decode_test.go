@@ -241,6 +241,12 @@ func TestGoldens(t *testing.T) {
 		if ch.Event.Op != batch.OpRead && (!strings.HasPrefix(ch.Source.File, "mysql-bin.") || ch.Source.Pos <= 0) {
 			t.Errorf("%s@%d: source position %+v", g.Topic, g.Offset, ch.Source)
 		}
+		// The topic is <prefix>.<db>.<table>: source.db and source.table
+		// name its table (they name the table of a topic with dots in
+		// its names).
+		if ch.SourceDB == "" || ch.SourceTable == "" || !strings.HasSuffix(g.Topic, "."+ch.SourceDB+"."+ch.SourceTable) {
+			t.Errorf("%s@%d: source.db %q source.table %q", g.Topic, g.Offset, ch.SourceDB, ch.SourceTable)
+		}
 		if ch.Event.Order <= 0 {
 			t.Errorf("%s@%d: %c event without a source order (source.file/pos/row)", g.Topic, g.Offset, ch.Event.Op)
 		}

@@ -119,6 +119,8 @@ func (d *Decoder) decodeJSONValue(value []byte, wantBefore bool) (Change, error)
 		}
 		ch.Event.GTID, _ = src["gtid"].(string)
 		ch.Source = sourceFromJSON(src)
+		ch.SourceDB, _ = src["db"].(string)
+		ch.SourceTable, _ = src["table"].(string)
 	}
 	if err := setOp(&ch.Event, []byte(op), row); err != nil {
 		return Change{}, err

@@ -184,6 +184,10 @@ type Pipeline struct {
 	failed  chan struct{} // closed when a table fails
 
 	ren *renamer
+
+	// heldBy is, for a topic with dots in its names, the table that held
+	// its offsets at assignment (heldIdent); guarded by mu.
+	heldBy map[string]table.Identifier
 }
 
 // New returns a pipeline reading with a new Kafka client. Close it.
@@ -380,9 +384,20 @@ func (p *Pipeline) worker(ctx context.Context, topic string) (*worker, error) {
 	// A topic that cannot name a table (<prefix>.transaction, say) still
 	// gets a worker: it skips Debezium's records that are not changes and
 	// fails on the first real change with identErr.
+	// A topic with dots in its names gets its table at its first change
+	// (worker.resolve).
 	ident, identErr := p.ident(topic)
-	w := &worker{p: p, topic: topic, ident: ident, identErr: identErr, in: make(chan msg, p.cfg.QueueRecords),
-		log: p.log.With("table", strings.Join(ident, "."), "topic", topic)}
+	w := &worker{p: p, topic: topic, ident: ident, identErr: identErr, in: make(chan msg, p.cfg.QueueRecords)}
+	if errors.Is(identErr, errAmbiguousTopic) {
+		w.identErr, w.ambiguous = nil, true
+		w.log = p.log.With("topic", topic)
+	} else {
+		if identErr == nil {
+			parts := strings.Split(topic, ".")
+			w.names = topicNames{parts[0], parts[1], parts[2]}
+		}
+		w.log = p.log.With("table", strings.Join(ident, "."), "topic", topic)
+	}
 	p.tables[topic] = w
 	p.wg.Add(1)
 	go func() {
@@ -400,24 +415,104 @@ func (p *Pipeline) worker(ctx context.Context, topic string) (*worker, error) {
 	return w, nil
 }
 
-// sourceNames returns the database and table of topic <prefix>.<db>.<table>.
-func sourceNames(topic string) (db, table string) {
-	parts := strings.Split(topic, ".")
-	if len(parts) < 3 {
-		return "", ""
-	}
-	return parts[len(parts)-2], parts[len(parts)-1]
-}
+// errAmbiguousTopic marks a topic <prefix>.<db>.<table> with more than
+// three dot-separated parts: a dot may be in the prefix, the database or
+// the table name (MariaDB allows `my.table`), so the topic alone does not
+// name the table. Its records' source blocks do (worker.resolve).
+var errAmbiguousTopic = errors.New("pipeline: topic has more than three dot-separated parts")
 
-// ident names the table of topic <prefix>.<db>.<table>.
+// ident names the table of topic <prefix>.<db>.<table>. A topic with
+// more than three parts gets errAmbiguousTopic.
 func (p *Pipeline) ident(topic string) (table.Identifier, error) {
 	parts := strings.Split(topic, ".")
-	if len(parts) < 3 {
+	switch {
+	case len(parts) < 3:
 		return nil, fmt.Errorf("topic %q is not <prefix>.<db>.<table>", topic)
+	case len(parts) > 3:
+		return nil, fmt.Errorf("%w: %s", errAmbiguousTopic, topic)
 	}
+	return p.identOf(parts[0], parts[1], parts[2]), nil
+}
+
+// identOf names the table db.tbl of the source with topic prefix prefix.
+func (p *Pipeline) identOf(prefix, db, tbl string) table.Identifier {
 	n := p.cfg.Namer
-	n.Prefix = strings.Join(parts[:len(parts)-2], ".")
-	return n.Ident(parts[len(parts)-2], parts[len(parts)-1]), nil
+	n.Prefix = prefix
+	return n.Ident(db, tbl)
+}
+
+// topicNames is a split of a topic into prefix, database and table.
+type topicNames struct{ prefix, db, table string }
+
+// namesFor is the split of topic whose change records name db.tbl in their
+// source block: the topic must end in .<db>.<tbl> after a prefix. The
+// names are returned as the topic spells them (characters Kafka does not
+// allow replaced by _, as tableTopic does), as a topic of three parts
+// gives them.
+func namesFor(topic, db, tbl string) (topicNames, bool) {
+	if db == "" || tbl == "" {
+		return topicNames{}, false
+	}
+	db, tbl = topicUnsafe.ReplaceAllString(db, "_"), topicUnsafe.ReplaceAllString(tbl, "_")
+	prefix, ok := strings.CutSuffix(topic, "."+db+"."+tbl)
+	if !ok || prefix == "" {
+		return topicNames{}, false
+	}
+	return topicNames{prefix, db, tbl}, true
+}
+
+// splits are every way topic can be <prefix>.<db>.<table> with each part
+// non-empty.
+func splits(topic string) []topicNames {
+	parts := strings.Split(topic, ".")
+	var out []topicNames
+	for i := 1; i+2 <= len(parts); i++ {
+		for j := i + 1; j < len(parts); j++ {
+			out = append(out, topicNames{strings.Join(parts[:i], "."), strings.Join(parts[i:j], "."), strings.Join(parts[j:], ".")})
+		}
+	}
+	return out
+}
+
+// heldIdent finds, for an ambiguous topic, the table that holds its
+// offsets among the tables every split of the topic would name: offsets
+// are kept by topic, so only the topic's own table holds them. It returns
+// nil when none does (a new table, or one whose offsets are lost, which
+// its worker's first commit reports). The table found is kept for the
+// worker to check its records against (worker.resolve).
+func (p *Pipeline) heldIdent(ctx context.Context, topic string) (table.Identifier, batch.Offsets, error) {
+	var found table.Identifier
+	var held batch.Offsets
+	for _, sp := range splits(topic) {
+		ident := p.identOf(sp.prefix, sp.db, sp.table)
+		tbl, err := p.cat.LoadTable(ctx, ident)
+		switch {
+		case errors.Is(err, catalog.ErrNoSuchTable) || errors.Is(err, catalog.ErrNoSuchNamespace):
+			continue
+		case err != nil:
+			return nil, nil, fmt.Errorf("loading table %v for the offsets of %s: %w", ident, topic, err)
+		}
+		offs, err := commit.Offsets(tbl)
+		if err != nil || len(offs[topic]) == 0 {
+			continue
+		}
+		if found != nil {
+			// The group would retry the join forever: stop ingest.
+			err := fmt.Errorf("topic %s: tables %v and %v both hold its offsets, and the topic's name cannot tell which is its table: drop the one that is not", topic, found, ident)
+			p.fail(err)
+			return nil, nil, err
+		}
+		found, held = ident, offs
+	}
+	if found != nil {
+		p.mu.Lock()
+		if p.heldBy == nil {
+			p.heldBy = map[string]table.Identifier{}
+		}
+		p.heldBy[topic] = found
+		p.mu.Unlock()
+	}
+	return found, held, nil
 }
 
 func (p *Pipeline) assigned(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
@@ -472,7 +567,13 @@ func (p *Pipeline) ownedOnly(topic string, next map[int32]int64) map[int32]int64
 func (p *Pipeline) adjustOffsets(ctx context.Context, offsets map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
 	for topic, parts := range offsets {
 		ident, err := p.ident(topic)
-		if err != nil {
+		var held batch.Offsets
+		ambiguous := errors.Is(err, errAmbiguousTopic)
+		if ambiguous {
+			if ident, held, err = p.heldIdent(ctx, topic); err != nil {
+				return nil, err
+			}
+		} else if err != nil {
 			// Not a table's topic: no table holds its offsets, so the
 			// group's (or the start, with none) are kept. Its records are
 			// skipped, and the group offsets committed past them
@@ -483,9 +584,12 @@ func (p *Pipeline) adjustOffsets(ctx context.Context, offsets map[string]map[int
 			}
 			continue
 		}
-		var held batch.Offsets
-		tbl, err := p.cat.LoadTable(ctx, ident)
+		var tbl *table.Table
+		if !ambiguous { // heldIdent read the offsets
+			tbl, err = p.cat.LoadTable(ctx, ident)
+		}
 		switch {
+		case ambiguous:
 		case errors.Is(err, catalog.ErrNoSuchTable) || errors.Is(err, catalog.ErrNoSuchNamespace):
 		case err != nil:
 			return nil, fmt.Errorf("loading table %v for its offsets: %w", ident, err)

@@ -52,6 +52,7 @@ import (
 type renameJob struct {
 	to      table.Identifier
 	toTopic string
+	from    tableName        // the old name, by the DDL
 	pos     decode.SourcePos // the rename's binlog position
 	cut     map[int32]int64  // the old topic's last stable offsets at the rename
 	start   map[int32]int64  // the old topic's log start offsets
@@ -309,7 +310,7 @@ func (w *worker) followRenames(ctx context.Context, rec *kgo.Record, sc *decode.
 				fromTopic = alt
 			}
 		}
-		err := w.renameOne(ctx, adm, fromTopic, toTopic, sc.Source)
+		err := w.renameOne(ctx, adm, fromTopic, toTopic, pr, sc.Source)
 		p.ren.finish(toTopic)
 		if err != nil {
 			return fmt.Errorf("following the rename of %s to %s at %s/%d/%d: %w", fromTopic, toTopic, rec.Topic, rec.Partition, rec.Offset, err)
@@ -318,13 +319,17 @@ func (w *worker) followRenames(ctx context.Context, rec *kgo.Record, sc *decode.
 	return nil
 }
 
-func (w *worker) renameOne(ctx context.Context, adm *kadm.Client, fromTopic, toTopic string, pos decode.SourcePos) error {
+func (w *worker) renameOne(ctx context.Context, adm *kadm.Client, fromTopic, toTopic string, pr renamePair, pos decode.SourcePos) error {
 	p := w.p
-	to, err := p.ident(toTopic)
-	if err != nil {
-		return err
+	// The DDL names the tables, so a topic with dots in its names needs
+	// no record to name them.
+	toNames, ok := namesFor(toTopic, pr.To.DB, pr.To.Table)
+	if !ok {
+		return fmt.Errorf("topic %q is not <prefix>.<db>.<table>", toTopic)
 	}
-	job := &renameJob{to: to, toTopic: toTopic, pos: pos, cut: map[int32]int64{}, start: map[int32]int64{}, held: map[int32]int64{}, done: make(chan error, 1)}
+	to := p.identOf(toNames.prefix, toNames.db, toNames.table)
+	var err error
+	job := &renameJob{to: to, toTopic: toTopic, from: pr.From, pos: pos, cut: map[int32]int64{}, start: map[int32]int64{}, held: map[int32]int64{}, done: make(chan error, 1)}
 	if p.consumes(fromTopic) {
 		if job.cut, err = offsetsOf(ctx, adm.ListCommittedOffsets, fromTopic); err != nil {
 			return err
@@ -416,10 +421,8 @@ func (w *worker) awaitSchema(ctx context.Context, q decode.SourcePos) error {
 	p := w.p
 	if w.schemaOf == nil {
 		w.schemaOf = new(string)
-		if parts := strings.Split(w.topic, "."); len(parts) >= 3 {
-			if st := strings.Join(parts[:len(parts)-2], "."); p.consumes(st) {
-				*w.schemaOf = st
-			}
+		if st := w.names.prefix; st != "" && p.consumes(st) {
+			*w.schemaOf = st
 		}
 	}
 	schemaTopic := *w.schemaOf
@@ -540,6 +543,9 @@ func (w *worker) finishRename(ctx context.Context) error {
 func (w *worker) renameTable(ctx context.Context, to table.Identifier) error {
 	p := w.p
 	from := w.ident
+	if from == nil {
+		return fmt.Errorf("topic %s: the table to rename to %v is not known: the topic has dots in its names and neither its records nor the rename name it", w.topic, to)
+	}
 	exists := func(id table.Identifier) (bool, error) {
 		ok, err := p.cat.CheckTableExists(ctx, id)
 		if errors.Is(err, catalog.ErrNoSuchNamespace) || errors.Is(err, catalog.ErrNoSuchTable) {

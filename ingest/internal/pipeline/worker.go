@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -46,9 +47,14 @@ type worker struct {
 	topic    string
 	ident    table.Identifier
 	identErr error // the topic cannot name a table
-	in       chan msg
-	log      *slog.Logger
-	skipped  map[string]int64 // records that are not changes, by value schema name
+	// names are the topic's prefix, database and table. ambiguous marks a
+	// topic with dots in its names: ident and names are then set by the
+	// first change record (resolve).
+	names     topicNames
+	ambiguous bool
+	in        chan msg
+	log       *slog.Logger
+	skipped   map[string]int64 // records that are not changes, by value schema name
 	// skippedTo is, on a topic that names no table, the next offset by
 	// partition past the records skipped since the last group commit:
 	// only the consumer group can remember them (see adjustOffsets).
@@ -183,6 +189,14 @@ func (w *worker) handle(ctx context.Context, m msg) error {
 		}
 	case ctlRename:
 		w.job = m.job
+		if w.ambiguous && w.ident == nil {
+			// No change record named the table yet; the rename does.
+			if names, ok := namesFor(w.topic, m.job.from.DB, m.job.from.Table); ok {
+				if err := w.setNames(names); err != nil {
+					return err
+				}
+			}
+		}
 		return w.checkRename(ctx)
 	}
 	m.done <- err
@@ -197,6 +211,11 @@ func (w *worker) add(ctx context.Context, rec *kgo.Record) error {
 	ch, err := w.p.dec.Decode(ctx, rec.Topic, rec.Partition, rec.Offset, rec.Key, rec.Value)
 	if err != nil {
 		return err
+	}
+	if ch.NotChange == "" && !ch.Tombstone && w.ambiguous {
+		if err := w.resolve(rec, &ch); err != nil {
+			return err
+		}
 	}
 	if ch.NotChange == "" && !ch.Tombstone && w.identErr == nil {
 		// Nothing is buffered ahead of the schema topic: a rename before
@@ -293,6 +312,50 @@ func (w *worker) add(ctx context.Context, rec *kgo.Record) error {
 		}
 		return w.flush(ctx, reason)
 	}
+	return nil
+}
+
+// resolve names the table of a topic with dots in its names from the
+// source block of its change records: the first one sets it, every later
+// one must agree, and so must the table that held the topic's offsets at
+// assignment (Pipeline.heldIdent).
+func (w *worker) resolve(rec *kgo.Record, ch *decode.Change) error {
+	at := fmt.Sprintf("%s/%d/%d", rec.Topic, rec.Partition, rec.Offset)
+	if ch.SourceDB == "" || ch.SourceTable == "" {
+		return fmt.Errorf("change event at %s: topic %s has more than three dot-separated parts, so its database and table must come from the record's source block, which has no db and table: consume only topics <prefix>.<db>.<table> of Debezium change records (settings topics / topic-regex), or give the table and its prefix names without dots",
+			at, w.topic)
+	}
+	names, ok := namesFor(w.topic, ch.SourceDB, ch.SourceTable)
+	if !ok {
+		return fmt.Errorf("change event at %s: topic %s has more than three dot-separated parts, so its database and table are taken from the record's source block, but source.db=%q source.table=%q do not end the topic as .<db>.<table>: consume only topics <prefix>.<db>.<table> of Debezium-compatible records (settings topics / topic-regex)",
+			at, w.topic, ch.SourceDB, ch.SourceTable)
+	}
+	if w.ident != nil {
+		if names != w.names {
+			return fmt.Errorf("change event at %s: topic %s has records of %s.%s and of %s.%s, and with dots in its name only its records can tell its table: give each table its own topic <prefix>.<db>.<table> (settings topics / topic-regex)",
+				at, w.topic, w.names.db, w.names.table, names.db, names.table)
+		}
+		return nil
+	}
+	if err := w.setNames(names); err != nil {
+		return fmt.Errorf("change event at %s: %w", at, err)
+	}
+	return nil
+}
+
+// setNames sets the table of a topic with dots in its names, which must
+// be the table that held the topic's offsets at assignment, if any.
+func (w *worker) setNames(names topicNames) error {
+	ident := w.p.identOf(names.prefix, names.db, names.table)
+	w.p.mu.Lock()
+	held, ok := w.p.heldBy[w.topic]
+	w.p.mu.Unlock()
+	if ok && !slices.Equal(held, ident) {
+		return fmt.Errorf("topic %s is of table %s.%s (lake table %v), but table %v holds the topic's offsets: it was written from this topic under a name guessed from the topic's dots; drop %v to have ingest re-read the topic into %v",
+			w.topic, names.db, names.table, ident, held, held, ident)
+	}
+	w.names, w.ident = names, ident
+	w.log = w.p.log.With("table", strings.Join(ident, "."), "topic", w.topic)
 	return nil
 }
 
@@ -461,7 +524,7 @@ func (w *worker) create(ctx context.Context, s *decode.Schema, key []string, key
 	if err != nil {
 		return fmt.Errorf("mapping the schema of %s (%s): %w", w.topic, s.ID, err)
 	}
-	part, explicit := w.p.cfg.Partitions.For(sourceNames(w.topic))
+	part, explicit := w.p.cfg.Partitions.For(w.names.db, w.names.table)
 	if keyless && !explicit {
 		part = nil // "*" partitions tables by their key; a change log has none
 	}
