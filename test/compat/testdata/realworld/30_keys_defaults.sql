@@ -3,6 +3,11 @@
 -- tables without a primary key: unique keys of NOT NULL columns, nullable unique keys, a nullable
 -- column declared UNIQUE, several unique keys, SERIAL, keyless tables, unique keys added later by
 -- ALTER TABLE and CREATE UNIQUE INDEX, and a unique index dropped later.
+-- ingest-env: INGEST_BACKFILL_DEFAULTS=true
+-- lake-allow: kd_defaults x an expression default (DEFAULT (2 * 3)) has no value in the Avro schema (Debezium writes none), so rows written before its ADD COLUMN read NULL in the lake (TYPES.md, Defaults in the lake)
+-- lake-allow: kd_defaults t2 CURRENT_TIMESTAMP is evaluated by MariaDB at the ALTER; no producer carries that instant, so rows written before its ADD COLUMN read NULL in the lake (TYPES.md, Defaults in the lake)
+-- lake-allow: kd_defaults dt6 NOW(6) is evaluated by MariaDB at the ALTER; no producer carries that instant, so rows written before its ADD COLUMN read NULL in the lake (TYPES.md, Defaults in the lake)
+-- lake-allow: kd_defaults l an expression default (LOWER('AB')) has no value in the Avro schema, so rows written before its ADD COLUMN read NULL in the lake (TYPES.md, Defaults in the lake)
 -- allow: kd_defaults valueschema.fields[0].type[1].fields[10].default Debezium writes the default 'it''s' as the text between the quotes, it''s (DefaultValueParserListener.unquote keeps the doubled quote); capture writes the default MariaDB stores, it's
 -- allow: kd_defaults valueschema.fields[0].type[1].fields[10].type[0].connect.default Debezium writes the default 'it''s' as the text between the quotes, it''s; capture writes the default MariaDB stores, it's
 -- allow: kd_defaults valueschema.fields[0].type[1].fields[15].default a BIGINT UNSIGNED default above 2^63-1 (bigint.unsigned.handling.mode=long): Debezium saturates it to 9223372036854775807 while it wraps the column's values (2^64-1 becomes -1); capture wraps both, so the default is what a row with that value reads
