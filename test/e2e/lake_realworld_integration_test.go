@@ -202,7 +202,9 @@ func startIngest(t *testing.T, c *captureEnv, ingEnv []string) *lakeRun {
 	ing := start(t, binary(t, "ingest"), append([]string{
 		"INGEST_KAFKA_BROKERS=" + strings.Join(testenv.KafkaBrokers(t), ","),
 		"INGEST_GROUP_ID=" + testenv.Unique(t, "g"),
-		"INGEST_TOPIC_REGEX=" + regexp.QuoteMeta(c.prefix+"."+c.dbName+".") + ".*",
+		// The schema-change topic <prefix> too: ingest follows renames
+		// from it (README, Renames).
+		"INGEST_TOPIC_REGEX=" + regexp.QuoteMeta(c.prefix) + "(" + regexp.QuoteMeta("."+c.dbName+".") + ".*)?",
 		"INGEST_SCHEMA_REGISTRY_URL=" + testenv.RegistryURL(t),
 		"INGEST_CATALOG_URI=" + ice.URI, "INGEST_S3_ENDPOINT=" + ice.S3Endpoint, "INGEST_S3_REGION=" + ice.Region,
 		"INGEST_FLUSH_INTERVAL=1s", "INGEST_METRICS_ADDR=127.0.0.1:0",
