@@ -2,6 +2,7 @@
 -- non-ASCII letters and symbols, leading digits, reserved words, mixed case and 64-character names, in
 -- table names (topics and record names) and column names (key and row fields), with Debezium's
 -- avro adjustment of schema and field names. A later ALTER adds another such column.
+-- ingest-env: INGEST_BACKFILL_DEFAULTS=true
 -- debezium: field.name.adjustment.mode=avro
 -- debezium: schema.name.adjustment.mode=avro
 -- capture-env: CAPTURE_FIELD_NAME_ADJUSTMENT_MODE=avro

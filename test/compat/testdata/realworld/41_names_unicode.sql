@@ -3,6 +3,7 @@
 -- table names (topics and record names) and column names (key and row fields), with Debezium's
 -- avro_unicode adjustment of schema and field names. A later ALTER adds another such column;
 -- `a b`, `a_b` and `a-b` collide under avro but not under avro_unicode.
+-- ingest-env: INGEST_BACKFILL_DEFAULTS=true
 -- debezium: field.name.adjustment.mode=avro_unicode
 -- debezium: schema.name.adjustment.mode=avro_unicode
 -- capture-env: CAPTURE_FIELD_NAME_ADJUSTMENT_MODE=avro_unicode
