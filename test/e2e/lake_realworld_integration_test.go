@@ -294,7 +294,31 @@ func (r *lakeRun) compare(t *testing.T) lakeResult {
 	for _, tb := range tables {
 		want[tb] = lastChanges(t, r.c.prefix+"."+r.c.dbName+"."+topicName(tb))
 	}
-	byTopic := map[string]table.Identifier{} // topic → the lake table holding its offsets
+	// topic → the lake tables holding offsets of it (more than one after a
+	// rename that swaps names: the old part of a topic in one table, the
+	// rest in the other).
+	byTopic := map[string][]table.Identifier{}
+	// home is the table holding the furthest offsets of topic: where its
+	// changes land now.
+	home := func(topic string) (table.Identifier, map[int32]int64, bool) {
+		var best table.Identifier
+		var bestOffs map[int32]int64
+		var bestSum int64 = -1
+		for _, ident := range byTopic[topic] {
+			offs, err := lakeOffsets(ctx, r.cat, ident, topic)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sum int64
+			for _, n := range offs {
+				sum += n
+			}
+			if sum > bestSum {
+				best, bestOffs, bestSum = ident, offs, sum
+			}
+		}
+		return best, bestOffs, best != nil
+	}
 	var pending []string
 	caughtUp := func() bool {
 		if r.ing.exited() {
@@ -307,14 +331,10 @@ func (r *lakeRun) compare(t *testing.T) lakeResult {
 			if len(want[tb]) == 0 {
 				continue // no change on the topic
 			}
-			ident, ok := byTopic[topic]
+			_, got, ok := home(topic)
 			if !ok {
 				pending = append(pending, tb+": no Iceberg table yet")
 				continue
-			}
-			got, err := lakeOffsets(ctx, r.cat, ident, topic)
-			if err != nil {
-				t.Fatal(err)
 			}
 			for p, n := range want[tb] {
 				if got[p] < n {
@@ -338,7 +358,17 @@ func (r *lakeRun) compare(t *testing.T) lakeResult {
 		}
 		res.tables++
 		topic := r.c.prefix + "." + r.c.dbName + "." + topicName(tb)
-		ident, ok := byTopic[topic]
+		// The lake table of that name (a renamed table: its topic's
+		// offsets are in another table after a swap), else the one its
+		// topic's changes land in.
+		ident, _, ok := home(topic)
+		for _, idents := range byTopic {
+			for _, id := range idents {
+				if id[1] == tb {
+					ident, ok = id, true
+				}
+			}
+		}
 		if !ok {
 			// No change event ever: the lake has no table, which is
 			// right only for an empty source table.
@@ -372,9 +402,13 @@ func (r *lakeRun) compare(t *testing.T) lakeResult {
 			res.mismatches = append(res.mismatches, tb+": "+d)
 		}
 	}
-	for topic, ident := range byTopic {
-		if !seen[ident[1]] && !strings.HasSuffix(topic, ".zz_caught_up") {
-			res.mismatches = append(res.mismatches, fmt.Sprintf("Iceberg table %s (topic %s) has no source table in MariaDB", ident[1], topic))
+	reported := map[string]bool{}
+	for topic, idents := range byTopic {
+		for _, ident := range idents {
+			if !seen[ident[1]] && !reported[ident[1]] && !strings.HasSuffix(topic, ".zz_caught_up") {
+				reported[ident[1]] = true
+				res.mismatches = append(res.mismatches, fmt.Sprintf("Iceberg table %s (topic %s) has no source table in MariaDB", ident[1], topic))
+			}
 		}
 	}
 	res.ingestLog = r.ing.output()
@@ -426,7 +460,7 @@ const offsetsKeyPrefix = "binlake.offsets."
 // to that table. The offsets are in the table properties too, which is
 // where a commit with nothing to write (an insert and a delete of one row
 // in one batch, say) leaves them without a snapshot.
-func (r *lakeRun) lakeTables(ctx context.Context, t *testing.T, byTopic map[string]table.Identifier) {
+func (r *lakeRun) lakeTables(ctx context.Context, t *testing.T, byTopic map[string][]table.Identifier) {
 	t.Helper()
 	for ident, err := range r.cat.ListTables(ctx, table.Identifier{r.ns}) {
 		if err != nil {
@@ -438,14 +472,14 @@ func (r *lakeRun) lakeTables(ctx context.Context, t *testing.T, byTopic map[stri
 		}
 		for k := range tbl.Properties() {
 			if topic, ok := strings.CutPrefix(k, offsetsKeyPrefix); ok {
-				byTopic[topic] = ident
+				addIdent(byTopic, topic, ident)
 			}
 		}
 		for s := tbl.CurrentSnapshot(); s != nil; {
 			if s.Summary != nil {
 				for k := range s.Summary.Properties {
 					if topic, ok := strings.CutPrefix(k, offsetsKeyPrefix); ok {
-						byTopic[topic] = ident
+						addIdent(byTopic, topic, ident)
 					}
 				}
 			}
@@ -689,4 +723,13 @@ func (r *lakeRun) allowed(tb, d string) (string, bool) {
 	}
 	reason, ok := r.allow[tb+" "+col]
 	return reason, ok
+}
+
+func addIdent(byTopic map[string][]table.Identifier, topic string, ident table.Identifier) {
+	for _, id := range byTopic[topic] {
+		if slices.Equal(id, ident) {
+			return
+		}
+	}
+	byTopic[topic] = append(byTopic[topic], ident)
 }
