@@ -258,11 +258,31 @@ func (def Definition) modelled(c mysqltype.Column) mysqltype.Column {
 	if t, ok := col.ConvertType(c.Type); ok {
 		c.Type = t
 	}
+	infoDefault := c.Default
 	c.Default, c.DefaultGenerated = col.columnDefault(), false
+	if timestampLiteral(c.Type, infoDefault) && c.Default != nil {
+		// A TIMESTAMP literal default is read in the session zone of the
+		// DDL that wrote it, which the binlog does not carry; MariaDB
+		// stores the instant, and information_schema renders it in
+		// capture's session zone (UTC): that is the value rows taking the
+		// default get (TestCompatTemporalZones; Debezium reads the DDL's
+		// text as UTC, an allowed difference).
+		c.Default = infoDefault
+	}
 	// Optional as in the model: information_schema may already be past a
 	// MODIFY ... NOT NULL the stream has not reached.
 	c.Nullable = col.Optional
 	return c
+}
+
+// timestampLiteral reports whether information_schema gives a TIMESTAMP
+// column a literal default (a date, not CURRENT_TIMESTAMP or NULL).
+func timestampLiteral(infoType string, dflt *string) bool {
+	if dflt == nil || !strings.HasPrefix(strings.ToLower(strings.TrimSpace(infoType)), "timestamp") {
+		return false
+	}
+	v := strings.Trim(*dflt, "'")
+	return len(v) >= 10 && v[0] >= '0' && v[0] <= '9' && v[4] == '-'
 }
 
 type mc ModelColumn
