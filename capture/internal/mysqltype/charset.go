@@ -419,6 +419,27 @@ func (c *charset) decode(b []byte) (string, error) {
 	return "", c.invalid(b, nil)
 }
 
+// decodeString is decode for a value the binlog library hands over as a
+// string: text that is already UTF-8 (the UTF-8 family, and ASCII in an
+// ASCII-safe set — nearly every value) is returned as it is, without the
+// two copies of a []byte round trip.
+func (c *charset) decodeString(s string) (string, error) {
+	utf8Family := c.enc == nil && c.table == nil && c.width == nil && c.name != "ascii"
+	if utf8Family && utf8.ValidString(s) || c.asciiSafe && isASCIIString(s) {
+		return s, nil
+	}
+	return c.decode([]byte(s))
+}
+
+func isASCIIString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
 func (c *charset) invalid(b []byte, why error) error {
 	if why != nil {
 		return fmt.Errorf("%w: bytes %s are not %s text: %w", ErrInvalidValue, hexPreview(b), c.name, why)

@@ -412,7 +412,7 @@ func stringConv(cs *charset) func(any) (any, error) {
 	return func(v any) (any, error) {
 		switch x := v.(type) {
 		case string:
-			return cs.decode([]byte(x))
+			return cs.decodeString(x)
 		case []byte:
 			return cs.decode(x)
 		}
@@ -447,7 +447,7 @@ func enumConv(labels []string, cs *charset) func(any) (any, error) {
 	return func(v any) (any, error) {
 		switch x := v.(type) {
 		case string:
-			return cs.decode([]byte(x))
+			return cs.decodeString(x)
 		case []byte:
 			return cs.decode(x)
 		}
@@ -471,7 +471,7 @@ func setConv(labels []string, cs *charset) func(any) (any, error) {
 	return func(v any) (any, error) {
 		switch x := v.(type) {
 		case string:
-			return cs.decode([]byte(x))
+			return cs.decodeString(x)
 		case []byte:
 			return cs.decode(x)
 		}
