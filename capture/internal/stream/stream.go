@@ -874,6 +874,7 @@ func (s *Stream) emit(ctx context.Context, t *table, op debezium.Op, before, aft
 func (s *Stream) query(ctx context.Context, ev binlog.Event) error {
 	ddl := schemahist.ParseDDL(ev.Schema, ev.Query)
 	tableDDL := false
+	var defs map[string]*schemahist.Definition // the DDL's captured tables, nil: gone
 	switch ddl.Kind {
 	case schemahist.DDLCreateTable, schemahist.DDLAlterTable, schemahist.DDLRenameTable, schemahist.DDLDropTable:
 		// Names first, so that a table capture cannot carry stops it
@@ -881,7 +882,8 @@ func (s *Stream) query(ctx context.Context, ev binlog.Event) error {
 		// after the schema-change event, which brings their table model
 		// (key, alias types, defaults) up to date.
 		tableDDL = true
-		if err := s.checkNames(ctx, ddl); err != nil {
+		var err error
+		if defs, err = s.checkNames(ctx, ddl); err != nil {
 			return err
 		}
 	}
@@ -889,7 +891,7 @@ func (s *Stream) query(ctx context.Context, ev binlog.Event) error {
 		return err
 	}
 	if tableDDL {
-		return s.reload(ctx, ddl)
+		return s.reload(ctx, ddl, defs)
 	}
 	if ddl.Kind != schemahist.DDLTruncate {
 		return nil
@@ -929,7 +931,9 @@ func (s *Stream) query(ctx context.Context, ev binlog.Event) error {
 
 // reload reads and compiles the definitions of the tables a DDL statement
 // creates, alters, renames or drops.
-func (s *Stream) reload(ctx context.Context, ddl schemahist.DDL) error {
+// defs holds the definitions checkNames read (nil for a table that is
+// gone).
+func (s *Stream) reload(ctx context.Context, ddl schemahist.DDL, defs map[string]*schemahist.Definition) error {
 	if err := s.snapshotRenamedIn(ddl); err != nil {
 		return err
 	}
@@ -939,8 +943,11 @@ func (s *Stream) reload(ctx context.Context, ddl schemahist.DDL) error {
 			continue
 		}
 		key := tableKey(ref.DB, ref.Table)
-		def, err := s.defs.Load(ctx, ref.DB, ref.Table)
-		if errors.Is(err, schemahist.ErrNoTable) {
+		d, ok := defs[key]
+		if !ok {
+			return fmt.Errorf("reloading %s: the definition was not read before the schema change", key)
+		}
+		if d == nil {
 			if _, known := s.tables[key]; known {
 				delete(s.tables, key)
 				if err := s.writeHistory(ctx, historyRecord{Definition: schemahist.Definition{DB: ref.DB, Table: ref.Table}, Dropped: true}); err != nil {
@@ -949,9 +956,7 @@ func (s *Stream) reload(ctx context.Context, ddl schemahist.DDL) error {
 			}
 			continue
 		}
-		if err != nil {
-			return err
-		}
+		def := *d
 		t, err := s.compile(def)
 		if err != nil {
 			return err
@@ -984,25 +989,31 @@ func (s *Stream) Check(ctx context.Context, tables [][2]string) error {
 	return nil
 }
 
-// checkNames checks the names of the captured tables a DDL statement
-// creates, alters or renames (schemahist.CheckNames).
-func (s *Stream) checkNames(ctx context.Context, ddl schemahist.DDL) error {
+// checkNames reads the definitions of the captured tables a DDL statement
+// creates, alters, renames or drops, and checks their names
+// (schemahist.CheckNames). It returns them by db.table (nil: the table is
+// gone) for reload, so that each is read once.
+func (s *Stream) checkNames(ctx context.Context, ddl schemahist.DDL) (map[string]*schemahist.Definition, error) {
+	defs := map[string]*schemahist.Definition{}
 	for _, ref := range ddl.Tables {
 		if !s.cfg.Filter.Table(ref.DB, ref.Table) {
 			continue
 		}
+		key := tableKey(ref.DB, ref.Table)
 		def, err := s.defs.Load(ctx, ref.DB, ref.Table)
 		if errors.Is(err, schemahist.ErrNoTable) {
+			defs[key] = nil
 			continue
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if err := s.checkDef(def); err != nil {
-			return err
+			return nil, err
 		}
+		defs[key] = &def
 	}
-	return nil
+	return defs, nil
 }
 
 func (s *Stream) checkDef(def schemahist.Definition) error {
