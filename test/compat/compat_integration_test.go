@@ -345,7 +345,7 @@ func TestCompatWithDebezium(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stmts []string
-	for _, stmt := range statements(string(workload)) {
+	for _, stmt := range statements(t, string(workload)) {
 		if strings.HasPrefix(strings.ToUpper(stmt), "CREATE DATABASE") {
 			continue
 		}
@@ -367,7 +367,7 @@ func TestCompatSchemaSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	var creates []string
-	for _, stmt := range statements(string(workload)) {
+	for _, stmt := range statements(t, string(workload)) {
 		if strings.HasPrefix(strings.ToUpper(stmt), "CREATE TABLE") {
 			creates = append(creates, stmt)
 		}

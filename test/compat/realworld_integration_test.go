@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/binlake/binlake/test/debezium"
+	"github.com/binlake/binlake/test/workload"
 )
 
 // realWorldDir holds the real-world compatibility workloads: one SQL file
@@ -18,65 +19,6 @@ import (
 // and MariaDB 10.11 reference manuals rather than from capture's code. See
 // README.md there for the file format.
 const realWorldDir = "test/compat/testdata/realworld"
-
-// workloadFile is one parsed real-world workload.
-type workloadFile struct {
-	stmts []string
-	// before runs before both connectors start (tables whose snapshot or
-	// schema snapshot the file compares).
-	before []string
-	dbz    map[string]string
-	capEnv []string
-	// allow maps table → event path → reason.
-	allow map[string]map[string]string
-}
-
-// parseWorkload reads a workload's header lines:
-//
-//	-- debezium: <property>=<value>
-//	-- capture-env: <VAR>=<value>
-//	-- allow: <table> <path> <reason…>
-//
-// and its statements; statements after a "-- before-start" line and up to
-// a "-- after-start" line run before the connectors start.
-func parseWorkload(t *testing.T, text string) workloadFile {
-	t.Helper()
-	w := workloadFile{dbz: map[string]string{}, allow: map[string]map[string]string{}}
-	var body, before strings.Builder
-	cur := &body
-	for _, line := range strings.Split(text, "\n") {
-		trimmed := strings.TrimSpace(line)
-		switch {
-		case strings.HasPrefix(trimmed, "-- debezium:"):
-			k, v, ok := strings.Cut(strings.TrimSpace(strings.TrimPrefix(trimmed, "-- debezium:")), "=")
-			if !ok {
-				t.Fatalf("bad header %q", line)
-			}
-			w.dbz[k] = v
-		case strings.HasPrefix(trimmed, "-- capture-env:"):
-			w.capEnv = append(w.capEnv, strings.TrimSpace(strings.TrimPrefix(trimmed, "-- capture-env:")))
-		case strings.HasPrefix(trimmed, "-- allow:"):
-			f := strings.SplitN(strings.TrimSpace(strings.TrimPrefix(trimmed, "-- allow:")), " ", 3)
-			if len(f) != 3 {
-				t.Fatalf("bad header %q: want '-- allow: <table> <path> <reason>'", line)
-			}
-			if w.allow[f[0]] == nil {
-				w.allow[f[0]] = map[string]string{}
-			}
-			w.allow[f[0]][f[1]] = f[2]
-		case trimmed == "-- before-start":
-			cur = &before
-		case trimmed == "-- after-start":
-			cur = &body
-		default:
-			cur.WriteString(line)
-			cur.WriteByte('\n')
-		}
-	}
-	w.stmts = statements(body.String())
-	w.before = statements(before.String())
-	return w
-}
 
 // TestCompatRealWorld runs every workload of realWorldDir through the
 // Debezium MariaDB connector and capture, and compares every event (keys,
@@ -99,7 +41,7 @@ func TestCompatRealWorld(t *testing.T) {
 	}
 	type group struct {
 		names []string
-		files []workloadFile
+		files []workload.File
 	}
 	var order []string
 	groups := map[string]*group{}
@@ -108,7 +50,10 @@ func TestCompatRealWorld(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w := parseWorkload(t, string(text))
+		w, err := workload.Parse(string(text))
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
 		key := settingsKey(w)
 		g := groups[key]
 		if g == nil {
@@ -122,11 +67,11 @@ func TestCompatRealWorld(t *testing.T) {
 	for _, key := range order {
 		g := groups[key]
 		t.Run(strings.Join(g.names, "+"), func(t *testing.T) {
-			o := runOpts{dbz: g.files[0].dbz, capEnv: g.files[0].capEnv}
+			o := runOpts{dbz: g.files[0].Debezium, capEnv: g.files[0].CaptureEnv}
 			allow := map[string]map[string]string{}
 			for _, w := range g.files {
-				o.before = append(o.before, w.before...)
-				for tbl, paths := range w.allow {
+				o.before = append(o.before, w.Before...)
+				for tbl, paths := range w.Allow {
 					if allow[tbl] != nil {
 						t.Fatalf("table %s has -- allow: lines in two files: give each file its own tables", tbl)
 					}
@@ -136,7 +81,7 @@ func TestCompatRealWorld(t *testing.T) {
 			r := newRunWith(t, o)
 			r.allowTable = allow
 			for _, w := range g.files {
-				r.exec(w.stmts...)
+				r.exec(w.Stmts...)
 			}
 			r.compare(1)
 		})
@@ -144,12 +89,12 @@ func TestCompatRealWorld(t *testing.T) {
 }
 
 // settingsKey identifies a workload's connector settings.
-func settingsKey(w workloadFile) string {
+func settingsKey(w workload.File) string {
 	var parts []string
-	for k, v := range w.dbz {
+	for k, v := range w.Debezium {
 		parts = append(parts, "dbz:"+k+"="+v)
 	}
-	for _, e := range w.capEnv {
+	for _, e := range w.CaptureEnv {
 		parts = append(parts, "cap:"+e)
 	}
 	sort.Strings(parts)

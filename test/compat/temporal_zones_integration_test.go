@@ -15,6 +15,7 @@ import (
 	"github.com/binlake/binlake/test/debezium"
 	"github.com/binlake/binlake/test/kafkatest"
 	"github.com/binlake/binlake/test/testenv"
+	"github.com/binlake/binlake/test/workload"
 )
 
 // TestCompatTemporalZones runs testdata/temporal_zones.sql on a private
@@ -39,10 +40,13 @@ func TestCompatTemporalZones(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := parseWorkload(t, string(text))
-	r := newRunWith(t, runOpts{dbz: w.dbz, capEnv: w.capEnv, before: w.before})
-	r.allowTable = w.allow
-	r.exec(w.stmts...)
+	w, err := workload.Parse(string(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRunWith(t, runOpts{dbz: w.Debezium, capEnv: w.CaptureEnv, before: w.Before})
+	r.allowTable = w.Allow
+	r.exec(w.Stmts...)
 	r.compare(3)
 
 	// The oracle: the server's SELECT with time_zone '+00:00'.

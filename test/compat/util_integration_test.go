@@ -3,25 +3,18 @@
 package compat
 
 import (
-	"strings"
+	"testing"
+
+	"github.com/binlake/binlake/test/workload"
 )
 
-// statements splits a SQL script into statements ending with ';' at the end
-// of a line, dropping comment lines.
-func statements(script string) []string {
-	var out []string
-	var cur strings.Builder
-	for _, line := range strings.Split(script, "\n") {
-		trimmed := strings.TrimSpace(line)
-		if trimmed == "" || strings.HasPrefix(trimmed, "--") {
-			continue
-		}
-		cur.WriteString(line)
-		cur.WriteByte('\n')
-		if strings.HasSuffix(trimmed, ";") {
-			out = append(out, strings.TrimSuffix(strings.TrimSpace(cur.String()), ";"))
-			cur.Reset()
-		}
+// statements returns the statements of a SQL script in the workload
+// format (test/workload), failing the test on a malformed one.
+func statements(t *testing.T, script string) []string {
+	t.Helper()
+	w, err := workload.Parse(script)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out
+	return append(w.Before, w.Stmts...)
 }

@@ -24,6 +24,7 @@ import (
 
 	"github.com/binlake/binlake/test/debezium"
 	"github.com/binlake/binlake/test/testenv"
+	realworld "github.com/binlake/binlake/test/workload"
 )
 
 // lakeWorkloadDirs hold the workloads TestLakeRealWorld runs: the
@@ -32,57 +33,6 @@ import (
 // DDL). BINLAKE_LAKE_WORKLOADS, a directory, replaces them, for trying
 // workloads that are not in the tree yet.
 var lakeWorkloadDirs = []string{"test/compat/testdata/realworld", "test/e2e/testdata/lake"}
-
-// lakeWorkload is one parsed workload file. The format is that of
-// test/compat/testdata/realworld/README.md; the "-- debezium:" and
-// "-- allow:" headers concern the Kafka comparison and are ignored here.
-type lakeWorkload struct {
-	stmts  []string
-	before []string // run before capture starts (so capture snapshots them)
-	capEnv []string
-	ingEnv []string // "-- ingest-env: <VAR>=<value>" (lake workloads only)
-	// allow maps "<table> <column>" to the reason the lake may differ from
-	// MariaDB in that column ("-- lake-allow: <table> <column> <reason>"):
-	// what TYPES.md documents the lake cannot carry. Each difference it
-	// allows is printed with the reason.
-	allow map[string]string
-}
-
-func parseLakeWorkload(text string) lakeWorkload {
-	var w lakeWorkload
-	var cur *[]string = &w.stmts
-	var stmt strings.Builder
-	for _, line := range strings.Split(text, "\n") {
-		trimmed := strings.TrimSpace(line)
-		switch {
-		case strings.HasPrefix(trimmed, "-- capture-env:"):
-			w.capEnv = append(w.capEnv, strings.TrimSpace(strings.TrimPrefix(trimmed, "-- capture-env:")))
-		case strings.HasPrefix(trimmed, "-- ingest-env:"):
-			w.ingEnv = append(w.ingEnv, strings.TrimSpace(strings.TrimPrefix(trimmed, "-- ingest-env:")))
-		case strings.HasPrefix(trimmed, "-- lake-allow:"):
-			f := strings.SplitN(strings.TrimSpace(strings.TrimPrefix(trimmed, "-- lake-allow:")), " ", 3)
-			if len(f) == 3 {
-				if w.allow == nil {
-					w.allow = map[string]string{}
-				}
-				w.allow[f[0]+" "+f[1]] = f[2]
-			}
-		case trimmed == "-- before-start":
-			cur = &w.before
-		case trimmed == "-- after-start":
-			cur = &w.stmts
-		case trimmed == "" || strings.HasPrefix(trimmed, "--"):
-		default:
-			stmt.WriteString(line)
-			stmt.WriteByte('\n')
-			if strings.HasSuffix(trimmed, ";") {
-				*cur = append(*cur, strings.TrimSuffix(strings.TrimSpace(stmt.String()), ";"))
-				stmt.Reset()
-			}
-		}
-	}
-	return w
-}
 
 // TestLakeRealWorld runs each workload of lakeWorkloadDirs (a subtest per
 // file) on a fresh database through capture → Kafka → ingest → Iceberg
@@ -121,7 +71,11 @@ func TestLakeRealWorld(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res := runLakeWorkload(t, parseLakeWorkload(string(text)))
+			w, err := realworld.Parse(string(text))
+			if err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+			res := runLakeWorkload(t, w)
 			fmt.Printf("LAKE file=%s tables=%d rows=%d mismatches=%d\n", filepath.Base(file), res.tables, res.rows, len(res.mismatches))
 			if len(res.mismatches) > 0 {
 				shown := res.mismatches
@@ -254,11 +208,11 @@ func execConn(t *testing.T, c *captureEnv, stmts ...string) {
 	}
 }
 
-func runLakeWorkload(t *testing.T, w lakeWorkload) lakeResult {
+func runLakeWorkload(t *testing.T, w realworld.File) lakeResult {
 	t.Helper()
-	r := startLake(t, w.before, w.capEnv, w.ingEnv)
-	execConn(t, r.c, w.stmts...)
-	r.allow = w.allow
+	r := startLake(t, w.Before, w.CaptureEnv, w.IngestEnv)
+	execConn(t, r.c, w.Stmts...)
+	r.allow = w.LakeAllow
 	return r.compare(t)
 }
 

@@ -1,0 +1,96 @@
+// Package workload parses the real-world workload files of
+// test/compat/testdata/realworld (format in that folder's README.md): SQL
+// statements ending with ';' at the end of a line, and header lines that
+// set each harness's options. The Debezium comparison (test/compat) and the
+// lake comparison (test/e2e) read the same files through it.
+package workload
+
+import (
+	"fmt"
+	"strings"
+)
+
+// File is one parsed workload.
+type File struct {
+	// Stmts run after the connectors start; Before before they start
+	// ("-- before-start" … "-- after-start").
+	Stmts, Before []string
+	// Debezium holds "-- debezium: <property>=<value>" lines.
+	Debezium map[string]string
+	// CaptureEnv and IngestEnv hold "-- capture-env:" / "-- ingest-env:"
+	// lines ("VAR=value").
+	CaptureEnv, IngestEnv []string
+	// Allow maps table → event path → reason ("-- allow: <table> <path>
+	// <reason>"): a field that may differ from Debezium's.
+	Allow map[string]map[string]string
+	// LakeAllow maps "<table> <column>" → reason ("-- lake-allow:"): a column
+	// the lake may not equal MariaDB in, as TYPES.md documents.
+	LakeAllow map[string]string
+}
+
+// Parse reads a workload file. A malformed header line is an error.
+func Parse(text string) (File, error) {
+	f := File{Debezium: map[string]string{}, Allow: map[string]map[string]string{}, LakeAllow: map[string]string{}}
+	cur := &f.Stmts
+	var stmt strings.Builder
+	for _, line := range strings.Split(text, "\n") {
+		trimmed := strings.TrimSpace(line)
+		header := func(prefix string) (string, bool) {
+			v, ok := strings.CutPrefix(trimmed, prefix)
+			return strings.TrimSpace(v), ok
+		}
+		if v, ok := header("-- debezium:"); ok {
+			k, val, ok := strings.Cut(v, "=")
+			if !ok {
+				return File{}, fmt.Errorf("bad header %q: want '-- debezium: <property>=<value>'", line)
+			}
+			f.Debezium[k] = val
+			continue
+		}
+		if v, ok := header("-- capture-env:"); ok {
+			f.CaptureEnv = append(f.CaptureEnv, v)
+			continue
+		}
+		if v, ok := header("-- ingest-env:"); ok {
+			f.IngestEnv = append(f.IngestEnv, v)
+			continue
+		}
+		if v, ok := header("-- allow:"); ok {
+			p := strings.SplitN(v, " ", 3)
+			if len(p) != 3 {
+				return File{}, fmt.Errorf("bad header %q: want '-- allow: <table> <path> <reason>'", line)
+			}
+			if f.Allow[p[0]] == nil {
+				f.Allow[p[0]] = map[string]string{}
+			}
+			f.Allow[p[0]][p[1]] = p[2]
+			continue
+		}
+		if v, ok := header("-- lake-allow:"); ok {
+			p := strings.SplitN(v, " ", 3)
+			if len(p) != 3 {
+				return File{}, fmt.Errorf("bad header %q: want '-- lake-allow: <table> <column> <reason>'", line)
+			}
+			f.LakeAllow[p[0]+" "+p[1]] = p[2]
+			continue
+		}
+		switch {
+		case trimmed == "-- before-start":
+			cur = &f.Before
+		case trimmed == "-- after-start":
+			cur = &f.Stmts
+		case trimmed == "" || strings.HasPrefix(trimmed, "--"):
+		default:
+			stmt.WriteString(line)
+			stmt.WriteByte('\n')
+			if strings.HasSuffix(trimmed, ";") {
+				*cur = append(*cur, strings.TrimSuffix(strings.TrimSpace(stmt.String()), ";"))
+				stmt.Reset()
+			}
+		}
+	}
+	if strings.TrimSpace(stmt.String()) != "" {
+		return File{}, fmt.Errorf("statement without a closing ';': %q", stmt.String())
+	}
+	return f, nil
+}

@@ -1,0 +1,70 @@
+package workload
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+func TestParse(t *testing.T) {
+	f, err := Parse(`-- a comment
+-- debezium: a.b=c=d
+-- capture-env: CAPTURE_X=1
+-- ingest-env: INGEST_Y=2
+-- allow: t1 value.after.y Debezium writes 1900
+-- lake-allow: t1 c no producer carries it
+-- before-start
+CREATE TABLE t0 (id INT);
+-- after-start
+INSERT INTO t1
+VALUES (1);
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Debezium["a.b"] != "c=d" || !slices.Equal(f.CaptureEnv, []string{"CAPTURE_X=1"}) || !slices.Equal(f.IngestEnv, []string{"INGEST_Y=2"}) {
+		t.Errorf("headers: %+v", f)
+	}
+	if f.Allow["t1"]["value.after.y"] != "Debezium writes 1900" || f.LakeAllow["t1 c"] != "no producer carries it" {
+		t.Errorf("allow: %v %v", f.Allow, f.LakeAllow)
+	}
+	if !slices.Equal(f.Before, []string{"CREATE TABLE t0 (id INT)"}) || !slices.Equal(f.Stmts, []string{"INSERT INTO t1\nVALUES (1)"}) {
+		t.Errorf("statements: before %q, after %q", f.Before, f.Stmts)
+	}
+	for _, bad := range []string{"-- debezium: novalue\n", "-- allow: t path\n", "-- lake-allow: t\n", "INSERT INTO t VALUES (1)\n"} {
+		if _, err := Parse(bad); err == nil {
+			t.Errorf("Parse(%q) accepted a malformed file", bad)
+		}
+	}
+}
+
+// TestParseRepoWorkloads parses every workload the harnesses run: a
+// malformed header or an unclosed statement fails here, without a stack.
+func TestParseRepoWorkloads(t *testing.T) {
+	var files []string
+	for _, pat := range []string{"../compat/testdata/realworld/*.sql", "../compat/testdata/*.sql", "../e2e/testdata/lake/*.sql", "../../schemas/testdata/debezium/workload.sql"} {
+		m, err := filepath.Glob(pat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, m...)
+	}
+	if len(files) < 10 {
+		t.Fatalf("found %d workload files, want the real-world set", len(files))
+	}
+	for _, file := range files {
+		text, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := Parse(string(text))
+		if err != nil {
+			t.Errorf("%s: %v", file, err)
+			continue
+		}
+		if len(w.Stmts)+len(w.Before) == 0 {
+			t.Errorf("%s: no statements", file)
+		}
+	}
+}
