@@ -140,28 +140,7 @@ func TestShutdownBoundedWhileCatalogHangs(t *testing.T) {
 		r := startPipeline(t, srv.URL, db, topic, name, shutdownTimeout)
 		return r.cancel, r.done, r.log
 	}
-	rows := func() map[int64]string {
-		tbl, err := direct.LoadTable(ctx, ident)
-		if err != nil || tbl.CurrentSnapshot() == nil {
-			return nil
-		}
-		at, err := tbl.Scan().ToArrowTable(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer at.Release()
-		out := map[int64]string{}
-		tr := array.NewTableReader(at, 0)
-		defer tr.Release()
-		for tr.Next() {
-			r := tr.RecordBatch()
-			ids, names := r.Column(0).(*array.Int64), r.Column(1).(*array.String)
-			for i := range int(r.NumRows()) {
-				out[ids.Value(i)] = names.Value(i)
-			}
-		}
-		return out
-	}
+	rows := func() map[int64]string { return idNames(t, direct, ident) }
 	want := func(n int, version string) func() bool {
 		return func() bool {
 			got := rows()
@@ -261,28 +240,7 @@ func TestRevokeBoundedWhileCatalogHangs(t *testing.T) {
 		_ = direct.DropTable(ctx, ident)
 		_ = direct.DropNamespace(ctx, table.Identifier{ident[0]})
 	})
-	versions := func() map[int64]string {
-		tbl, err := direct.LoadTable(ctx, ident)
-		if err != nil || tbl.CurrentSnapshot() == nil {
-			return nil
-		}
-		at, err := tbl.Scan().ToArrowTable(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer at.Release()
-		out := map[int64]string{}
-		tr := array.NewTableReader(at, 0)
-		defer tr.Release()
-		for tr.Next() {
-			r := tr.RecordBatch()
-			ids, names := r.Column(0).(*array.Int64), r.Column(1).(*array.String)
-			for i := range int(r.NumRows()) {
-				out[ids.Value(i)] = names.Value(i)
-			}
-		}
-		return out
-	}
+	versions := func() map[int64]string { return idNames(t, direct, ident) }
 	const shutdownTimeout = 3 * time.Second
 
 	produce(1, 20, 1)
@@ -350,4 +308,31 @@ func TestRevokeBoundedWhileCatalogHangs(t *testing.T) {
 			t.Errorf("run: %v", err)
 		}
 	}
+}
+
+// idNames reads the test table (id long, name string) as id → name; nil
+// while it has no table or no snapshot yet.
+func idNames(t *testing.T, cat *rest.Catalog, ident table.Identifier) map[int64]string {
+	t.Helper()
+	ctx := t.Context()
+	tbl, err := cat.LoadTable(ctx, ident)
+	if err != nil || tbl.CurrentSnapshot() == nil {
+		return nil
+	}
+	at, err := tbl.Scan().ToArrowTable(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer at.Release()
+	out := map[int64]string{}
+	tr := array.NewTableReader(at, 0)
+	defer tr.Release()
+	for tr.Next() {
+		r := tr.RecordBatch()
+		ids, names := r.Column(0).(*array.Int64), r.Column(1).(*array.String)
+		for i := range int(r.NumRows()) {
+			out[ids.Value(i)] = names.Value(i)
+		}
+	}
+	return out
 }
