@@ -52,6 +52,14 @@ func connect(t *testing.T, uri string) catalog.Catalog {
 // way ingest will create it.
 func createTable(t *testing.T, cat catalog.Catalog) table.Identifier {
 	t.Helper()
+	return createMapped(t, cat, "ingest", false)
+}
+
+// createMapped creates the orders table (id long key, name string) from
+// schemamap in a namespace of its own, with the source-order column when
+// ordered (as the pipeline creates tables since it keeps source order).
+func createMapped(t *testing.T, cat catalog.Catalog, nsPrefix string, ordered bool) table.Identifier {
+	t.Helper()
 	ctx := t.Context()
 	row := &debezium.Schema{Type: debezium.STRUCT, Name: "it.db.orders.Value", Fields: []debezium.Field{
 		{Name: "id", Schema: &debezium.Schema{Type: debezium.INT64}},
@@ -61,7 +69,12 @@ func createTable(t *testing.T, cat catalog.Catalog) table.Identifier {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ns := table.Identifier{testenv.Unique(t, "ingest")}
+	if ordered {
+		if m, err = schemamap.WithSourceOrder(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ns := table.Identifier{testenv.Unique(t, nsPrefix)}
 	if err := cat.CreateNamespace(ctx, ns, nil); err != nil {
 		t.Fatalf("creating namespace: %v", err)
 	}

@@ -3,7 +3,6 @@
 package commit
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -15,8 +14,6 @@ import (
 
 	"github.com/binlake/binlake/ingest/internal/batch"
 	"github.com/binlake/binlake/ingest/internal/schemamap"
-	"github.com/binlake/binlake/schemas/debezium"
-	"github.com/binlake/binlake/test/testenv"
 )
 
 // orderedColumns is the row layout of a table with the source-order column,
@@ -27,32 +24,7 @@ var orderedColumns = []string{"id", "name", schemamap.SourceOrderColumn}
 // schemamap mapping plus the source-order column.
 func createOrderedTable(t *testing.T, cat catalog.Catalog) table.Identifier {
 	t.Helper()
-	ctx := t.Context()
-	row := &debezium.Schema{Type: debezium.STRUCT, Name: "it.db.orders.Value", Fields: []debezium.Field{
-		{Name: "id", Schema: &debezium.Schema{Type: debezium.INT64}},
-		{Name: "name", Schema: &debezium.Schema{Type: debezium.STRING, Optional: true}},
-	}}
-	m, err := schemamap.Map(row, []string{"id"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m, err = schemamap.WithSourceOrder(m); err != nil {
-		t.Fatal(err)
-	}
-	ns := table.Identifier{testenv.Unique(t, "order")}
-	if err := cat.CreateNamespace(ctx, ns, nil); err != nil {
-		t.Fatalf("creating namespace: %v", err)
-	}
-	ident := table.Identifier{ns[0], "orders"}
-	if _, err := cat.CreateTable(ctx, ident, m.Schema, catalog.WithProperties(iceberg.Properties{"format-version": "2"})); err != nil {
-		t.Fatalf("creating table: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx := context.WithoutCancel(t.Context())
-		_ = cat.DropTable(ctx, ident)
-		_ = cat.DropNamespace(ctx, ns)
-	})
-	return ident
+	return createMapped(t, cat, "order", true)
 }
 
 // pev is a change on a partition at an offset with a source order.
