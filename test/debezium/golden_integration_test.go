@@ -16,10 +16,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/binlake/binlake/test/debezium"
+	"github.com/binlake/binlake/test/kafkatest"
 	"github.com/binlake/binlake/test/testenv"
 )
 
@@ -97,37 +95,7 @@ func TestRecordGoldens(t *testing.T) {
 // Kafka deletes asynchronously and Connect may then fail to recreate one).
 func endOffsets(t *testing.T, brokers []string, prefix string) map[string]map[int32]int64 {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	topics, err := adm.ListTopics(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, n := range topics.Names() {
-		if strings.HasPrefix(n, prefix) {
-			names = append(names, n)
-		}
-	}
-	out := map[string]map[int32]int64{}
-	if len(names) == 0 {
-		return out
-	}
-	ends, err := adm.ListEndOffsets(t.Context(), names...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ends.Each(func(o kadm.ListedOffset) {
-		if out[o.Topic] == nil {
-			out[o.Topic] = map[int32]int64{}
-		}
-		out[o.Topic][o.Partition] = o.Offset
-	})
-	return out
+	return kafkatest.EndOffsets(t, brokers, func(n string) bool { return strings.HasPrefix(n, prefix) })
 }
 
 // since drops the records before the recorded end offsets and renumbers the

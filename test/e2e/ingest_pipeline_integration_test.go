@@ -96,32 +96,7 @@ func (r *ingestRun) start(t *testing.T) *proc {
 // mariaRows returns the table's rows in canonical form.
 func (r *ingestRun) mariaRows(t *testing.T) []string {
 	t.Helper()
-	db := r.c.db.AdminDB(t, r.c.dbName)
-	conn, err := db.Conn(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(t.Context(), "SET time_zone = '+00:00'"); err != nil {
-		t.Fatal(err)
-	}
-	rows, err := conn.QueryContext(t.Context(), canonicalSQL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, s)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return queryStrings(t, r.c, canonicalSQL)
 }
 
 // icebergRows scans the table (equality deletes applied) and returns its

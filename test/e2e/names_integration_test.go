@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/binlake/binlake/test/kafkatest"
 	"github.com/binlake/binlake/test/testenv"
 )
 
@@ -23,36 +24,12 @@ import (
 // prefix.
 func prefixTopics(t *testing.T, prefix string) map[string]int64 {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(testenv.KafkaBrokers(t)...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	topics, err := adm.ListTopics(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, name := range topics.Names() {
-		if strings.Contains(name, prefix) {
-			names = append(names, name)
-		}
-	}
 	out := map[string]int64{}
-	if len(names) == 0 {
-		return out
-	}
-	ends, err := adm.ListEndOffsets(t.Context(), names...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ends.Each(func(o kadm.ListedOffset) {
-		if o.Err != nil {
-			t.Fatalf("%s[%d]: %v", o.Topic, o.Partition, o.Err)
+	for topic, parts := range kafkatest.EndOffsets(t, testenv.KafkaBrokers(t), func(n string) bool { return strings.Contains(n, prefix) }) {
+		for _, end := range parts {
+			out[topic] += end
 		}
-		out[o.Topic] += o.Offset
-	})
+	}
 	return out
 }
 

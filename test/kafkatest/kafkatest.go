@@ -348,6 +348,46 @@ func ListTopics(t testing.TB, brokers []string) []string {
 	return td.Names()
 }
 
+// EndOffsets returns the end offset (uncommitted records and transaction
+// markers included) of every partition of the topics match selects.
+func EndOffsets(t testing.TB, brokers []string, match func(topic string) bool) map[string]map[int32]int64 {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	topics, err := adm.ListTopics(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, n := range topics.Names() {
+		if match(n) {
+			names = append(names, n)
+		}
+	}
+	out := map[string]map[int32]int64{}
+	if len(names) == 0 {
+		return out
+	}
+	ends, err := adm.ListEndOffsets(t.Context(), names...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Err != nil {
+			t.Fatalf("%s[%d]: %v", o.Topic, o.Partition, o.Err)
+		}
+		if out[o.Topic] == nil {
+			out[o.Topic] = map[int32]int64{}
+		}
+		out[o.Topic][o.Partition] = o.Offset
+	})
+	return out
+}
+
 // JSON renders v for test failure messages.
 func JSON(v any) string {
 	b, _ := json.Marshal(v)
