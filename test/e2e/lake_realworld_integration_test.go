@@ -5,14 +5,12 @@ package e2e
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +22,7 @@ import (
 
 	"github.com/binlake/binlake/test/debezium"
 	"github.com/binlake/binlake/test/testenv"
+	"github.com/binlake/binlake/test/validate"
 	realworld "github.com/binlake/binlake/test/workload"
 )
 
@@ -248,37 +247,32 @@ func (r *lakeRun) compare(t *testing.T) lakeResult {
 	for _, tb := range tables {
 		want[tb] = lastChanges(t, r.c.prefix+"."+r.c.dbName+"."+topicName(tb))
 	}
-	// topic → the lake tables holding offsets of it (more than one after a
-	// rename that swaps names: the old part of a topic in one table, the
-	// rest in the other).
-	byTopic := map[string][]table.Identifier{}
+	// topic → the lake tables holding offsets of it, with those offsets
+	// (more than one table after a rename that swaps names: the old part of
+	// a topic in one, the rest in the other).
+	var byTopic map[string][]heldOffsets
 	// home is the table holding the furthest offsets of topic: where its
 	// changes land now.
 	home := func(topic string) (table.Identifier, map[int32]int64, bool) {
-		var best table.Identifier
-		var bestOffs map[int32]int64
+		var best heldOffsets
 		var bestSum int64 = -1
-		for _, ident := range byTopic[topic] {
-			offs, err := lakeOffsets(ctx, r.cat, ident, topic)
-			if err != nil {
-				t.Fatal(err)
-			}
+		for _, h := range byTopic[topic] {
 			var sum int64
-			for _, n := range offs {
+			for _, n := range h.offs {
 				sum += n
 			}
 			if sum > bestSum {
-				best, bestOffs, bestSum = ident, offs, sum
+				best, bestSum = h, sum
 			}
 		}
-		return best, bestOffs, best != nil
+		return best.ident, best.offs, best.ident != nil
 	}
 	var pending []string
 	caughtUp := func() bool {
 		if r.ing.exited() {
 			t.Fatalf("ingest exited: %v\n%s", r.ing.err, r.ing.output())
 		}
-		r.lakeTables(ctx, t, byTopic)
+		byTopic = r.lakeOffsets(ctx, t)
 		pending = pending[:0]
 		for _, tb := range tables {
 			topic := r.c.prefix + "." + r.c.dbName + "." + topicName(tb)
@@ -316,10 +310,10 @@ func (r *lakeRun) compare(t *testing.T) lakeResult {
 		// offsets are in another table after a swap), else the one its
 		// topic's changes land in.
 		ident, _, ok := home(topic)
-		for _, idents := range byTopic {
-			for _, id := range idents {
-				if id[1] == tb {
-					ident, ok = id, true
+		for _, held := range byTopic {
+			for _, h := range held {
+				if h.ident[1] == tb {
+					ident, ok = h.ident, true
 				}
 			}
 		}
@@ -357,8 +351,9 @@ func (r *lakeRun) compare(t *testing.T) lakeResult {
 		}
 	}
 	reported := map[string]bool{}
-	for topic, idents := range byTopic {
-		for _, ident := range idents {
+	for topic, held := range byTopic {
+		for _, h := range held {
+			ident := h.ident
 			if !seen[ident[1]] && !reported[ident[1]] && !strings.HasSuffix(topic, ".zz_caught_up") {
 				reported[ident[1]] = true
 				res.mismatches = append(res.mismatches, fmt.Sprintf("Iceberg table %s (topic %s) has no source table in MariaDB", ident[1], topic))
@@ -406,82 +401,35 @@ func topicName(table string) string {
 	return b.String()
 }
 
-// offsetsKeyPrefix is the snapshot summary property ingest writes the
-// next Kafka offset to consume under, per topic (README, "Exactly once").
-const offsetsKeyPrefix = "binlake.offsets."
+// heldOffsets is a lake table and the offsets of one topic it holds.
+type heldOffsets struct {
+	ident table.Identifier
+	offs  map[int32]int64
+}
 
-// lakeTables maps each topic whose offsets a table of r's namespace holds
-// to that table. The offsets are in the table properties too, which is
-// where a commit with nothing to write (an insert and a delete of one row
-// in one batch, say) leaves them without a snapshot.
-func (r *lakeRun) lakeTables(ctx context.Context, t *testing.T, byTopic map[string][]table.Identifier) {
+// lakeOffsets maps each topic whose offsets a table of r's namespace holds
+// to those tables and offsets (validate.TableOffsets: the table properties,
+// where a commit with nothing to write leaves them, else the summaries).
+func (r *lakeRun) lakeOffsets(ctx context.Context, t *testing.T) map[string][]heldOffsets {
 	t.Helper()
+	out := map[string][]heldOffsets{}
 	for ident, err := range r.cat.ListTables(ctx, table.Identifier{r.ns}) {
 		if err != nil {
-			return // the namespace does not exist yet
+			return out // the namespace does not exist yet
 		}
 		tbl, err := r.cat.LoadTable(ctx, ident)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for k := range tbl.Properties() {
-			if topic, ok := strings.CutPrefix(k, offsetsKeyPrefix); ok {
-				addIdent(byTopic, topic, ident)
-			}
+		held, err := validate.TableOffsets(tbl)
+		if err != nil {
+			t.Fatal(err)
 		}
-		for s := tbl.CurrentSnapshot(); s != nil; {
-			if s.Summary != nil {
-				for k := range s.Summary.Properties {
-					if topic, ok := strings.CutPrefix(k, offsetsKeyPrefix); ok {
-						addIdent(byTopic, topic, ident)
-					}
-				}
-			}
-			if s.ParentSnapshotID == nil {
-				break
-			}
-			s = tbl.SnapshotByID(*s.ParentSnapshotID)
+		for topic, offs := range held {
+			out[topic] = append(out[topic], heldOffsets{ident, offs})
 		}
 	}
-}
-
-// lakeOffsets is the newest offsets of topic a table holds.
-func lakeOffsets(ctx context.Context, cat *rest.Catalog, ident table.Identifier, topic string) (map[int32]int64, error) {
-	tbl, err := cat.LoadTable(ctx, ident)
-	if err != nil {
-		return nil, err
-	}
-	parse := func(v string) (map[int32]int64, error) {
-		var m map[string]int64
-		if err := json.Unmarshal([]byte(v), &m); err != nil {
-			return nil, fmt.Errorf("%v: offsets %q: %w", ident, v, err)
-		}
-		out := map[int32]int64{}
-		for p, n := range m {
-			pi, err := strconv.ParseInt(p, 10, 32)
-			if err != nil {
-				return nil, err
-			}
-			out[int32(pi)] = n
-		}
-		return out, nil
-	}
-	// Every commit sets the table property, with or without a snapshot.
-	if v, ok := tbl.Properties()[offsetsKeyPrefix+topic]; ok {
-		return parse(v)
-	}
-	for s := tbl.CurrentSnapshot(); s != nil; {
-		if s.Summary != nil {
-			if v, ok := s.Summary.Properties[offsetsKeyPrefix+topic]; ok {
-				return parse(v)
-			}
-		}
-		if s.ParentSnapshotID == nil {
-			break
-		}
-		s = tbl.SnapshotByID(*s.ParentSnapshotID)
-	}
-	return map[int32]int64{}, nil
+	return out
 }
 
 // lastChanges is, per partition of topic, the offset after its last
@@ -677,13 +625,4 @@ func (r *lakeRun) allowed(tb, d string) (string, bool) {
 	}
 	reason, ok := r.allow[tb+" "+col]
 	return reason, ok
-}
-
-func addIdent(byTopic map[string][]table.Identifier, topic string, ident table.Identifier) {
-	for _, id := range byTopic[topic] {
-		if slices.Equal(id, ident) {
-			return
-		}
-	}
-	byTopic[topic] = append(byTopic[topic], ident)
 }

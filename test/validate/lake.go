@@ -25,6 +25,60 @@ const (
 	CommitIDKey = "binlake.commit-id"
 )
 
+// ParseOffsets reads an OffsetsKeyPrefix value: partition → next offset.
+func ParseOffsets(raw string) (map[int32]int64, error) {
+	var m map[string]int64
+	if err := json.Unmarshal([]byte(raw), &m); err != nil {
+		return nil, fmt.Errorf("offsets %q: %w", raw, err)
+	}
+	out := make(map[int32]int64, len(m))
+	for k, n := range m {
+		p, err := strconv.ParseInt(k, 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("offsets %q: partition %q: %w", raw, k, err)
+		}
+		out[int32(p)] = n
+	}
+	return out, nil
+}
+
+// TableOffsets returns the offsets of every topic a table holds: those in
+// its properties (ingest sets them with every commit, also one that writes
+// no snapshot), else for each topic those of the newest snapshot summary
+// that has them.
+func TableOffsets(tbl *table.Table) (map[string]map[int32]int64, error) {
+	out := map[string]map[int32]int64{}
+	add := func(props map[string]string) error {
+		for k, v := range props {
+			topic, ok := strings.CutPrefix(k, OffsetsKeyPrefix)
+			if !ok || out[topic] != nil {
+				continue
+			}
+			offs, err := ParseOffsets(v)
+			if err != nil {
+				return fmt.Errorf("%v: %w", tbl.Identifier(), err)
+			}
+			out[topic] = offs
+		}
+		return nil
+	}
+	if err := add(tbl.Properties()); err != nil {
+		return nil, err
+	}
+	for s := tbl.CurrentSnapshot(); s != nil; {
+		if s.Summary != nil {
+			if err := add(s.Summary.Properties); err != nil {
+				return nil, err
+			}
+		}
+		if s.ParentSnapshotID == nil {
+			break
+		}
+		s = tbl.SnapshotByID(*s.ParentSnapshotID)
+	}
+	return out, nil
+}
+
 // Snapshot is one snapshot of a table's history.
 type Snapshot struct {
 	ID      int64
@@ -123,19 +177,10 @@ func (v *Tiling) NoteSnapshot(s Snapshot) {
 		v.commits[id] = s.ID
 	}
 	v.lastCommit = s.Summary[CommitIDKey]
-	var m map[string]int64
-	if err := json.Unmarshal([]byte(raw), &m); err != nil {
-		v.failf("snapshot %d: offsets %q: %v", s.ID, raw, err)
+	cur, err := ParseOffsets(raw)
+	if err != nil {
+		v.failf("snapshot %d: %v", s.ID, err)
 		return
-	}
-	cur := map[int32]int64{}
-	for k, n := range m {
-		p, err := strconv.ParseInt(k, 10, 32)
-		if err != nil {
-			v.failf("snapshot %d: partition %q: %v", s.ID, k, err)
-			return
-		}
-		cur[int32(p)] = n
 	}
 	for _, p := range sortedParts(v.prev) {
 		if _, ok := cur[p]; !ok {
