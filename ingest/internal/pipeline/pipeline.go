@@ -12,12 +12,15 @@
 //   - Iceberg is the source of truth for consumed offsets. When partitions
 //     are assigned, their fetch offsets are set to the offsets recovered
 //     from the table (commit.Offsets: its properties, kept with every
-//     commit, or its snapshots); when the table has no snapshot and no
-//     offsets (new), to the consumer group's offset (a renamed table's old
-//     topic, see rename.go) or else the start of the partition. A table
-//     with snapshots but no offsets stops ingest (commit.ErrOffsetsLost):
-//     no partition is started over on its own. Consumer-group offsets are
-//     committed only after the Iceberg commit and only as a hint for tools.
+//     commit, or its snapshots). A table that holds other topics' offsets
+//     but not its own took its name in a rename that swapped names: the
+//     topic's offsets are those the renamed-away table carries
+//     (carriedOffsets). Only a topic whose table does not exist (renamed
+//     away, see rename.go; or new) resumes from the consumer group's offset,
+//     else the start of the partition. A table with snapshots but no
+//     offsets stops ingest (commit.ErrOffsetsLost): no partition is started
+//     over on its own. Consumer-group offsets are committed only after the
+//     Iceberg commit.
 //   - Table renames are followed from the schema-change topic (rename.go).
 //   - Truncates and change logs follow source order (batch.SourceOrder in
 //     every row's schemamap.SourceOrderColumn), whatever the partitioning
@@ -42,6 +45,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -588,12 +592,14 @@ func (p *Pipeline) adjustOffsets(ctx context.Context, offsets map[string]map[int
 		if !ambiguous { // heldIdent read the offsets
 			tbl, err = p.cat.LoadTable(ctx, ident)
 		}
+		exists := ambiguous && ident != nil
 		switch {
 		case ambiguous:
 		case errors.Is(err, catalog.ErrNoSuchTable) || errors.Is(err, catalog.ErrNoSuchNamespace):
 		case err != nil:
 			return nil, fmt.Errorf("loading table %v for its offsets: %w", ident, err)
 		default:
+			exists = true
 			if held, err = commit.Offsets(tbl); err != nil {
 				// The group would retry the join forever: stop ingest
 				// instead, naming the table and the way out.
@@ -601,17 +607,33 @@ func (p *Pipeline) adjustOffsets(ctx context.Context, offsets map[string]map[int
 				return nil, err
 			}
 		}
+		// A table that exists but holds none of this topic's offsets took
+		// the name in a rename that swapped names: the topic's offsets
+		// moved with the table renamed away, wherever it is now.
+		var carried map[int32]int64
+		if exists && len(held[topic]) == 0 {
+			if carried, err = p.carriedOffsets(ctx, topic, ident); err != nil {
+				return nil, err
+			}
+		}
 		for part, group := range parts {
-			switch next, ok := held[topic][part]; {
+			next, ok := held[topic][part]
+			from := "the table's"
+			if !ok {
+				next, ok = carried[part]
+				from = "a renamed table's"
+			}
+			switch {
 			case ok:
 				parts[part] = kgo.NewOffset().At(next).WithEpoch(-1)
-				p.log.Info("resuming from the table's offset", "topic", topic, "partition", part, "offset", next)
+				p.log.Info("resuming from "+from+" offset", "topic", topic, "partition", part, "offset", next)
 				p.ren.setStart(topic, part, next)
-			case group.EpochOffset().Offset >= 0:
-				// The table that held this topic's offsets was renamed
-				// away (renameJob): the rename committed them to the group
-				// first. The group's offset is kept.
-				p.log.Info("table holds no offset for the topic, resuming from the group's offset", "topic", topic, "partition", part, "offset", group.EpochOffset().Offset)
+			case !exists && group.EpochOffset().Offset >= 0:
+				// The topic's table was renamed away (renameJob): the
+				// rename committed the topic's offsets to the group first.
+				// Only a missing table resumes from the group: one that
+				// exists holds its offsets, and the group's are advisory.
+				p.log.Info("the topic's table is gone (renamed), resuming from the group's offset", "topic", topic, "partition", part, "offset", group.EpochOffset().Offset)
 				p.ren.setStart(topic, part, group.EpochOffset().Offset)
 			default:
 				parts[part] = kgo.NewOffset().AtStart()
@@ -620,6 +642,39 @@ func (p *Pipeline) adjustOffsets(ctx context.Context, offsets map[string]map[int
 		}
 	}
 	return offsets, nil
+}
+
+// carriedOffsets finds the offsets of topic in a table other than own,
+// in any namespace: after a rename that gave own's name to another table,
+// the table renamed away carries them. It is called only for that case
+// (a table holding no offsets for its own topic), so the scan is rare.
+func (p *Pipeline) carriedOffsets(ctx context.Context, topic string, own table.Identifier) (map[int32]int64, error) {
+	nss, err := p.cat.ListNamespaces(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("listing namespaces for the offsets of %s: %w", topic, err)
+	}
+	for _, ns := range nss {
+		for ident, err := range p.cat.ListTables(ctx, ns) {
+			if err != nil {
+				return nil, fmt.Errorf("listing tables of %v for the offsets of %s: %w", ns, topic, err)
+			}
+			if slices.Equal(ident, own) {
+				continue
+			}
+			tbl, err := p.cat.LoadTable(ctx, ident)
+			if err != nil {
+				return nil, fmt.Errorf("loading table %v for the offsets of %s: %w", ident, topic, err)
+			}
+			held, err := commit.Offsets(tbl)
+			if err != nil {
+				continue // another table's trouble is its own topic's to report
+			}
+			if offs := held[topic]; len(offs) > 0 {
+				return offs, nil
+			}
+		}
+	}
+	return nil, nil
 }
 
 // revoked abandons what the revoked tables buffered: the next owner
