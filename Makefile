@@ -3,9 +3,12 @@ SHELL := /bin/bash
 STACK := deploy/local/stack.sh
 GO    ?= go
 # Integration tests run one package at a time against the shared stack.
-INTEGRATION_FLAGS ?= -tags integration -count=1 -p 1 -timeout 50m
+# make test runs them with -short: the long tests (kill loops, scale-out)
+# run shorter versions; make test-full runs them at full length.
+INTEGRATION_FLAGS ?= -tags integration -count=1 -p 1 -timeout 50m -short
+FULL_FLAGS        ?= -tags integration -count=1 -p 1 -timeout 120m
 
-.PHONY: all build test unit integration compat bench-capture bench-large-txn bench-ingest bench-snapshot demo stack-up stack-down stack-status stack-env stack-logs stack-wipe vet fmt clean
+.PHONY: all build test test-full unit integration integration-full compat bench-capture bench-large-txn bench-ingest bench-snapshot demo stack-up stack-down stack-status stack-env stack-logs stack-wipe vet fmt clean
 
 all: build
 
@@ -32,9 +35,17 @@ demo: stack-up
 compat: stack-up
 	eval "$$($(STACK) env)" && BINLAKE_REQUIRE_STACK=1 $(GO) test -tags integration -count=1 -run "TestCompat(WithDebezium|RealWorld)" -v ./test/compat | tee /tmp/binlake-compat.log | grep -E "^(COMPAT|ALLOWED|    --- |--- |ok|FAIL)|mismatch"
 
-## test: everything CI runs.
+## test: everything CI runs (the long tests in their -short versions).
 test: unit integration
 	$(STACK) status
+
+## test-full: every test at full length (20 ingest kills, a 2-minute
+## scale-out).
+test-full: unit integration-full
+	$(STACK) status
+
+integration-full: stack-up
+	eval "$$($(STACK) env)" && BINLAKE_REQUIRE_STACK=1 $(GO) test $(FULL_FLAGS) ./...
 
 stack-up:
 	$(STACK) up

@@ -223,14 +223,18 @@ func TestIngestPipeline(t *testing.T) {
 }
 
 // TestIngestKill kills ingest with SIGKILL at random moments while a
-// workload runs, twenty times, restarting it each time, and checks that the
+// workload runs, twenty times (six with -short, as make test runs it), restarting it each time, and checks that the
 // table ends equal to MariaDB with no duplicate key and that the lake
 // validator finds every offset of the topic applied in exactly one
 // snapshot. The table equality alone would pass with the exactly-once
 // machinery removed (re-applied upserts converge); the offset tiling would
 // not (TestIngestKillBrokenOffsets).
 func TestIngestKill(t *testing.T) {
-	r, ends := runIngestKill(t, binary(t, "ingest"))
+	kills := 20
+	if testing.Short() {
+		kills = 6
+	}
+	r, ends := runIngestKill(t, binary(t, "ingest"), kills)
 	ip := r.start(t)
 	r.waitEqual(t, 180*time.Second, ip)
 	rows := r.icebergRows(t)
@@ -253,9 +257,10 @@ func TestIngestKill(t *testing.T) {
 
 // TestIngestKillBrokenOffsets is TestIngestKill against an ingest built
 // with the tag binlake_broken_offsets, which ignores the offsets stored in
-// the table: the lake validator must report offsets applied twice.
+// the table: the lake validator must report offsets applied twice. Three
+// kills are enough: every restart of that ingest re-applies the topic.
 func TestIngestKillBrokenOffsets(t *testing.T) {
-	r, ends := runIngestKill(t, taggedBinary(t, "ingest", "binlake_broken_offsets"))
+	r, ends := runIngestKill(t, taggedBinary(t, "ingest", "binlake_broken_offsets"), 3)
 	ip := r.start(t)
 	// Wait for the table to store the end offsets; the broken ingest gets
 	// there too, having re-read the topic from the start.
@@ -275,10 +280,10 @@ func TestIngestKillBrokenOffsets(t *testing.T) {
 	}
 }
 
-// runIngestKill runs capture and the ingest binary bin, kills ingest twenty
+// runIngestKill runs capture and the ingest binary bin, kills ingest n
 // times while a workload runs, and returns once capture has published the
 // whole workload, with the offset after each partition's last record.
-func runIngestKill(t *testing.T, bin string) (*ingestRun, map[int32]int64) {
+func runIngestKill(t *testing.T, bin string, n int) (*ingestRun, map[int32]int64) {
 	c := newCaptureEnv(t)
 	exec1(t, c, typesDDL)
 	cp := start(t, binary(t, "capture"), c.env, "capture.log")
@@ -321,7 +326,7 @@ func runIngestKill(t *testing.T, bin string) (*ingestRun, map[int32]int64) {
 
 	rng := rand.New(rand.NewPCG(3, 4))
 	kills := 0
-	for kills < 20 {
+	for kills < n {
 		ip := r.start(t)
 		time.Sleep(time.Duration(1000+rng.IntN(4000)) * time.Millisecond)
 		if ip.exited() {

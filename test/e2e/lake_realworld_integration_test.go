@@ -33,16 +33,16 @@ import (
 // workloads that are not in the tree yet.
 var lakeWorkloadDirs = []string{"test/compat/testdata/realworld", "test/e2e/testdata/lake"}
 
-// TestLakeRealWorld runs each workload of lakeWorkloadDirs (a subtest per
-// file) on a fresh database through capture → Kafka → ingest → Iceberg
+// TestLakeRealWorld runs the workloads of lakeWorkloadDirs (a subtest per
+// group of files with the same settings) on a fresh database through capture → Kafka → ingest → Iceberg
 // (REST catalog, MinIO), waits until every table's Iceberg snapshot
 // offsets cover the last change on its topic, and compares every MariaDB
 // table with its Iceberg table read by the Java reference reader, value by
 // value in lakecheck's canonical forms: keyed tables by key, tables
 // without a key through their change log. An Iceberg table whose source
 // table no longer exists (dropped or renamed away) is a mismatch too. It
-// prints "LAKE file=<name> tables=<n> rows=<n> mismatches=<k>" per file
-// and fails on any mismatch, listing the first differences.
+// prints "LAKE files=<a+b…> tables=<n> rows=<n> mismatches=<k>" per
+// group and fails on any mismatch, listing the first differences.
 func TestLakeRealWorld(t *testing.T) {
 	var files []string
 	dirs := lakeWorkloadDirs
@@ -63,32 +63,67 @@ func TestLakeRealWorld(t *testing.T) {
 	if len(files) == 0 {
 		t.Fatalf("no workloads in %v", dirs)
 	}
+	// Files with the same capture and ingest settings share one database
+	// and one pipeline (a subtest named after its files, joined by "+"),
+	// as TestCompatRealWorld groups them: each pipeline costs a capture, an
+	// ingest and a wait for both to catch up.
+	type group struct {
+		names []string
+		files []realworld.File
+	}
+	var order []string
+	groups := map[string]*group{}
 	for _, file := range files {
-		name := strings.TrimSuffix(filepath.Base(file), ".sql")
+		text, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := realworld.Parse(string(text))
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		key := lakeSettingsKey(w)
+		g := groups[key]
+		if g == nil {
+			g = &group{}
+			groups[key] = g
+			order = append(order, key)
+		}
+		g.names = append(g.names, strings.TrimSuffix(filepath.Base(file), ".sql"))
+		g.files = append(g.files, w)
+	}
+	for _, key := range order {
+		g := groups[key]
+		name := strings.Join(g.names, "+")
 		t.Run(name, func(t *testing.T) {
-			text, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			w, err := realworld.Parse(string(text))
-			if err != nil {
-				t.Fatalf("%s: %v", file, err)
-			}
-			res := runLakeWorkload(t, w)
-			fmt.Printf("LAKE file=%s tables=%d rows=%d mismatches=%d\n", filepath.Base(file), res.tables, res.rows, len(res.mismatches))
+			res := runLakeWorkloads(t, g.files)
+			fmt.Printf("LAKE files=%s tables=%d rows=%d mismatches=%d\n", name, res.tables, res.rows, len(res.mismatches))
 			if len(res.mismatches) > 0 {
 				shown := res.mismatches
 				if len(shown) > 30 {
 					shown = shown[:30]
 				}
 				t.Errorf("%s: the lake differs from MariaDB in %d places; first:\n%s\ningest log:\n%s",
-					filepath.Base(file), len(res.mismatches), strings.Join(shown, "\n"), res.ingestLog)
+					name, len(res.mismatches), strings.Join(shown, "\n"), res.ingestLog)
 			}
 		})
 	}
 }
 
-// lakeResult is what runLakeWorkload compared.
+// lakeSettingsKey identifies a workload's capture and ingest settings.
+func lakeSettingsKey(w realworld.File) string {
+	var parts []string
+	for _, e := range w.CaptureEnv {
+		parts = append(parts, "cap:"+e)
+	}
+	for _, e := range w.IngestEnv {
+		parts = append(parts, "ing:"+e)
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, "\n")
+}
+
+// lakeResult is what runLakeWorkloads compared.
 type lakeResult struct {
 	tables, rows int
 	mismatches   []string
@@ -207,11 +242,28 @@ func execConn(t *testing.T, c *captureEnv, stmts ...string) {
 	}
 }
 
-func runLakeWorkload(t *testing.T, w realworld.File) lakeResult {
+// runLakeWorkloads runs files, which have the same settings, through one
+// pipeline on one database: their before-start statements, then each file's
+// statements on a connection of its own (session settings do not leak from
+// one file into the next), and compares.
+func runLakeWorkloads(t *testing.T, files []realworld.File) lakeResult {
 	t.Helper()
-	r := startLake(t, w.Before, w.CaptureEnv, w.IngestEnv)
-	execConn(t, r.c, w.Stmts...)
-	r.allow = w.LakeAllow
+	var before []string
+	allow := map[string]string{}
+	for _, w := range files {
+		before = append(before, w.Before...)
+		for k, v := range w.LakeAllow {
+			if _, dup := allow[k]; dup {
+				t.Fatalf("lake-allow %q is in two files of one group: give each file its own tables", k)
+			}
+			allow[k] = v
+		}
+	}
+	r := startLake(t, before, files[0].CaptureEnv, files[0].IngestEnv)
+	for _, w := range files {
+		execConn(t, r.c, w.Stmts...)
+	}
+	r.allow = allow
 	return r.compare(t)
 }
 

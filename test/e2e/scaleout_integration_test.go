@@ -45,7 +45,8 @@ var scaleTables = []struct {
 }
 
 // scaleDuration is how long the workload and the membership changes run:
-// BINLAKE_SCALEOUT_DURATION (a Go duration), default 2m.
+// BINLAKE_SCALEOUT_DURATION (a Go duration), default 2m, 45s with -short
+// (make test; make test-full runs the 2m).
 func scaleDuration(t *testing.T) time.Duration {
 	if s := os.Getenv("BINLAKE_SCALEOUT_DURATION"); s != "" {
 		d, err := time.ParseDuration(s)
@@ -53,6 +54,9 @@ func scaleDuration(t *testing.T) time.Duration {
 			t.Fatalf("BINLAKE_SCALEOUT_DURATION=%q: %v", s, err)
 		}
 		return d
+	}
+	if testing.Short() {
+		return 45 * time.Second
 	}
 	return 2 * time.Minute
 }

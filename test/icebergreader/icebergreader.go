@@ -10,12 +10,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 var (
@@ -55,29 +58,137 @@ func Read(t testing.TB, ident string) []Row {
 	return rows
 }
 
-// ReadErr is Read without a testing.TB (for the demo).
+// ReadErr is Read without a testing.TB (for the demo). One JVM serves
+// every read of the process (a JVM and catalog start cost seconds, and the
+// lake tests read hundreds of tables); it loads the table from the catalog
+// again for each read, and is started again after a failure.
 func ReadErr(ident string) ([]Row, error) {
 	if err := build(); err != nil {
 		return nil, err
 	}
+	if strings.ContainsAny(ident, "\r\n") {
+		return nil, fmt.Errorf("java reader: table name %q has a line break", ident)
+	}
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	rows, err := srv.read(ident)
+	if err != nil {
+		srv.stop()
+	}
+	return rows, err
+}
+
+// readTimeout bounds one table read; a reader stuck past it is killed.
+const readTimeout = 5 * time.Minute
+
+// server is the Java reader in serve mode: table names on its stdin, each
+// answered by its rows (JSON lines) and a line END, or a line ERROR <json>.
+type server struct {
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	out    *bufio.Reader
+	stderr *tailBuffer
+	done   chan struct{} // closed when cmd has exited
+}
+
+var srv server
+
+func (s *server) start() error {
 	d := dir()
 	cmd := exec.Command("java", "-Xmx512m", "-cp", filepath.Join(d, "target", "iceberg-reader-1.jar")+string(os.PathListSeparator)+filepath.Join(d, "target", "lib", "*"),
-		"io.binlake.reader.ReadTable", ident)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+		"io.binlake.reader.ReadTable", "--serve")
+	s.stderr = &tailBuffer{max: 64 << 10}
+	cmd.Stderr = s.stderr
+	in, err := cmd.StdinPipe()
 	if err != nil {
-		return nil, fmt.Errorf("java reader on %s: %v\n%s", ident, err, stderr.String())
+		return err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting the java reader: %w", err)
+	}
+	s.cmd, s.in, s.out, s.done = cmd, in, bufio.NewReaderSize(out, 1<<20), make(chan struct{})
+	go func(done chan struct{}) { _ = cmd.Wait(); close(done) }(s.done)
+	return nil
+}
+
+// stop kills the reader (after a failure; the next read starts another).
+func (s *server) stop() {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Kill()
+	<-s.done
+	s.cmd = nil
+}
+
+func (s *server) read(ident string) ([]Row, error) {
+	if s.cmd == nil {
+		if err := s.start(); err != nil {
+			return nil, err
+		}
+	}
+	cmd := s.cmd
+	timer := time.AfterFunc(readTimeout, func() { _ = cmd.Process.Kill() })
+	defer timer.Stop()
+	if _, err := io.WriteString(s.in, ident+"\n"); err != nil {
+		return nil, fmt.Errorf("java reader on %s: %v\n%s", ident, err, s.stderr)
 	}
 	var rows []Row
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for sc.Scan() {
+	for {
+		line, err := s.out.ReadBytes('\n')
+		if err != nil {
+			return nil, fmt.Errorf("java reader on %s stopped (killed after %s, or failed): %v\n%s", ident, readTimeout, err, s.stderr)
+		}
+		line = bytes.TrimSuffix(line, []byte("\n"))
+		switch {
+		case string(line) == "END":
+			return rows, nil
+		case bytes.HasPrefix(line, []byte("ERROR ")):
+			var msg string
+			if err := json.Unmarshal(line[len("ERROR "):], &msg); err != nil {
+				msg = string(line)
+			}
+			s.stderr.Reset() // the JVM is fine: the table was not readable
+			return nil, fmt.Errorf("java reader on %s: %s", ident, msg)
+		}
 		var r Row
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			return nil, fmt.Errorf("java reader output %q: %w", sc.Text(), err)
+		if err := json.Unmarshal(line, &r); err != nil {
+			return nil, fmt.Errorf("java reader output %q: %w", line, err)
 		}
 		rows = append(rows, r)
 	}
-	return rows, sc.Err()
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (w *tailBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.b = append(w.b, p...)
+	if len(w.b) > w.max {
+		w.b = append(w.b[:0], w.b[len(w.b)-w.max:]...)
+	}
+	return len(p), nil
+}
+
+func (w *tailBuffer) Reset() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.b = w.b[:0]
+}
+
+func (w *tailBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return string(w.b)
 }

@@ -263,23 +263,9 @@ func ReadAll(t testing.TB, brokers []string, dec *Decoder, topic string, want in
 	ctx := t.Context()
 	var out []Record
 	Consume(t, brokers, topic, want, quiet, timeout, func(r *kgo.Record) {
-		rec := Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, RawKey: r.Key, Headers: map[string]string{}}
-		for _, h := range r.Headers {
-			rec.Headers[h.Key] = string(h.Value)
-		}
-		if r.Key != nil {
-			k, id, err := dec.Decode(ctx, r.Key)
-			if err != nil {
-				t.Fatalf("decoding key at %s[%d]@%d: %v", r.Topic, r.Partition, r.Offset, err)
-			}
-			rec.Key, rec.KeyID = k, id
-		}
-		if r.Value != nil {
-			v, id, err := dec.Decode(ctx, r.Value)
-			if err != nil {
-				t.Fatalf("decoding value at %s[%d]@%d: %v", r.Topic, r.Partition, r.Offset, err)
-			}
-			rec.Value, rec.ValueID = v, id
+		rec, err := dec.DecodeRecord(ctx, r)
+		if err != nil {
+			t.Fatal(err)
 		}
 		out = append(out, rec)
 	})
@@ -287,6 +273,30 @@ func ReadAll(t testing.TB, brokers []string, dec *Decoder, topic string, want in
 		t.Fatalf("read %d records from %s, want at least %d", len(out), topic, want)
 	}
 	return out
+}
+
+// DecodeRecord decodes a Kafka record's key and value (Confluent-framed
+// Avro) into a Record.
+func (d *Decoder) DecodeRecord(ctx context.Context, r *kgo.Record) (Record, error) {
+	rec := Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, RawKey: r.Key, Headers: map[string]string{}}
+	for _, h := range r.Headers {
+		rec.Headers[h.Key] = string(h.Value)
+	}
+	if r.Key != nil {
+		k, id, err := d.Decode(ctx, r.Key)
+		if err != nil {
+			return Record{}, fmt.Errorf("decoding key at %s[%d]@%d: %w", r.Topic, r.Partition, r.Offset, err)
+		}
+		rec.Key, rec.KeyID = k, id
+	}
+	if r.Value != nil {
+		v, id, err := d.Decode(ctx, r.Value)
+		if err != nil {
+			return Record{}, fmt.Errorf("decoding value at %s[%d]@%d: %w", r.Topic, r.Partition, r.Offset, err)
+		}
+		rec.Value, rec.ValueID = v, id
+	}
+	return rec, nil
 }
 
 // Consume reads topic from the start with read_committed, passing each

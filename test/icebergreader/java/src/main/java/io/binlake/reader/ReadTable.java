@@ -1,6 +1,12 @@
 package io.binlake.reader;
 
+import java.io.BufferedReader;
+import java.io.FileDescriptor;
+import java.io.FileOutputStream;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
 import java.math.BigDecimal;
+import java.nio.charset.StandardCharsets;
 import java.nio.ByteBuffer;
 import java.time.LocalDate;
 import java.time.LocalDateTime;
@@ -23,7 +29,8 @@ import org.apache.iceberg.types.Types;
  * Prints every live row of an Iceberg table as one JSON object per line, values as
  * canonical strings (timestamps as UTC "yyyy-MM-dd HH:mm:ss.SSSSSS", decimals plain,
  * binary as hex, structs as {name=value,...}), read with iceberg-data's generic reader, which applies equality
- * and position deletes. Usage: ReadTable namespace.table (catalog from env).
+ * and position deletes. Usage: ReadTable namespace.table, or ReadTable --serve (table names on
+ * stdin, see main); the catalog comes from the environment.
  */
 public final class ReadTable {
   // uuuu, the proleptic year: yyyy is the year of the era, which prints year 0 (1 BC) as 0001.
@@ -40,27 +47,52 @@ public final class ReadTable {
     props.put("client.region", System.getenv("AWS_REGION"));
     try (RESTCatalog catalog = new RESTCatalog()) {
       catalog.initialize("reader", props);
-      Table table = catalog.loadTable(TableIdentifier.parse(args[0]));
-      List<Types.NestedField> fields = table.schema().columns();
-      StringBuilder out = new StringBuilder();
-      try (CloseableIterable<Record> rows = IcebergGenerics.read(table).build()) {
-        for (Record r : rows) {
-          out.setLength(0);
-          out.append('{');
-          for (int i = 0; i < fields.size(); i++) {
-            if (i > 0) out.append(',');
-            quote(out, fields.get(i).name());
-            out.append(':');
-            Object v = r.getField(fields.get(i).name());
-            if (v == null) {
-              out.append("null");
-            } else {
-              quote(out, render(v));
-            }
-          }
-          out.append('}');
-          System.out.println(out);
+      PrintStream out = new PrintStream(new FileOutputStream(FileDescriptor.out), false, StandardCharsets.UTF_8);
+      if (!args[0].equals("--serve")) {
+        print(catalog, args[0], out);
+        out.flush();
+        return;
+      }
+      // Serve mode: one table name per stdin line; its rows, then a line
+      // "END", or a line "ERROR <message as a JSON string>". The table is
+      // loaded from the catalog again for every request.
+      BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+      for (String line; (line = in.readLine()) != null; ) {
+        if (line.isEmpty()) continue;
+        try {
+          print(catalog, line, out);
+          out.println("END");
+        } catch (Exception e) {
+          StringBuilder msg = new StringBuilder("ERROR ");
+          quote(msg, e.toString());
+          out.println(msg);
         }
+        out.flush();
+      }
+    }
+  }
+
+  private static void print(RESTCatalog catalog, String ident, PrintStream sink) throws Exception {
+    Table table = catalog.loadTable(TableIdentifier.parse(ident));
+    List<Types.NestedField> fields = table.schema().columns();
+    StringBuilder out = new StringBuilder();
+    try (CloseableIterable<Record> rows = IcebergGenerics.read(table).build()) {
+      for (Record r : rows) {
+        out.setLength(0);
+        out.append('{');
+        for (int i = 0; i < fields.size(); i++) {
+          if (i > 0) out.append(',');
+          quote(out, fields.get(i).name());
+          out.append(':');
+          Object v = r.getField(fields.get(i).name());
+          if (v == null) {
+            out.append("null");
+          } else {
+            quote(out, render(v));
+          }
+        }
+        out.append('}');
+        sink.println(out);
       }
     }
   }
