@@ -3,7 +3,6 @@
 package compat
 
 import (
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -39,37 +38,15 @@ func TestCompatRealWorld(t *testing.T) {
 	if len(files) == 0 {
 		t.Fatalf("no workloads in %s", realWorldDir)
 	}
-	type group struct {
-		names []string
-		files []workload.File
+	groups, err := workload.GroupFiles(files, settingsKey)
+	if err != nil {
+		t.Fatal(err)
 	}
-	var order []string
-	groups := map[string]*group{}
-	for _, file := range files {
-		text, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w, err := workload.Parse(string(text))
-		if err != nil {
-			t.Fatalf("%s: %v", file, err)
-		}
-		key := settingsKey(w)
-		g := groups[key]
-		if g == nil {
-			g = &group{}
-			groups[key] = g
-			order = append(order, key)
-		}
-		g.names = append(g.names, strings.TrimSuffix(filepath.Base(file), ".sql"))
-		g.files = append(g.files, w)
-	}
-	for _, key := range order {
-		g := groups[key]
-		t.Run(strings.Join(g.names, "+"), func(t *testing.T) {
-			o := runOpts{dbz: g.files[0].Debezium, capEnv: g.files[0].CaptureEnv}
+	for _, g := range groups {
+		t.Run(g.Name(), func(t *testing.T) {
+			o := runOpts{dbz: g.Files[0].Debezium, capEnv: g.Files[0].CaptureEnv}
 			allow := map[string]map[string]string{}
-			for _, w := range g.files {
+			for _, w := range g.Files {
 				o.before = append(o.before, w.Before...)
 				for tbl, paths := range w.Allow {
 					if allow[tbl] != nil {
@@ -80,7 +57,7 @@ func TestCompatRealWorld(t *testing.T) {
 			}
 			r := newRunWith(t, o)
 			r.allowTable = allow
-			for _, w := range g.files {
+			for _, w := range g.Files {
 				r.exec(w.Stmts...)
 			}
 			r.compare(1)

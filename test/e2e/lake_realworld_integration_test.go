@@ -67,36 +67,14 @@ func TestLakeRealWorld(t *testing.T) {
 	// and one pipeline (a subtest named after its files, joined by "+"),
 	// as TestCompatRealWorld groups them: each pipeline costs a capture, an
 	// ingest and a wait for both to catch up.
-	type group struct {
-		names []string
-		files []realworld.File
+	groups, err := realworld.GroupFiles(files, lakeSettingsKey)
+	if err != nil {
+		t.Fatal(err)
 	}
-	var order []string
-	groups := map[string]*group{}
-	for _, file := range files {
-		text, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w, err := realworld.Parse(string(text))
-		if err != nil {
-			t.Fatalf("%s: %v", file, err)
-		}
-		key := lakeSettingsKey(w)
-		g := groups[key]
-		if g == nil {
-			g = &group{}
-			groups[key] = g
-			order = append(order, key)
-		}
-		g.names = append(g.names, strings.TrimSuffix(filepath.Base(file), ".sql"))
-		g.files = append(g.files, w)
-	}
-	for _, key := range order {
-		g := groups[key]
-		name := strings.Join(g.names, "+")
+	for _, g := range groups {
+		name := g.Name()
 		t.Run(name, func(t *testing.T) {
-			res := runLakeWorkloads(t, g.files)
+			res := runLakeWorkloads(t, g.Files)
 			fmt.Printf("LAKE files=%s tables=%d rows=%d mismatches=%d\n", name, res.tables, res.rows, len(res.mismatches))
 			if len(res.mismatches) > 0 {
 				shown := res.mismatches

@@ -7,6 +7,8 @@ package workload
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -93,4 +95,42 @@ func Parse(text string) (File, error) {
 		return File{}, fmt.Errorf("statement without a closing ';': %q", stmt.String())
 	}
 	return f, nil
+}
+
+// Group is workload files that share settings, in file order: the harnesses
+// run a group on one database and one pipeline.
+type Group struct {
+	Names []string // the files' base names without ".sql"
+	Files []File
+}
+
+// Name joins the group's file names with "+" (the harnesses' subtest name).
+func (g Group) Name() string { return strings.Join(g.Names, "+") }
+
+// GroupFiles reads and parses the workload files at paths and groups them by
+// key (a file's settings, as the harness sees them), the groups in the order
+// of their first file.
+func GroupFiles(paths []string, key func(File) string) ([]Group, error) {
+	var out []Group
+	index := map[string]int{}
+	for _, p := range paths {
+		text, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		f, err := Parse(string(text))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		k := key(f)
+		i, ok := index[k]
+		if !ok {
+			i = len(out)
+			index[k] = i
+			out = append(out, Group{})
+		}
+		out[i].Names = append(out[i].Names, strings.TrimSuffix(filepath.Base(p), ".sql"))
+		out[i].Files = append(out[i].Files, f)
+	}
+	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -66,5 +67,42 @@ func TestParseRepoWorkloads(t *testing.T) {
 		if len(w.Stmts)+len(w.Before) == 0 {
 			t.Errorf("%s: no statements", file)
 		}
+	}
+}
+
+func TestGroupFiles(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	paths := []string{
+		write("00_a.sql", "CREATE TABLE a (id INT PRIMARY KEY);\n"),
+		write("10_b.sql", "-- capture-env: X=1\nCREATE TABLE b (id INT PRIMARY KEY);\n"),
+		write("20_c.sql", "CREATE TABLE c (id INT PRIMARY KEY);\n"),
+	}
+	key := func(f File) string { return strings.Join(f.CaptureEnv, ",") }
+	groups, err := GroupFiles(paths, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, g := range groups {
+		got = append(got, g.Name())
+		if len(g.Files) != len(g.Names) {
+			t.Errorf("group %s: %d files for %d names", g.Name(), len(g.Files), len(g.Names))
+		}
+	}
+	if want := []string{"00_a+20_c", "10_b"}; !slices.Equal(got, want) {
+		t.Errorf("groups %q, want %q", got, want)
+	}
+	if s := groups[0].Files[1].Stmts; len(s) != 1 || !strings.Contains(s[0], "TABLE c") {
+		t.Errorf("group 00_a+20_c's second file holds %q, want 20_c's statement", s)
+	}
+	if _, err := GroupFiles([]string{write("30_bad.sql", "-- debezium: novalue\n")}, key); err == nil || !strings.Contains(err.Error(), "30_bad.sql") {
+		t.Errorf("a malformed file: err %v, want one naming the file", err)
 	}
 }
