@@ -19,8 +19,12 @@ type Config struct {
 	KafkaBrokers string        // comma-separated seed brokers
 	Kafka        KafkaSecurity // TLS and SASL (MSK)
 	GroupID      string
-	Topics       string // comma-separated topic names
-	TopicRegex   string // or: a regex matching whole topic names
+	// GroupSessionTimeout is how long the group waits for a member that
+	// stopped heartbeating (a killed process) before giving its partitions
+	// to the others.
+	GroupSessionTimeout time.Duration
+	Topics              string // comma-separated topic names
+	TopicRegex          string // or: a regex matching whole topic names
 
 	// Schema registry (Confluent API) for Avro records.
 	RegistryURL string
@@ -59,6 +63,7 @@ func (c *Config) bind(f *envFlags) {
 	f.String(&c.KafkaBrokers, "kafka-brokers", "127.0.0.1:9092", "comma-separated Kafka seed brokers")
 	c.Kafka.bind(f)
 	f.String(&c.GroupID, "group-id", "binlake-ingest", "Kafka consumer group; its offsets are advisory (the tables hold the real ones)")
+	f.Duration(&c.GroupSessionTimeout, "group-session-timeout", 45*time.Second, "how long the group waits for a member that stopped heartbeating (a killed process) before giving its partitions to the others; the broker bounds it with group.min.session.timeout.ms (6s) and group.max.session.timeout.ms (30m)")
 	f.String(&c.Topics, "topics", "", "comma-separated change topics <prefix>.<db>.<table> to consume (or use -topic-regex)")
 	f.String(&c.TopicRegex, "topic-regex", "", "regex matching whole change topic names to consume, e.g. 'dbserver1\\.inventory\\..*'")
 	f.String(&c.RegistryURL, "schema-registry-url", "http://127.0.0.1:8081", "Confluent-compatible schema registry URL (Apicurio: .../apis/ccompat/v7); JSON records need none")
@@ -105,6 +110,9 @@ func (c *Config) Validate() error {
 	}
 	if c.GroupID == "" {
 		bad("group-id is empty")
+	}
+	if c.GroupSessionTimeout < time.Second || c.GroupSessionTimeout > 30*time.Minute {
+		bad("group-session-timeout %s: want 1s to 30m (and within the broker's group.min/max.session.timeout.ms)", c.GroupSessionTimeout)
 	}
 	if (c.topics() == nil) == (c.TopicRegex == "") {
 		bad("set exactly one of topics and topic-regex")
@@ -175,7 +183,7 @@ func (c *Config) brokers() []string {
 func (c *Config) redacted() []any {
 	return []any{
 		"kafka_brokers", c.KafkaBrokers, "kafka_tls", c.Kafka.TLS, "kafka_sasl_mechanism", c.Kafka.SASLMechanism,
-		"kafka_sasl_username", c.Kafka.SASLUsername, "group_id", c.GroupID, "topics", c.Topics, "topic_regex", c.TopicRegex,
+		"kafka_sasl_username", c.Kafka.SASLUsername, "group_id", c.GroupID, "group_session_timeout", c.GroupSessionTimeout, "topics", c.Topics, "topic_regex", c.TopicRegex,
 		"schema_registry_url", redactURL(c.RegistryURL), "catalog_uri", redactURL(c.CatalogURI), "warehouse", c.Warehouse,
 		"catalog_credential_set", c.CatalogCredential != "", "catalog_token_set", c.CatalogToken != "",
 		"sigv4", c.SigV4, "s3_endpoint", c.S3Endpoint, "s3_region", c.S3Region,

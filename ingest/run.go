@@ -145,6 +145,7 @@ func ingest(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		BackfillDefaults: cfg.BackfillDefaults,
 		Brokers:          cfg.brokers(),
 		Group:            cfg.GroupID,
+		SessionTimeout:   cfg.GroupSessionTimeout,
 		Topics:           cfg.topics(),
 		TopicRegex:       cfg.TopicRegex,
 		Namer:            schemamap.Namer{NamespaceWithPrefix: cfg.NamespaceWithPrefix},

@@ -28,6 +28,8 @@ func TestCheckConfig(t *testing.T) {
 		{"partition spec not bucket", []string{"-catalog-uri=http://c", "-topics=a", "-partition-spec=db.t=day(ts)"}, nil, "only key columns"},
 		{"partition spec bad target", []string{"-catalog-uri=http://c", "-topics=a", "-partition-spec=t=bucket(4)"}, nil, "target must be"},
 		{"keyless", []string{"-catalog-uri=http://c", "-topics=a", "-keyless-tables=drop"}, nil, "want append or reject"},
+		{"session timeout from env", []string{"-catalog-uri=http://c", "-topics=a"}, map[string]string{"INGEST_GROUP_SESSION_TIMEOUT": "10s"}, ""},
+		{"session timeout too short", []string{"-catalog-uri=http://c", "-topics=a", "-group-session-timeout=500ms"}, nil, "group-session-timeout 500ms: want 1s to 30m"},
 		{"bad env duration", []string{"-catalog-uri=http://c", "-topics=a"}, map[string]string{"INGEST_FLUSH_INTERVAL": "30"}, "not a duration"},
 	}
 	for _, c := range cases {

@@ -288,7 +288,9 @@ func runIngestKill(t *testing.T, bin string, n int) (*ingestRun, map[int32]int64
 	exec1(t, c, typesDDL)
 	cp := start(t, binary(t, "capture"), c.env, "capture.log")
 	waitLog(t, cp, "Connected to server", 30*time.Second)
-	r := newIngestRun(t, c, "INGEST_FLUSH_INTERVAL=500ms", "INGEST_FLUSH_ROWS=400")
+	// A 10 s session: each restart waits that long, not 45 s, for the
+	// killed member to leave the group.
+	r := newIngestRun(t, c, "INGEST_FLUSH_INTERVAL=500ms", "INGEST_FLUSH_ROWS=400", "INGEST_GROUP_SESSION_TIMEOUT=10s")
 	r.bin = bin
 
 	ctx, cancel := context.WithCancel(t.Context())

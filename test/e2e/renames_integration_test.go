@@ -65,6 +65,7 @@ func runRenames(t *testing.T, o renameOpts) {
 	ingestEnv := []string{
 		"INGEST_KAFKA_BROKERS=" + strings.Join(testenv.KafkaBrokers(t), ","),
 		"INGEST_GROUP_ID=" + testenv.Unique(t, "g"),
+		"INGEST_GROUP_SESSION_TIMEOUT=10s", // the kill -9 run: rejoin after 10 s, not 45 s
 		"INGEST_TOPIC_REGEX=" + regex,
 		"INGEST_NAMESPACE_WITH_PREFIX=true",
 		"INGEST_SCHEMA_REGISTRY_URL=" + testenv.RegistryURL(t),

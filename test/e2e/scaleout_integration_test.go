@@ -104,6 +104,9 @@ func TestScaleOut(t *testing.T) {
 	env := []string{
 		"INGEST_KAFKA_BROKERS=" + strings.Join(testenv.KafkaBrokers(t), ","),
 		"INGEST_GROUP_ID=" + testenv.Unique(t, "g"),
+		// kill -9 leaves a member the group waits for until its session
+		// times out: 10 s here, not the 45 s default.
+		"INGEST_GROUP_SESSION_TIMEOUT=10s",
 		"INGEST_TOPICS=" + strings.Join(topics, ","),
 		"INGEST_SCHEMA_REGISTRY_URL=" + testenv.RegistryURL(t),
 		"INGEST_CATALOG_URI=" + ice.URI,

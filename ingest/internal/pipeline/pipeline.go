@@ -89,6 +89,11 @@ type Config struct {
 	Commit commit.Config
 	// ShutdownTimeout bounds the final commits on shutdown. Default 30s.
 	ShutdownTimeout time.Duration
+	// SessionTimeout is the group session timeout: how long the group
+	// waits for a member that stopped heartbeating before its partitions
+	// go to the others. Default 45s (franz-go's). Heartbeats are sent
+	// every third of it, at most every 3s.
+	SessionTimeout time.Duration
 	// KeylessAppend keeps tables without a primary key as append-only
 	// change logs (schemamap.ChangeLog); false stops ingest at their first
 	// change.
@@ -152,6 +157,9 @@ func (c Config) withDefaults() Config {
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = 30 * time.Second
 	}
+	if c.SessionTimeout == 0 {
+		c.SessionTimeout = 45 * time.Second
+	}
 	if c.FormatVersion == 0 {
 		c.FormatVersion = 2
 	}
@@ -204,6 +212,8 @@ func New(cfg Config, cat catalog.Catalog, dec *decode.Decoder) (*Pipeline, error
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.ConsumerGroup(cfg.Group),
+		kgo.SessionTimeout(cfg.SessionTimeout),
+		kgo.HeartbeatInterval(min(3*time.Second, cfg.SessionTimeout/3)),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),

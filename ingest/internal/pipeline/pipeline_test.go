@@ -227,3 +227,27 @@ func TestAdvisoryCommitsOwnedOnly(t *testing.T) {
 		t.Errorf("owned partition %d committed at %d", mine, o.At)
 	}
 }
+
+// TestSessionTimeout: the group session timeout reaches the Kafka client
+// (franz-go's 45s by default), with heartbeats every third of it, at most
+// every 3s.
+func TestSessionTimeout(t *testing.T) {
+	for _, c := range []struct {
+		set, session, heartbeat time.Duration
+	}{
+		{0, 45 * time.Second, 3 * time.Second},
+		{6 * time.Second, 6 * time.Second, 2 * time.Second},
+		{2 * time.Minute, 2 * time.Minute, 3 * time.Second},
+	} {
+		p, err := New(Config{Brokers: []string{"127.0.0.1:1"}, Group: "g", Topics: []string{"p.db.t"}, SessionTimeout: c.set}, nil, decode.New(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		session, _ := p.cl.OptValue(kgo.SessionTimeout).(time.Duration)
+		heartbeat, _ := p.cl.OptValue(kgo.HeartbeatInterval).(time.Duration)
+		p.cl.Close()
+		if session != c.session || heartbeat != c.heartbeat {
+			t.Errorf("SessionTimeout %s: client session timeout %s, heartbeat %s; want %s, %s", c.set, session, heartbeat, c.session, c.heartbeat)
+		}
+	}
+}
