@@ -3,7 +3,6 @@ package stream
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -59,31 +58,6 @@ type SnapshotConfig struct {
 	// StopWhenDone makes Run return nil once the snapshot is committed
 	// (snapshot.mode=initial_only).
 	StopWhenDone bool
-}
-
-// State is the record stored under the capture id: the binlog position
-// and, while a snapshot runs, its progress.
-type State struct {
-	binlog.Position
-	Snapshot *snapshot.Progress `json:"snapshot,omitempty"`
-	IncrementalState
-}
-
-// MarshalState encodes a state for the offsets topic.
-func MarshalState(s State) ([]byte, error) { return json.Marshal(s) }
-
-// UnmarshalState decodes a stored state (a bare position decodes too).
-func UnmarshalState(b []byte) (State, error) {
-	p, err := binlog.UnmarshalPosition(b)
-	if err != nil {
-		return State{}, err
-	}
-	var s State
-	if err := json.Unmarshal(b, &s); err != nil {
-		return State{}, fmt.Errorf("%w: %v", binlog.ErrInvalidPosition, err)
-	}
-	s.Position = p
-	return s, nil
 }
 
 type snapRun struct {
