@@ -49,6 +49,22 @@ type CollationSource interface {
 	Collations(ctx context.Context) (schemahist.Collations, error)
 }
 
+// Source is where the loop reads the binlog: a *binlog.Reader, or in
+// tests recorded or generated events. Events come in binlog order, whole
+// transactions (KindBegin … KindCommit, or one KindQuery) one after the
+// other, and each KindCommit and KindQuery carries the position after
+// its transaction.
+type Source interface {
+	// Position is the position after the last transaction returned in
+	// full: where the loop starts.
+	Position() binlog.Position
+	// Next returns the next event, blocking until one arrives or ctx
+	// ends. An error other than ctx's is final.
+	Next(ctx context.Context) (binlog.Event, error)
+}
+
+var _ Source = (*binlog.Reader)(nil)
+
 // Config configures a Stream.
 type Config struct {
 	Prefix  string          // topic.prefix
@@ -206,7 +222,7 @@ func (s *Stream) compile(def schemahist.Definition) (*table, error) {
 // Run reads r until ctx ends or an error occurs. On return the open
 // Kafka transaction has been committed (clean stop at a boundary) or
 // aborted.
-func (s *Stream) Run(ctx context.Context, r *binlog.Reader) (err error) {
+func (s *Stream) Run(ctx context.Context, r Source) (err error) {
 	defer func() {
 		s.wait.stop()
 		if s.snap != nil {
