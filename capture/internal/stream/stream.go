@@ -597,51 +597,40 @@ func (s *Stream) prepare(ctx context.Context, t *table) error {
 	return nil
 }
 
-// historyRecord is one entry of the schema history topic.
-type historyRecord struct {
-	Definition schemahist.Definition `json:"definition"`
-	Dropped    bool                  `json:"dropped,omitempty"`
-}
-
 func (s *Stream) recordHistory(ctx context.Context, def schemahist.Definition) error {
 	if m := s.models[tableKey(def.DB, def.Table)]; m != nil {
 		def.Model = m
 	}
-	return s.writeHistory(ctx, historyRecord{Definition: def})
+	return s.writeHistory(ctx, schemahist.HistoryRecord{Definition: def})
 }
 
-func (s *Stream) writeHistory(ctx context.Context, rec historyRecord) error {
+func (s *Stream) writeHistory(ctx context.Context, rec schemahist.HistoryRecord) error {
 	if s.cfg.HistoryTopic == "" {
 		return nil
 	}
 	if err := s.begin(); err != nil {
 		return err
 	}
-	b, err := json.Marshal(rec)
+	b, err := schemahist.MarshalHistoryRecord(rec)
 	if err != nil {
 		return err
 	}
-	s.pub.Produce(ctx, &kgo.Record{Topic: s.cfg.HistoryTopic, Key: []byte(tableKey(rec.Definition.DB, rec.Definition.Table)), Value: b, Partition: 0})
+	s.pub.Produce(ctx, &kgo.Record{Topic: s.cfg.HistoryTopic, Key: rec.Key(), Value: b, Partition: 0})
 	return nil
 }
 
 // LoadHistory reads the schema history topic: the latest definition of
 // every table recorded before the committed position.
-func LoadHistory(ctx context.Context, pub *publish.Publisher, topic string) (map[string]schemahist.Definition, error) {
-	out := map[string]schemahist.Definition{}
+func LoadHistory(ctx context.Context, pub *publish.Publisher, topic string) (schemahist.History, error) {
+	out := schemahist.History{}
 	var bad error
 	err := pub.ReadCommitted(ctx, topic, func(r *kgo.Record) {
-		var rec historyRecord
-		if err := json.Unmarshal(r.Value, &rec); err != nil {
+		rec, err := schemahist.UnmarshalHistoryRecord(r.Value)
+		if err != nil {
 			bad = fmt.Errorf("decoding schema history record at %s[%d]@%d: %w", r.Topic, r.Partition, r.Offset, err)
 			return
 		}
-		key := tableKey(rec.Definition.DB, rec.Definition.Table)
-		if rec.Dropped {
-			delete(out, key)
-		} else {
-			out[key] = rec.Definition
-		}
+		out.Apply(rec)
 	})
 	if err != nil {
 		return nil, err
@@ -966,7 +955,7 @@ func (s *Stream) reload(ctx context.Context, ddl schemahist.DDL, defs map[string
 		if d == nil {
 			if _, known := s.tables[key]; known {
 				delete(s.tables, key)
-				if err := s.writeHistory(ctx, historyRecord{Definition: schemahist.Definition{DB: ref.DB, Table: ref.Table}, Dropped: true}); err != nil {
+				if err := s.writeHistory(ctx, schemahist.HistoryRecord{Definition: schemahist.Definition{DB: ref.DB, Table: ref.Table}, Dropped: true}); err != nil {
 					return err
 				}
 			}
