@@ -581,3 +581,44 @@ func TestFencedCaptureCommitsNothing(t *testing.T) {
 	newer.Close()
 	e.checkExactlyOnce(e.resume(g), 15, 5)
 }
+
+// TestMetadataRecordsShareTheSourceTransaction: the transaction topic's
+// BEGIN and END records of a source transaction are committed with its
+// change events, or not at all.
+func TestMetadataRecordsShareTheSourceTransaction(t *testing.T) {
+	e := newLoopEnv(t)
+	e.cfg = func(c *Config) { c.TxMetadata = true }
+	g := fiveTxns()
+	src := g.from(posAfter(0))
+	reached := make(chan struct{})
+	src.hold = holdAt(7, reached) // inside transaction 2
+	r := e.start(e.publisher(), src)
+	<-reached
+	r.kill(t)
+	pub := e.publisher()
+	count := func(pub *publish.Publisher) (begins, ends int) {
+		t.Helper()
+		err := pub.ReadCommitted(t.Context(), "p.transaction", func(r *kgo.Record) {
+			// The value's first field is the status string: Avro length, then "BEGIN" or "END".
+			switch n, _ := binary.Varint(r.Value[5:]); n {
+			case 5:
+				begins++
+			case 3:
+				ends++
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return begins, ends
+	}
+	if b, en := count(pub); b != 1 || en != 1 {
+		t.Fatalf("killed inside transaction 2: %d BEGIN and %d END records committed, want transaction 1's one each", b, en)
+	}
+	pub.Close()
+	pub = e.resume(g)
+	if b, en := count(pub); b != 5 || en != 5 {
+		t.Fatalf("after the restart: %d BEGIN and %d END records, want 5 of each", b, en)
+	}
+	e.checkExactlyOnce(pub, 15, 5)
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/binlake/binlake/capture/internal/binlog"
+	"github.com/binlake/binlake/capture/internal/publish"
 	"github.com/binlake/binlake/capture/internal/schemahist"
 	"github.com/binlake/binlake/schemas/debezium"
 )
@@ -63,6 +64,44 @@ type SchemaSnapshot struct {
 	DataFollows bool
 }
 
+// metaWriter writes the records of the metadata topics: schema changes,
+// transaction BEGIN/END records and heartbeats, registering each topic's
+// schemas and creating it on first use.
+//
+// Rule: it writes only through produce, the loop's, which puts the record
+// into the open Kafka transaction (opening one if needed) — the
+// transaction of the binlog transaction the record belongs to — so
+// exactly once holds for metadata records as for change events. It never
+// commits.
+type metaWriter struct {
+	prefix        string
+	flavor        debezium.Flavor
+	schemaChanges bool // include.schema.changes
+	txMetadata    bool // provide.transaction.metadata
+	hbInterval    time.Duration
+	hbTopic       string
+	now           func() time.Time
+	headers       []kgo.RecordHeader // on schema-change records, as Debezium writes them
+
+	reg     Registry
+	pub     *publish.Publisher // creates the topics
+	produce func(ctx context.Context, r *kgo.Record) error
+
+	schemaIDs, txIDs, hbIDs metaIDs
+	tx                      txState
+	nextHeartbeat           time.Time
+}
+
+func newMetaWriter(cfg Config, reg Registry, pub *publish.Publisher, headers []kgo.RecordHeader,
+	produce func(context.Context, *kgo.Record) error,
+) *metaWriter {
+	return &metaWriter{
+		prefix: cfg.Prefix, flavor: cfg.Flavor, schemaChanges: cfg.SchemaChanges, txMetadata: cfg.TxMetadata,
+		hbInterval: cfg.HeartbeatInterval, hbTopic: cfg.HeartbeatPrefix + "." + cfg.Prefix, now: cfg.Now, headers: headers,
+		reg: reg, pub: pub, produce: produce, nextHeartbeat: time.Now().Add(cfg.HeartbeatInterval),
+	}
+}
+
 type metaIDs struct {
 	ready        bool
 	key, value   int
@@ -80,7 +119,7 @@ type txState struct {
 	counts map[string]int64
 }
 
-func (s *Stream) metaTopic(ctx context.Context, m *metaIDs, topic string, key, value *debezium.Schema) error {
+func (w *metaWriter) topic(ctx context.Context, m *metaIDs, topic string, key, value *debezium.Schema) error {
 	if m.ready {
 		return nil
 	}
@@ -92,53 +131,48 @@ func (s *Stream) metaTopic(ctx context.Context, m *metaIDs, topic string, key, v
 	if err != nil {
 		return err
 	}
-	if m.key, err = s.reg.Register(ctx, topic+"-key", ks); err != nil {
+	if m.key, err = w.reg.Register(ctx, topic+"-key", ks); err != nil {
 		return fmt.Errorf("registering the key schema of %s: %w", topic, err)
 	}
-	if m.value, err = s.reg.Register(ctx, topic+"-value", vs); err != nil {
+	if m.value, err = w.reg.Register(ctx, topic+"-value", vs); err != nil {
 		return fmt.Errorf("registering the value schema of %s: %w", topic, err)
 	}
-	if err := s.pub.EnsureTopic(ctx, topic, nil, 0); err != nil {
+	if err := w.pub.EnsureTopic(ctx, topic, nil, 0); err != nil {
 		return err
 	}
 	m.topic, m.keyS, m.valueS, m.ready = topic, key, value, true
 	return nil
 }
 
-// produceMeta encodes and produces one record of a metadata topic.
-func (s *Stream) produceMeta(ctx context.Context, m *metaIDs, key, value debezium.Struct, headers []kgo.RecordHeader) error {
-	k, err := debezium.AppendAvro(s.frame(m.key), m.keyS, key)
+// write encodes and produces one record of a metadata topic.
+func (w *metaWriter) write(ctx context.Context, m *metaIDs, key, value debezium.Struct, headers []kgo.RecordHeader) error {
+	k, err := debezium.AppendAvro(frame(m.key), m.keyS, key)
 	if err != nil {
 		return fmt.Errorf("encoding a key of %s: %w", m.topic, err)
 	}
-	v, err := debezium.AppendAvro(s.frame(m.value), m.valueS, value)
+	v, err := debezium.AppendAvro(frame(m.value), m.valueS, value)
 	if err != nil {
 		return fmt.Errorf("encoding a record of %s: %w", m.topic, err)
 	}
-	if err := s.begin(); err != nil {
-		return err
-	}
-	s.pub.Produce(ctx, &kgo.Record{Topic: m.topic, Key: k, Value: v, Headers: headers})
-	s.txnRecords++
-	return nil
+	return w.produce(ctx, &kgo.Record{Topic: m.topic, Key: k, Value: v, Headers: headers})
 }
 
 // schemaChange writes one schema-change event, if they are on
 // (ddlEvents keeps the table models, which key change events, either
 // way).
-func (s *Stream) schemaChange(ctx context.Context, src debezium.Source, dbName, ddl string, changes []any) error {
-	if !s.cfg.SchemaChanges {
+func (w *metaWriter) schemaChange(ctx context.Context, src debezium.Source, dbName, ddl string, changes []any) error {
+	if !w.schemaChanges {
 		return nil
 	}
-	if err := s.metaTopic(ctx, &s.schemaIDs, s.cfg.Prefix, debezium.SchemaChangeKeySchema(s.cfg.Flavor), debezium.SchemaChangeValueSchema(s.cfg.Flavor)); err != nil {
+	if err := w.topic(ctx, &w.schemaIDs, w.prefix, debezium.SchemaChangeKeySchema(w.flavor), debezium.SchemaChangeValueSchema(w.flavor)); err != nil {
 		return err
 	}
 	if changes == nil {
 		changes = []any{}
 	}
-	now := s.cfg.Now()
+	now := w.now()
 	value := debezium.Struct{src.Struct(), now.UnixMilli(), dbName, nil, ddl, changes}
-	return s.produceMeta(ctx, &s.schemaIDs, debezium.Struct{dbName}, value, s.contextHeaders)
+	return w.write(ctx, &w.schemaIDs, debezium.Struct{dbName}, value, w.headers)
 }
 
 func tableChange(typ string, db, table string, m *schemahist.Model) debezium.Struct {
@@ -209,7 +243,7 @@ func (s *Stream) ddlEvents(ctx context.Context, ev binlog.Event, ddl schemahist.
 			delete(s.charsets, ddl.DB)
 		}
 		src.DB = ddl.DB
-		return s.schemaChange(ctx, src, ddl.DB, ev.Query, nil)
+		return s.meta.schemaChange(ctx, src, ddl.DB, ev.Query, nil)
 	case schemahist.DDLCreateTable:
 		ref := ddl.Tables[0]
 		if !s.cfg.Filter.Table(ref.DB, ref.Table) {
@@ -225,7 +259,7 @@ func (s *Stream) ddlEvents(ctx context.Context, ev binlog.Event, ddl schemahist.
 		}
 		s.models[tableKey(ref.DB, ref.Table)] = m
 		src.DB, src.Table = ref.DB, ref.Table
-		return s.schemaChange(ctx, src, ref.DB, ev.Query, []any{tableChange("CREATE", ref.DB, ref.Table, m)})
+		return s.meta.schemaChange(ctx, src, ref.DB, ev.Query, []any{tableChange("CREATE", ref.DB, ref.Table, m)})
 	case schemahist.DDLAlterTable:
 		ref := ddl.Tables[0]
 		if !s.cfg.Filter.Table(ref.DB, ref.Table) {
@@ -246,7 +280,7 @@ func (s *Stream) ddlEvents(ctx context.Context, ev binlog.Event, ddl schemahist.
 		}
 		s.models[key] = m
 		src.DB, src.Table = ref.DB, ref.Table
-		return s.schemaChange(ctx, src, ref.DB, ev.Query, []any{tableChange("ALTER", ref.DB, ref.Table, m)})
+		return s.meta.schemaChange(ctx, src, ref.DB, ev.Query, []any{tableChange("ALTER", ref.DB, ref.Table, m)})
 	case schemahist.DDLCreateIndex, schemahist.DDLDropIndex:
 		// Debezium 3.5 with schema.history.internal.store.only.captured.
 		// tables.ddl (how capture writes schema changes) writes no event for
@@ -301,7 +335,7 @@ func (s *Stream) ddlEvents(ctx context.Context, ev binlog.Event, ddl schemahist.
 				text = "RENAME TABLE " + clauses[i/2]
 				src.Table = javaSetOrder(newNames)
 			}
-			if err := s.schemaChange(ctx, src, to.DB, text, []any{tableChange("ALTER", to.DB, to.Table, m)}); err != nil {
+			if err := s.meta.schemaChange(ctx, src, to.DB, text, []any{tableChange("ALTER", to.DB, to.Table, m)}); err != nil {
 				return err
 			}
 		}
@@ -323,7 +357,7 @@ func (s *Stream) ddlEvents(ctx context.Context, ev binlog.Event, ddl schemahist.
 			}
 			src.DB, src.Table = ref.DB, strings.Join(names, ",")
 			stmt := prefix + "`" + ref.DB + "`.`" + ref.Table + "`"
-			if err := s.schemaChange(ctx, src, ref.DB, stmt, []any{tableChange("DROP", ref.DB, ref.Table, nil)}); err != nil {
+			if err := s.meta.schemaChange(ctx, src, ref.DB, stmt, []any{tableChange("DROP", ref.DB, ref.Table, nil)}); err != nil {
 				return err
 			}
 		}
@@ -403,7 +437,7 @@ func (s *Stream) WriteSchemaSnapshot(ctx context.Context, snap SchemaSnapshot) e
 			TsMs: now.UnixMilli(), TsUs: now.UnixMicro(), TsNs: now.UnixNano(), Snapshot: marker,
 			DB: e.db, Table: e.table, File: snap.Position.File, Pos: int64(snap.Position.Pos),
 		}
-		if err := s.schemaChange(ctx, source, e.db, e.ddl, e.changes); err != nil {
+		if err := s.meta.schemaChange(ctx, source, e.db, e.ddl, e.changes); err != nil {
 			return err
 		}
 	}
@@ -421,60 +455,60 @@ func (s *Stream) WriteSchemaSnapshot(ctx context.Context, snap SchemaSnapshot) e
 
 // txBegin starts a transaction as Debezium's TransactionMonitor does and
 // writes its BEGIN record.
-func (s *Stream) txBegin(ctx context.Context, ev binlog.Event) error {
-	if !s.cfg.TxMetadata {
+func (w *metaWriter) txBegin(ctx context.Context, ev binlog.Event) error {
+	if !w.txMetadata {
 		return nil
 	}
 	id := ev.GTID
 	if id == "" {
 		id = fmt.Sprintf("file=%s,pos=%d", ev.File, ev.Pos)
 	}
-	if s.tx.open && s.tx.id == id {
+	if w.tx.open && w.tx.id == id {
 		return nil
 	}
-	s.tx = txState{open: true, id: id, counts: map[string]int64{}}
-	if err := s.txTopic(ctx); err != nil {
+	w.tx = txState{open: true, id: id, counts: map[string]int64{}}
+	if err := w.txTopic(ctx); err != nil {
 		return err
 	}
 	value := debezium.Struct{"BEGIN", id, nil, nil, int64(ev.BeginTimestamp) * 1000}
-	return s.produceMeta(ctx, &s.txIDs, debezium.Struct{id}, value, nil)
+	return w.write(ctx, &w.txIDs, debezium.Struct{id}, value, nil)
 }
 
 // txEnd writes the END record of the transaction in progress.
-func (s *Stream) txEnd(ctx context.Context, ev binlog.Event) error {
-	if !s.cfg.TxMetadata || !s.tx.open {
+func (w *metaWriter) txEnd(ctx context.Context, ev binlog.Event) error {
+	if !w.txMetadata || !w.tx.open {
 		return nil
 	}
-	if err := s.txTopic(ctx); err != nil {
+	if err := w.txTopic(ctx); err != nil {
 		return err
 	}
-	colls := make([]any, 0, len(s.tx.order))
-	for _, dc := range javaHashMapOrder(s.tx.order) {
-		colls = append(colls, debezium.Struct{dc, s.tx.counts[dc]})
+	colls := make([]any, 0, len(w.tx.order))
+	for _, dc := range javaHashMapOrder(w.tx.order) {
+		colls = append(colls, debezium.Struct{dc, w.tx.counts[dc]})
 	}
-	value := debezium.Struct{"END", s.tx.id, s.tx.total, colls, int64(ev.PrevTimestamp) * 1000}
-	id := s.tx.id
-	s.tx = txState{}
-	return s.produceMeta(ctx, &s.txIDs, debezium.Struct{id}, value, nil)
+	value := debezium.Struct{"END", w.tx.id, w.tx.total, colls, int64(ev.PrevTimestamp) * 1000}
+	id := w.tx.id
+	w.tx = txState{}
+	return w.write(ctx, &w.txIDs, debezium.Struct{id}, value, nil)
 }
 
-func (s *Stream) txTopic(ctx context.Context) error {
-	return s.metaTopic(ctx, &s.txIDs, s.cfg.Prefix+".transaction", debezium.TransactionKeySchema(), debezium.TransactionValueSchema())
+func (w *metaWriter) txTopic(ctx context.Context) error {
+	return w.topic(ctx, &w.txIDs, w.prefix+".transaction", debezium.TransactionKeySchema(), debezium.TransactionValueSchema())
 }
 
 // txEvent counts a change event of t and returns its envelope block
 // (nil when transaction metadata is off).
-func (s *Stream) txEvent(t *table) *debezium.Block {
-	if !s.cfg.TxMetadata || !s.tx.open {
+func (w *metaWriter) txEvent(t *table) *debezium.Block {
+	if !w.txMetadata || !w.tx.open {
 		return nil
 	}
 	dc := t.Def.DB + "." + t.Def.Table
-	if _, ok := s.tx.counts[dc]; !ok {
-		s.tx.order = append(s.tx.order, dc)
+	if _, ok := w.tx.counts[dc]; !ok {
+		w.tx.order = append(w.tx.order, dc)
 	}
-	s.tx.total++
-	s.tx.counts[dc]++
-	return &debezium.Block{ID: s.tx.id, TotalOrder: s.tx.total, DataCollectionOrder: s.tx.counts[dc]}
+	w.tx.total++
+	w.tx.counts[dc]++
+	return &debezium.Block{ID: w.tx.id, TotalOrder: w.tx.total, DataCollectionOrder: w.tx.counts[dc]}
 }
 
 // javaHashMapOrder returns keys in the iteration order of a
@@ -506,26 +540,34 @@ func javaHashMapOrder(keys []string) []string {
 
 // heartbeatDue reports whether a heartbeat record is due. It reads the
 // clock only when heartbeats are on.
-func (s *Stream) heartbeatDue() bool {
-	return s.cfg.HeartbeatInterval > 0 && !time.Now().Before(s.nextHeartbeat)
+func (w *metaWriter) heartbeatDue() bool {
+	return w.hbInterval > 0 && !time.Now().Before(w.nextHeartbeat)
+}
+
+// heartbeat writes a heartbeat record and schedules the next.
+func (w *metaWriter) heartbeat(ctx context.Context) error {
+	now := w.now()
+	if err := w.topic(ctx, &w.hbIDs, w.hbTopic, debezium.HeartbeatKeySchema(), debezium.HeartbeatValueSchema()); err != nil {
+		return err
+	}
+	if err := w.write(ctx, &w.hbIDs, debezium.Struct{w.prefix}, debezium.Struct{now.UnixMilli()}, nil); err != nil {
+		return err
+	}
+	w.nextHeartbeat = time.Now().Add(w.hbInterval)
+	return nil
 }
 
 // heartbeat writes a heartbeat record into the Kafka transaction and makes
 // sure it commits with the position read so far, so that an idle capture
 // still stores its position.
 func (s *Stream) heartbeat(ctx context.Context) error {
-	now := s.cfg.Now()
-	if err := s.metaTopic(ctx, &s.hbIDs, s.cfg.HeartbeatPrefix+"."+s.cfg.Prefix, debezium.HeartbeatKeySchema(), debezium.HeartbeatValueSchema()); err != nil {
-		return err
-	}
-	if err := s.produceMeta(ctx, &s.hbIDs, debezium.Struct{s.cfg.Prefix}, debezium.Struct{now.UnixMilli()}, nil); err != nil {
+	if err := s.meta.heartbeat(ctx); err != nil {
 		return err
 	}
 	if s.pendingPos == nil {
 		p := s.readPos
 		s.pendingPos = &p
 	}
-	s.nextHeartbeat = time.Now().Add(s.cfg.HeartbeatInterval)
 	return nil
 }
 

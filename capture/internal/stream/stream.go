@@ -137,14 +137,11 @@ type Stream struct {
 	snap      *snapRun        // nil: no snapshot
 	incr      *incrState      // nil: no ad-hoc snapshots (incremental.go)
 
-	// schema-change, transaction and heartbeat topics (meta.go)
-	schemaIDs, txIDs, hbIDs metaIDs
-	models                  map[string]*schemahist.Model // db.table → Debezium's table model
-	charsets                map[string]string            // database → default charset
-	tx                      txState
-	lastRow                 int32 // Debezium's source.row of DDL and TRUNCATE: the last row event's last row
-	nextHeartbeat           time.Time
-	nextSignalPoll          time.Time
+	meta           *metaWriter                  // schema-change, transaction and heartbeat topics (meta.go)
+	models         map[string]*schemahist.Model // db.table → Debezium's table model
+	charsets       map[string]string            // database → default charset
+	lastRow        int32                        // Debezium's source.row of DDL and TRUNCATE: the last row event's last row
+	nextSignalPoll time.Time
 }
 
 type table struct {
@@ -173,7 +170,7 @@ func New(cfg Config, pub *publish.Publisher, reg Registry, defs Definitions, his
 		cfg.HeartbeatPrefix = "__debezium-heartbeat"
 	}
 	s := &Stream{cfg: cfg, pub: pub, reg: reg, defs: defs, log: cfg.Logger, tables: map[string]*table{},
-		models: map[string]*schemahist.Model{}, charsets: map[string]string{}, nextHeartbeat: time.Now().Add(cfg.HeartbeatInterval)}
+		models: map[string]*schemahist.Model{}, charsets: map[string]string{}}
 	if cfg.Snapshot != nil && !cfg.Snapshot.Progress.Done() {
 		s.snap = newSnapRun(*cfg.Snapshot)
 	}
@@ -183,6 +180,7 @@ func New(cfg Config, pub *publish.Publisher, reg Registry, defs Definitions, his
 		{Key: "__debezium.context.connectorName", Value: []byte(cfg.Flavor)},
 		{Key: "__debezium.context.runId", Value: []byte(cfg.RunID)},
 	}
+	s.meta = newMetaWriter(cfg, reg, pub, s.contextHeaders, s.produce)
 	for key, def := range history {
 		if !cfg.Filter.Table(def.DB, def.Table) {
 			continue
@@ -288,7 +286,7 @@ func (s *Stream) Run(ctx context.Context, r Source) (err error) {
 			}
 			// A deadline passed while idle at a boundary: the commit
 			// window, a heartbeat, or a look at the signals (at the top).
-			hb := s.heartbeatDue()
+			hb := s.meta.heartbeatDue()
 			if hb {
 				if err := s.heartbeat(ctx); err != nil {
 					return err
@@ -327,7 +325,7 @@ func (s *Stream) readContext(ctx context.Context) context.Context {
 		earliest(s.txnStart.Add(s.cfg.CommitInterval))
 	}
 	if s.cfg.HeartbeatInterval > 0 {
-		earliest(s.nextHeartbeat)
+		earliest(s.meta.nextHeartbeat)
 	}
 	if s.pollsSignals() {
 		if now := time.Now(); !now.Before(s.nextSignalPoll) {
@@ -393,6 +391,17 @@ func (w *readWait) stop() {
 	*w = readWait{}
 }
 
+// produce puts a record into the open Kafka transaction, opening one if
+// none is open, and counts it.
+func (s *Stream) produce(ctx context.Context, r *kgo.Record) error {
+	if err := s.begin(); err != nil {
+		return err
+	}
+	s.pub.Produce(ctx, r)
+	s.txnRecords++
+	return nil
+}
+
 func (s *Stream) begin() error {
 	if s.pub.InTxn() {
 		return nil
@@ -434,7 +443,7 @@ func (s *Stream) handle(ctx context.Context, ev binlog.Event) error {
 		if err := s.begin(); err != nil {
 			return err
 		}
-		return s.txBegin(ctx, ev)
+		return s.meta.txBegin(ctx, ev)
 	case binlog.KindRows:
 		s.atBoundary = false
 		if err := s.begin(); err != nil {
@@ -442,7 +451,7 @@ func (s *Stream) handle(ctx context.Context, ev binlog.Event) error {
 		}
 		return s.rows(ctx, ev)
 	case binlog.KindCommit:
-		if err := s.txEnd(ctx, ev); err != nil {
+		if err := s.meta.txEnd(ctx, ev); err != nil {
 			return err
 		}
 		return s.boundary(ctx, ev)
@@ -453,7 +462,7 @@ func (s *Stream) handle(ctx context.Context, ev binlog.Event) error {
 		if ev.GTID != "" && s.cfg.Flavor == debezium.FlavorMariaDB {
 			// MariaDB: Debezium begins a transaction at every GTID event,
 			// DDL included (and never ends it: there is no commit event).
-			if err := s.txBegin(ctx, ev); err != nil {
+			if err := s.meta.txBegin(ctx, ev); err != nil {
 				return err
 			}
 		}
@@ -477,7 +486,7 @@ func (s *Stream) boundary(ctx context.Context, ev binlog.Event) error {
 	s.readPos, s.readMoved = pos, true
 	s.trackBoundary()
 	s.cfg.Metrics.observeSource(ev.Timestamp, s.cfg.Now())
-	if s.heartbeatDue() {
+	if s.meta.heartbeatDue() {
 		if err := s.heartbeat(ctx); err != nil {
 			return err
 		}
@@ -825,7 +834,9 @@ func keyString(t *table, row debezium.Struct) string {
 	return b.String()
 }
 
-func (s *Stream) frame(id int) []byte {
+// frame returns the Confluent wire header of schema id, with room for the
+// Avro data after it.
+func frame(id int) []byte {
 	b := make([]byte, 5, 256)
 	b[1], b[2], b[3], b[4] = byte(id>>24), byte(id>>16), byte(id>>8), byte(id)
 	return b
@@ -840,14 +851,14 @@ func (s *Stream) emit(ctx context.Context, t *table, op debezium.Op, before, aft
 	if t.Key != nil {
 		ks := keyStruct(t, row)
 		var err error
-		key, err = debezium.AppendAvro(s.frame(t.keyID), t.Key, ks)
+		key, err = debezium.AppendAvro(frame(t.keyID), t.Key, ks)
 		if err != nil {
 			return fmt.Errorf("encoding a key of %s: %w", t.topic, err)
 		}
 	}
 	env := debezium.Envelope{Before: before, After: after, Source: src, Op: op,
-		TsMs: now.UnixMilli(), TsUs: now.UnixMicro(), TsNs: now.UnixNano(), Transaction: s.txEvent(t)}
-	val, err := env.AppendAvro(s.frame(t.valueID), t.Envelope)
+		TsMs: now.UnixMilli(), TsUs: now.UnixMicro(), TsNs: now.UnixNano(), Transaction: s.meta.txEvent(t)}
+	val, err := env.AppendAvro(frame(t.valueID), t.Envelope)
 	if err != nil {
 		return fmt.Errorf("encoding a change of %s: %w", t.topic, err)
 	}
@@ -923,8 +934,8 @@ func (s *Stream) query(ctx context.Context, ev binlog.Event) error {
 	src := s.source(ev, ref.DB, ref.Table, int(s.lastRow))
 	now := s.cfg.Now()
 	env := debezium.Envelope{Source: src, Op: debezium.OpTruncate, TsMs: now.UnixMilli(), TsUs: now.UnixMicro(), TsNs: now.UnixNano(),
-		Transaction: s.txEvent(t)}
-	val, err := env.AppendAvro(s.frame(t.valueID), t.Envelope)
+		Transaction: s.meta.txEvent(t)}
+	val, err := env.AppendAvro(frame(t.valueID), t.Envelope)
 	if err != nil {
 		return err
 	}
