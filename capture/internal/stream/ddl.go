@@ -53,7 +53,7 @@ func (s *Stream) query(ctx context.Context, ev binlog.Event) error {
 		return nil
 	}
 	ref := ddl.Tables[0]
-	s.trackTable(ref.DB, ref.Table)
+	s.snap.trackTable(ref.DB, ref.Table)
 	if !s.cfg.Filter.Table(ref.DB, ref.Table) || s.cfg.SkipTruncate {
 		return nil
 	}
@@ -94,7 +94,7 @@ func (s *Stream) reload(ctx context.Context, ddl schemahist.DDL, defs map[string
 		return err
 	}
 	for _, ref := range ddl.Tables {
-		s.trackTable(ref.DB, ref.Table)
+		s.snap.trackTable(ref.DB, ref.Table)
 		if !s.cfg.Filter.Table(ref.DB, ref.Table) {
 			continue
 		}

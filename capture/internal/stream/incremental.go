@@ -75,7 +75,7 @@ type TableLists struct {
 	TableExclude    string `json:"table_exclude,omitempty"`
 }
 
-// incrState is the Stream's ad-hoc snapshot state outside the running snapRun.
+// incrState is the Stream's ad-hoc snapshot state outside the running reconciler.
 type incrState struct {
 	cfg          IncrementalConfig
 	queued       *snapshot.Progress // waits for the initial snapshot
@@ -104,14 +104,14 @@ func (s *Stream) EnableIncremental(cfg IncrementalConfig) {
 	}
 }
 
-func (s *Stream) newIncrementalRun(p snapshot.Progress) *snapRun {
-	r := newSnapRun(SnapshotConfig{DB: s.incr.cfg.DB, Progress: p, ChunkRows: s.incr.cfg.ChunkRows, ReadAhead: s.incr.cfg.ReadAhead})
+func (s *Stream) newIncrementalRun(p snapshot.Progress) *reconciler {
+	r := newReconciler(SnapshotConfig{DB: s.incr.cfg.DB, Progress: p, ChunkRows: s.incr.cfg.ChunkRows, ReadAhead: s.incr.cfg.ReadAhead}, s)
 	r.incremental = true
 	return r
 }
 
 // incrementalRunning returns the running incremental snapshot, if any.
-func (s *Stream) incrementalRunning() *snapRun {
+func (s *Stream) incrementalRunning() *reconciler {
 	if s.snap != nil && s.snap.incremental && !s.snap.done {
 		return s.snap
 	}
@@ -120,6 +120,9 @@ func (s *Stream) incrementalRunning() *snapRun {
 
 // incrPaused reports whether the incremental snapshot must not read chunks.
 func (s *Stream) incrPaused() bool { return s.incr != nil && s.incr.paused }
+
+// snapshotPaused is incrPaused (the reconciler's snapLoop).
+func (s *Stream) snapshotPaused() bool { return s.incrPaused() }
 
 // pollsSignals reports whether the loop must wake up for signals when idle.
 func (s *Stream) pollsSignals() bool { return s.incr != nil && s.incr.cfg.Signals != nil }
@@ -265,7 +268,7 @@ func (s *Stream) addIncremental(tables []string) {
 }
 
 // start is the index of the first table not finished: the one being read.
-func (r *snapRun) start() int {
+func (r *reconciler) start() int {
 	i := r.cur
 	if r.pending != nil && r.pending.idx < i {
 		i = r.pending.idx

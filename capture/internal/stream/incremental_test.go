@@ -157,7 +157,7 @@ func TestSignalsExecuteStopPause(t *testing.T) {
 	if st.Lists == nil || st.Lists.DatabaseInclude != "db" {
 		t.Fatalf("lists not stored: %+v", st.Lists)
 	}
-	if did, err := f.s.snapStep(t.Context()); did || err != nil {
+	if did, err := f.s.snap.step(t.Context()); did || err != nil {
 		t.Fatalf("a paused snapshot read a chunk (did=%v err=%v)", did, err)
 	}
 	// Committed with the position, in one transaction.

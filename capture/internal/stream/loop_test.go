@@ -179,6 +179,7 @@ type loopEnv struct {
 	// maxBuffered is the publisher's max-buffered-bytes (default 4 MiB).
 	maxBuffered int
 	cfg         func(*Config) // adjusts each Stream's config
+	chunks      chunkReader   // where the initial snapshot reads chunks, if one runs
 }
 
 func newLoopEnv(t *testing.T) *loopEnv {
@@ -245,6 +246,9 @@ func (e *loopEnv) stream(pub *publish.Publisher) *Stream {
 	s, err := New(cfg, pub, e.reg, e.defs, nil)
 	if err != nil {
 		e.t.Fatal(err)
+	}
+	if s.snap != nil && e.chunks != nil {
+		s.snap.chunks = e.chunks
 	}
 	return s
 }

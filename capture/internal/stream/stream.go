@@ -117,10 +117,9 @@ type Stream struct {
 	atBoundary bool             // no binlog transaction is open
 	wait       readWait         // what a binlog read at a boundary waits for besides the binlog
 
-	readPos   binlog.Position // after the last complete binlog transaction read
-	readMoved bool            // readPos changed since the snapshot last looked
-	snap      *snapRun        // nil: no snapshot
-	incr      *incrState      // nil: no ad-hoc snapshots (incremental.go)
+	readPos binlog.Position // after the last complete binlog transaction read
+	snap    *reconciler     // nil: no snapshot (snapshot.go)
+	incr    *incrState      // nil: no ad-hoc snapshots (incremental.go)
 
 	meta           *metaWriter                  // schema-change, transaction and heartbeat topics (meta.go)
 	models         map[string]*schemahist.Model // db.table → Debezium's table model
@@ -150,7 +149,7 @@ func New(cfg Config, pub *publish.Publisher, reg Registry, defs Definitions, his
 	s := &Stream{cfg: cfg, pub: pub, reg: reg, defs: defs, log: cfg.Logger, tables: map[string]*table{},
 		models: map[string]*schemahist.Model{}, charsets: map[string]string{}}
 	if cfg.Snapshot != nil && !cfg.Snapshot.Progress.Done() {
-		s.snap = newSnapRun(*cfg.Snapshot)
+		s.snap = newReconciler(*cfg.Snapshot, s)
 	}
 	s.contextHeaders = []kgo.RecordHeader{
 		{Key: "__debezium.context.connectorLogicalName", Value: []byte(cfg.Prefix)},
@@ -211,7 +210,7 @@ func (s *Stream) Run(ctx context.Context, r Source) (err error) {
 			}
 		}
 		if s.snap != nil && s.atBoundary {
-			did, err := s.snapStep(ctx)
+			did, err := s.snap.step(ctx)
 			if err != nil {
 				return err
 			}
@@ -291,7 +290,7 @@ func (s *Stream) readContext(ctx context.Context) context.Context {
 		}
 		earliest(s.nextSignalPoll)
 	}
-	return s.wait.context(ctx, at, s.snapWake())
+	return s.wait.context(ctx, at, s.snap.wake())
 }
 
 // errReadDeadline ends a binlog read at the loop's next deadline.
@@ -348,6 +347,25 @@ func (w *readWait) stop() {
 	}
 	*w = readWait{}
 }
+
+// emitRead produces a snapshot row (the reconciler's snapLoop).
+func (s *Stream) emitRead(ctx context.Context, t *table, after debezium.Struct, src debezium.Source) error {
+	return s.emit(ctx, t, debezium.OpRead, nil, after, src, s.cfg.Now(), nil)
+}
+
+// current is the compiled table "db.table" now (the reconciler's snapLoop).
+func (s *Stream) current(key string) *table { return s.tables[key] }
+
+// readPosition is the position after the last binlog transaction read.
+func (s *Stream) readPosition() binlog.Position { return s.readPos }
+
+// storeRead makes the next commit store the position read so far.
+func (s *Stream) storeRead() {
+	pos := s.readPos
+	s.pendingPos = &pos
+}
+
+var _ snapLoop = (*Stream)(nil)
 
 // produce puts a record into the open Kafka transaction, opening one if
 // none is open, and counts it.
@@ -441,8 +459,8 @@ func (s *Stream) boundary(ctx context.Context, ev binlog.Event) error {
 	pos := ev.Position
 	s.pendingPos = &pos
 	s.atBoundary = true
-	s.readPos, s.readMoved = pos, true
-	s.trackBoundary()
+	s.readPos = pos
+	s.snap.boundary()
 	s.cfg.Metrics.observeSource(ev.Timestamp, s.cfg.Now())
 	if s.meta.heartbeatDue() {
 		if err := s.heartbeat(ctx); err != nil {
@@ -491,7 +509,7 @@ func (s *Stream) rows(ctx context.Context, ev binlog.Event) error {
 	if err != nil {
 		return err
 	}
-	if s.snapKeylessAhead(t) {
+	if s.snap.keylessAhead(t) {
 		return nil
 	}
 	now := s.cfg.Now()
@@ -508,7 +526,7 @@ func (s *Stream) rows(ctx context.Context, ev binlog.Event) error {
 			if err != nil {
 				return err
 			}
-			s.trackChange(t, after)
+			s.snap.trackChange(t, after)
 			if err := s.emit(ctx, t, debezium.OpCreate, nil, after, src, now, nil); err != nil {
 				return err
 			}
@@ -517,7 +535,7 @@ func (s *Stream) rows(ctx context.Context, ev binlog.Event) error {
 			if err != nil {
 				return err
 			}
-			s.trackChange(t, before)
+			s.snap.trackChange(t, before)
 			if err := s.emit(ctx, t, debezium.OpDelete, before, nil, src, now, nil); err != nil {
 				return err
 			}
@@ -530,8 +548,8 @@ func (s *Stream) rows(ctx context.Context, ev binlog.Event) error {
 			if err != nil {
 				return err
 			}
-			s.trackChange(t, before)
-			s.trackChange(t, after)
+			s.snap.trackChange(t, before)
+			s.snap.trackChange(t, after)
 			if t.Key != nil && !sameKey(t, before, after) {
 				// A primary-key change: delete (+ tombstone) of the old key,
 				// then a create of the new one, as Debezium does.
