@@ -98,7 +98,23 @@ type Config struct {
 	HeartbeatPrefix   string
 }
 
-// Stream is the capture loop.
+// Stream is the loop that turns binlog transactions into Kafka
+// transactions: it reads a Source, encodes each change as a Debezium
+// event of its table, and lets the snapshot reconciler (snapshot.go), the
+// ad-hoc snapshot signals (incremental.go) and the metadata writer
+// (meta.go) act between binlog transactions.
+//
+// Rules:
+//   - A Kafka transaction is committed only at a binlog transaction
+//     boundary (no source transaction is open), with the position after
+//     that transaction as its last record (State, through
+//     publish.Commit); so a source transaction is visible whole or not at
+//     all, whatever its size against max-buffered-bytes.
+//   - It commits when max-txn-records is reached or commit-interval has
+//     passed, at the next boundary; an idle binlog ends the interval too.
+//   - On return the open Kafka transaction is committed if the loop
+//     stopped cleanly at a boundary and aborted otherwise; any commit
+//     error (ErrFenced included) stops it.
 type Stream struct {
 	cfg  Config
 	pub  *publish.Publisher
