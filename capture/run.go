@@ -285,7 +285,7 @@ func stream1(ctx context.Context, cfg Config, logger *slog.Logger, metrics *stre
 	if err != nil {
 		return err
 	}
-	incCfg, signals, storeNow, err := incrementalSetup(ctx, cfg, &state, stored, db, filt, history, pub, kafkaOpts, logger)
+	incCfg, signals, storeNow, err := incrementalSetup(ctx, cfg, &state, stored, resumeSource{db, filt}, history, pub, kafkaOpts, logger)
 	if err != nil {
 		return err
 	}

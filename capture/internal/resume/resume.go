@@ -20,6 +20,8 @@
 //
 // A new capture stores its start at once, and every mode but never writes
 // the schema snapshot (include.schema.changes) in the same transaction.
+// Tables the filter lists capture now and did not when the state was
+// stored get an ad-hoc snapshot with initial and when_needed (NewTables).
 package resume
 
 import (
