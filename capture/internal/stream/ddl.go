@@ -195,7 +195,7 @@ func (s *Stream) snapshotRenamedIn(ddl schemahist.DDL) error {
 			continue
 		}
 		s.log.Info("table renamed into the include lists, snapshotting it", "table", tableKey(to.DB, to.Table), "from", tableKey(from.DB, from.Table))
-		s.addIncremental([]string{to.DB + "." + to.Table})
+		s.incr.add([]string{to.DB + "." + to.Table})
 		if err := s.markDirty(); err != nil {
 			return err
 		}

@@ -636,6 +636,6 @@ func (s *Stream) stateBytes(pos binlog.Position) ([]byte, error) {
 			st.Snapshot = &p
 		}
 	}
-	s.addIncrementalState(&st)
+	s.incr.addState(&st)
 	return MarshalState(st)
 }

@@ -135,7 +135,7 @@ type Stream struct {
 
 	readPos binlog.Position // after the last complete binlog transaction read
 	snap    *reconciler     // nil: no snapshot (snapshot.go)
-	incr    *incrState      // nil: no ad-hoc snapshots (incremental.go)
+	incr    *adhoc          // nil: no ad-hoc snapshots (incremental.go)
 
 	meta           *metaWriter                  // schema-change, transaction and heartbeat topics (meta.go)
 	models         map[string]*schemahist.Model // db.table → Debezium's table model
@@ -221,7 +221,7 @@ func (s *Stream) Run(ctx context.Context, r Source) (err error) {
 	s.readPos = r.Position()
 	for {
 		if s.atBoundary {
-			if err := s.signalStep(ctx); err != nil {
+			if err := s.incr.step(ctx); err != nil {
 				return err
 			}
 		}

@@ -90,7 +90,7 @@ func TestReadContext(t *testing.T) {
 
 	// A paused incremental snapshot takes no chunk: no wake-up for one.
 	s.snap.incremental = true
-	s.incr = &incrState{paused: true}
+	s.incr = &adhoc{paused: true}
 	if got := s.readContext(ctx); got != ctx {
 		t.Error("a paused incremental snapshot wakes the loop for a chunk it will not take")
 	}
