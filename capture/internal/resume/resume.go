@@ -122,6 +122,7 @@ type FlavorError struct {
 	Stored, Server binlog.Flavor
 }
 
+// Error names the capture, both flavors and the fix.
 func (e *FlavorError) Error() string {
 	return fmt.Sprintf("the stored position of capture %s is for a %s server, the source is %s; use another id", e.ID, e.Stored, e.Server)
 }

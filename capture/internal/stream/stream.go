@@ -648,6 +648,7 @@ type recordDesc struct {
 	row debezium.Struct
 }
 
+// Describe returns the table and the rendered key (publish.Describer).
 func (d recordDesc) Describe() (string, string) {
 	key := "(none)"
 	if d.t.Key != nil {
