@@ -624,18 +624,3 @@ func (r *reconciler) finish(ctx context.Context) error {
 	r.log.Info("snapshot: done", "tables", len(r.prog.Tables), "rows", r.prog.Rows)
 	return nil
 }
-
-// stateBytes encodes pos with the snapshot's progress, if one runs.
-func (s *Stream) stateBytes(pos binlog.Position) ([]byte, error) {
-	st := State{Position: pos}
-	if s.snap.running() {
-		p := s.snap.prog
-		if s.snap.incremental {
-			st.Incremental = &p
-		} else {
-			st.Snapshot = &p
-		}
-	}
-	s.incr.addState(&st)
-	return MarshalState(st)
-}

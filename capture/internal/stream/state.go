@@ -78,3 +78,20 @@ func UnmarshalState(b []byte) (State, error) {
 func upgradeState(rec stateRecord) State {
 	return rec.State
 }
+
+// stateBytes encodes the state the loop stores with position pos: the
+// running snapshot's progress (as Snapshot, or as Incremental for an
+// ad-hoc one) and the ad-hoc snapshots' state.
+func (s *Stream) stateBytes(pos binlog.Position) ([]byte, error) {
+	st := State{Position: pos}
+	if s.snap.running() {
+		p := s.snap.prog
+		if s.snap.incremental {
+			st.Incremental = &p
+		} else {
+			st.Snapshot = &p
+		}
+	}
+	s.incr.addState(&st)
+	return MarshalState(st)
+}
