@@ -40,7 +40,8 @@ test: unit integration
 	$(STACK) status
 
 ## test-full: every test at full length (20 ingest kills, a 2-minute
-## scale-out).
+## scale-out, a 1,000,000-row concurrent-writes snapshot, four lake
+## settings for Debezium's defaults).
 test-full: unit integration-full
 	$(STACK) status
 

@@ -599,6 +599,9 @@ func TestLakeDefaultsDebezium(t *testing.T) {
 		{"v3_backfill", []string{"INGEST_TABLE_FORMAT_VERSION=3", "INGEST_BACKFILL_DEFAULTS=true"}, defaultsNever},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if testing.Short() && (tc.name == "v2" || tc.name == "v3_backfill") {
+				t.Skip("-short (make test) runs v2_backfill and v3; make test-full all four")
+			}
 			r := startLakeDebezium(t, []string{defaultsTable}, tc.ingEnv)
 			execConn(t, r.c, defaultsWorkload...)
 			res := r.compare(t)

@@ -24,14 +24,18 @@ import (
 
 // snapshotRows is the table size of the snapshot tests:
 // BINLAKE_SNAPSHOT_ROWS (default 1,000,000, as the snapshot issue asks;
-// each test takes about a minute at that size on the 2-core CI machine).
-func snapshotRows(t *testing.T) int {
+// each test takes about a minute at that size on the 2-core CI machine),
+// else short under -short (make test; 0: no short size).
+func snapshotRows(t *testing.T, short int) int {
 	if s := os.Getenv("BINLAKE_SNAPSHOT_ROWS"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1000 {
 			t.Fatalf("BINLAKE_SNAPSHOT_ROWS=%q: want a number ≥ 1000", s)
 		}
 		return n
+	}
+	if testing.Short() && short > 0 {
+		return short
 	}
 	return 1_000_000
 }
@@ -292,7 +296,13 @@ func diffViews(t *testing.T, got, want map[int64]snapRow) {
 // the writer runs and the lock watcher samples; kill > 0 kills capture
 // that many times at random moments, restarting it each time.
 func runSnapshot(t *testing.T, kills, chunk int) {
-	f := newSnapFixture(t, snapshotRows(t), chunk)
+	// Without kills 250,000 rows under -short; the kill test keeps its
+	// 1,000,000 so that twelve kills land on the running snapshot.
+	short := 250_000
+	if kills > 0 {
+		short = 0
+	}
+	f := newSnapFixture(t, snapshotRows(t, short), chunk)
 	bin := binary(t, "capture")
 
 	wctx, stopWriter := context.WithCancel(t.Context())
