@@ -276,20 +276,66 @@ func TestPositionIndexRebuiltWhenCorrupt(t *testing.T) {
 func TestPositionIndexCatchesUpAfterRewrite(t *testing.T) {
 	e := newPosEnv(t, nil)
 	c := e.committer()
-	e.commit(c, batchOf(t, 0, posOp{batch.OpCreate, 1, "a"}, posOp{batch.OpCreate, 2, "b"}, posOp{batch.OpCreate, 3, "c"}))
-	e.commit(c, batchOf(t, 3, posOp{batch.OpUpdate, 2, "b2"}, posOp{batch.OpCreate, 4, "d"}))
+	e.commit(c, batchOf(t, 0, posOp{batch.OpCreate, 1, "a"}, posOp{batch.OpCreate, 2, "b"}, posOp{batch.OpCreate, 3, "c"}, posOp{batch.OpCreate, 5, "e"}))
+	e.commit(c, batchOf(t, 4, posOp{batch.OpUpdate, 2, "b2"}, posOp{batch.OpCreate, 4, "d"}, posOp{batch.OpDelete, 5, ""}))
 	rewrite(t, e.cat, e.ident)
 	e.expect(map[int64]string{1: "a", 2: "b2", 3: "c", 4: "d"})
 
 	// The committer still holds the table as of before the rewrite: its
-	// first attempt conflicts, reloads and syncs the index.
-	e.commit(c, batchOf(t, 5, posOp{batch.OpUpdate, 2, "b3"}, posOp{batch.OpDelete, 3, ""}, posOp{batch.OpUpdate, 4, "d2"}))
-	e.expect(map[int64]string{1: "a", 2: "b3", 4: "d2"})
+	// first attempt conflicts, reloads and syncs the index. Key 5, deleted
+	// before the rewrite, comes back: nothing of it is left to delete.
+	e.commit(c, batchOf(t, 7, posOp{batch.OpUpdate, 2, "b3"}, posOp{batch.OpDelete, 3, ""}, posOp{batch.OpUpdate, 4, "d2"}, posOp{batch.OpCreate, 5, "e2"}))
+	e.expect(map[int64]string{1: "a", 2: "b3", 4: "d2", 5: "e2"})
+	e.deletesTargetLiveFiles()
 	// A fresh committer (a restart) against the same index.
 	rewrite(t, e.cat, e.ident)
 	c = e.committer()
-	e.commit(c, batchOf(t, 8, posOp{batch.OpUpdate, 1, "a2"}))
-	e.expect(map[int64]string{1: "a2", 2: "b3", 4: "d2"})
+	e.commit(c, batchOf(t, 11, posOp{batch.OpUpdate, 1, "a2"}, posOp{batch.OpDelete, 5, ""}, posOp{batch.OpCreate, 3, "c2"}))
+	e.expect(map[int64]string{1: "a2", 2: "b3", 3: "c2", 4: "d2"})
+	e.deletesTargetLiveFiles()
+}
+
+// deletesTargetLiveFiles fails when a position-delete file the current
+// snapshot added names a data file outside it (a delete of a row the
+// index should have known was gone).
+func (e *posEnv) deletesTargetLiveFiles() {
+	e.t.Helper()
+	tbl, err := e.cat.LoadTable(e.t.Context(), e.ident)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	data, _ := filesOf(e.t, tbl)
+	cur := tbl.CurrentSnapshot()
+	fsys, err := tbl.FS(e.t.Context())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	mfs, err := cur.Manifests(fsys)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	added := 0
+	for _, mf := range mfs {
+		ents, err := mf.FetchEntries(fsys, true)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		for _, en := range ents {
+			d := en.DataFile()
+			if d.ContentType() != iceberg.EntryContentPosDeletes || en.SnapshotID() != cur.SnapshotID || en.Status() != iceberg.EntryStatusADDED {
+				continue
+			}
+			added++
+			for _, b := range [][]byte{d.LowerBoundValues()[2147483546], d.UpperBoundValues()[2147483546]} {
+				if _, ok := data[string(b)]; !ok {
+					e.t.Errorf("position-delete file %s targets %q, which is not a live data file", d.FilePath(), b)
+				}
+			}
+		}
+	}
+	if added == 0 {
+		e.t.Error("the last commit added no position-delete file")
+	}
 }
 
 // rewrite replaces every data file of the table by one file of its live

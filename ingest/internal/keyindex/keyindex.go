@@ -94,7 +94,7 @@ func Open(cfg Config) (*Store, error) {
 		if isLocked(err) {
 			return nil, fmt.Errorf("opening the key index in %s: %w (another ingest process uses this state-dir: give each process its own)", cfg.Dir, err)
 		}
-		cfg.Logger.Warn("the key index cannot be opened; removing it, every table rebuilds its index from the table", "dir", cfg.Dir, "error", err)
+		cfg.Logger.Warn("the key index cannot be opened; removing it, every table rebuilds its index from the table", "dir", cfg.Dir, "error", err.Error())
 		if err := os.RemoveAll(cfg.Dir); err != nil {
 			return nil, fmt.Errorf("removing the unreadable key index %s: %w", cfg.Dir, err)
 		}
