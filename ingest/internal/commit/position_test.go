@@ -279,20 +279,41 @@ func TestPositionIndexCatchesUpAfterRewrite(t *testing.T) {
 	e.commit(c, batchOf(t, 0, posOp{batch.OpCreate, 1, "a"}, posOp{batch.OpCreate, 2, "b"}, posOp{batch.OpCreate, 3, "c"}, posOp{batch.OpCreate, 5, "e"}))
 	e.commit(c, batchOf(t, 4, posOp{batch.OpUpdate, 2, "b2"}, posOp{batch.OpCreate, 4, "d"}, posOp{batch.OpDelete, 5, ""}))
 	rewrite(t, e.cat, e.ident)
-	e.expect(map[int64]string{1: "a", 2: "b2", 3: "c", 4: "d"})
+	// Another writer deletes key 3 copy-on-write: its file is replaced by
+	// one without it.
+	deleteCoW(t, e.cat, e.ident, 3)
+	e.expect(map[int64]string{1: "a", 2: "b2", 4: "d"})
 
 	// The committer still holds the table as of before the rewrite: its
-	// first attempt conflicts, reloads and syncs the index. Key 5, deleted
-	// before the rewrite, comes back: nothing of it is left to delete.
-	e.commit(c, batchOf(t, 7, posOp{batch.OpUpdate, 2, "b3"}, posOp{batch.OpDelete, 3, ""}, posOp{batch.OpUpdate, 4, "d2"}, posOp{batch.OpCreate, 5, "e2"}))
-	e.expect(map[int64]string{1: "a", 2: "b3", 4: "d2", 5: "e2"})
+	// first attempt conflicts, reloads and syncs the index. Keys 5 and 3,
+	// deleted before, come back: nothing of them is left to delete.
+	e.commit(c, batchOf(t, 7, posOp{batch.OpUpdate, 2, "b3"}, posOp{batch.OpUpdate, 4, "d2"}, posOp{batch.OpCreate, 5, "e2"}, posOp{batch.OpCreate, 3, "c2"}))
+	e.expect(map[int64]string{1: "a", 2: "b3", 3: "c2", 4: "d2", 5: "e2"})
 	e.deletesTargetLiveFiles()
 	// A fresh committer (a restart) against the same index.
 	rewrite(t, e.cat, e.ident)
+	deleteCoW(t, e.cat, e.ident, 5)
 	c = e.committer()
-	e.commit(c, batchOf(t, 11, posOp{batch.OpUpdate, 1, "a2"}, posOp{batch.OpDelete, 5, ""}, posOp{batch.OpCreate, 3, "c2"}))
-	e.expect(map[int64]string{1: "a2", 2: "b3", 3: "c2", 4: "d2"})
+	e.commit(c, batchOf(t, 11, posOp{batch.OpUpdate, 1, "a2"}, posOp{batch.OpCreate, 5, "e3"}, posOp{batch.OpUpdate, 3, "c3"}))
+	e.expect(map[int64]string{1: "a2", 2: "b3", 3: "c3", 4: "d2", 5: "e3"})
 	e.deletesTargetLiveFiles()
+}
+
+// deleteCoW deletes the row of key id copy-on-write, as another writer
+// would: the data file holding it is replaced by a copy without it.
+func deleteCoW(t *testing.T, cat catalog.Catalog, ident table.Identifier, id int64) {
+	t.Helper()
+	tbl, err := cat.LoadTable(t.Context(), ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := tbl.NewTransaction()
+	if err := tx.Delete(t.Context(), iceberg.EqualTo(iceberg.Reference("id"), id), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // deletesTargetLiveFiles fails when a position-delete file the current
