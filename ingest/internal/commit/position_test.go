@@ -25,6 +25,28 @@ import (
 
 const posTopic = "pos.db.orders"
 
+// modeConfig is cfg in the delete mode BINLAKE_TEST_DELETE_MODE names
+// (default equality), so that the commit tests run in every mode. In
+// position mode each call opens a key index of its own, as a separate
+// ingest process would.
+func modeConfig(t testing.TB, cfg Config) Config {
+	t.Helper()
+	mode, err := ParseDeleteMode(os.Getenv("BINLAKE_TEST_DELETE_MODE"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.DeleteMode = mode
+	if mode == DeletePosition {
+		st, err := keyindex.Open(keyindex.Config{Dir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = st.Close() })
+		cfg.Index = st
+	}
+	return cfg
+}
+
 // posEnv is a catalog, one keyed table (id long, name string) and a key
 // index directory.
 type posEnv struct {
