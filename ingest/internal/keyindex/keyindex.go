@@ -174,8 +174,11 @@ type fileRec struct {
 	df   iceberg.DataFile // nil until the table's manifests are read
 }
 
-// Index is one table's key index. It is not safe for concurrent use.
+// Index is one table's key index. Its methods are serialized (a table is
+// committed to by one goroutine, but a Committer rebuilt during a rename
+// may briefly overlap its predecessor).
 type Index struct {
+	mu     sync.Mutex
 	db     *pebble.DB
 	log    *slog.Logger
 	prefix []byte
@@ -266,11 +269,17 @@ func (x *Index) putMeta(b *pebble.Batch) error {
 
 // Snapshot returns the snapshot the index reflects (0: none, or not yet
 // synced).
-func (x *Index) Snapshot() int64 { return x.meta.Snapshot }
+func (x *Index) Snapshot() int64 {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.meta.Snapshot
+}
 
 // Lookup returns where the row of the encoded key is, if the key has a
 // live row. The index must be synced with the table being written.
 func (x *Index) Lookup(key []byte) (Loc, bool, error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
 	v, closer, err := x.db.Get(x.key(spaceKey, key))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return Loc{}, false, nil
@@ -308,6 +317,8 @@ type Added struct {
 // the snapshot the index reflects, Apply records nothing and the next Sync
 // catches up from the table.
 func (x *Index) Apply(snap *table.Snapshot, deleted [][]byte, added []Added) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
 	if snap == nil || !x.loaded {
 		return nil
 	}
@@ -360,6 +371,8 @@ func fileValue(f *fileRec) []byte {
 // documentation. It reads the table's manifests on first use and whenever
 // the snapshot differs from the one the index reflects.
 func (x *Index) Sync(ctx context.Context, tbl *table.Table) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
 	var cur int64
 	if s := tbl.CurrentSnapshot(); s != nil {
 		cur = s.SnapshotID
