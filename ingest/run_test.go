@@ -28,6 +28,13 @@ func TestCheckConfig(t *testing.T) {
 		{"partition spec not bucket", []string{"-catalog-uri=http://c", "-topics=a", "-partition-spec=db.t=day(ts)"}, nil, "only key columns"},
 		{"partition spec bad target", []string{"-catalog-uri=http://c", "-topics=a", "-partition-spec=t=bucket(4)"}, nil, "target must be"},
 		{"keyless", []string{"-catalog-uri=http://c", "-topics=a", "-keyless-tables=drop"}, nil, "want append or reject"},
+		{"delete mode position", []string{"-catalog-uri=http://c", "-topics=a", "-delete-mode=position", "-state-dir=/tmp/x"}, nil, ""},
+		{"delete mode from env", []string{"-catalog-uri=http://c", "-topics=a"}, map[string]string{"INGEST_DELETE_MODE": "position", "INGEST_STATE_DIR": "/tmp/x"}, ""},
+		{"position needs state dir", []string{"-catalog-uri=http://c", "-topics=a", "-delete-mode=position"}, nil, "delete-mode=position needs state-dir"},
+		{"position needs v2", []string{"-catalog-uri=http://c", "-topics=a", "-delete-mode=position", "-state-dir=/tmp/x", "-table-format-version=3"}, nil, "set table-format-version=2"},
+		{"position cache too small", []string{"-catalog-uri=http://c", "-topics=a", "-delete-mode=position", "-state-dir=/tmp/x", "-index-cache-bytes=1000"}, nil, "index-cache-bytes must be at least"},
+		{"dv not implemented", []string{"-catalog-uri=http://c", "-topics=a", "-delete-mode=dv"}, nil, "not implemented yet: delete-mode=dv"},
+		{"bad delete mode", []string{"-catalog-uri=http://c", "-topics=a", "-delete-mode=cow"}, nil, `delete-mode "cow"`},
 		{"bad env duration", []string{"-catalog-uri=http://c", "-topics=a"}, map[string]string{"INGEST_FLUSH_INTERVAL": "30"}, "not a duration"},
 	}
 	for _, c := range cases {
