@@ -381,6 +381,38 @@ func (e *posEnv) deletesTargetLiveFiles() {
 	}
 }
 
+// TestPositionIndexRebuiltAfterRollback rolls the table back past commits
+// the index saw: the key those commits deleted is live again and must be
+// found, which only a rebuild can do.
+func TestPositionIndexRebuiltAfterRollback(t *testing.T) {
+	e := newPosEnv(t, nil)
+	c := e.committer()
+	res := e.commit(c, batchOf(t, 0, posOp{batch.OpCreate, 1, "a"}, posOp{batch.OpCreate, 2, "b"}))
+	e.commit(c, batchOf(t, 2, posOp{batch.OpDelete, 2, ""}, posOp{batch.OpUpdate, 1, "a2"}))
+	e.expect(map[int64]string{1: "a2"})
+
+	tbl, err := e.cat.LoadTable(t.Context(), e.ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := tbl.NewTransaction()
+	if err := tx.RollbackToSnapshot(res.SnapshotID); err != nil {
+		t.Fatal(err)
+	}
+	// The offsets go back with the table, as an operator rolling back
+	// sets them (README, offsets storage).
+	if err := tx.SetProperties(iceberg.Properties{OffsetsKeyPrefix + posTopic: `{"0":2}`}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	e.expect(map[int64]string{1: "a", 2: "b"})
+	c = e.committer()
+	e.commit(c, batchOf(t, 2, posOp{batch.OpUpdate, 2, "b2"}))
+	e.expect(map[int64]string{1: "a", 2: "b2"})
+}
+
 // rewrite replaces every data file of the table by one file of its live
 // rows, in one overwrite, as another writer would.
 func rewrite(t *testing.T, cat catalog.Catalog, ident table.Identifier) {

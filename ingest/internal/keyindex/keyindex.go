@@ -10,7 +10,9 @@
 //     in the table are dropped and the key columns (only those) of the data
 //     files added are read, skipping rows their position deletes remove.
 //   - A missing, unreadable or half-updated index (a crash during a catch-up)
-//     is rebuilt from the table.
+//     is rebuilt from the table, and so is one whose snapshot is no longer
+//     an ancestor of the table's current snapshot (a rollback: rows it
+//     saw deleted may be live again).
 //   - When a key has rows in several live data files (older rows deleted
 //     only by equality deletes), the row of the highest data sequence number
 //     wins: it is the key's live row if the key is live. An entry can thus
@@ -390,6 +392,16 @@ func (x *Index) Sync(ctx context.Context, tbl *table.Table) error {
 			return err
 		}
 	}
+	if x.meta.Snapshot != 0 && x.meta.Snapshot != cur && !descends(tbl, x.meta.Snapshot) {
+		// A rollback, or a history the index cannot follow (expired):
+		// rows the index forgot (deleted in snapshots no longer in the
+		// table's history) may be live again. Only a rebuild is safe.
+		x.log.Info("the table's current snapshot does not descend from the one the key index reflects (a rollback, or expired history); rebuilding it",
+			"snapshot_id", cur, "index_snapshot_id", x.meta.Snapshot)
+		if err := x.wipe(); err != nil {
+			return err
+		}
+	}
 	err := x.catchUp(ctx, tbl, cur, keyIDs)
 	if err != nil {
 		// Whatever was half done is redone from scratch on the next Sync.
@@ -397,6 +409,22 @@ func (x *Index) Sync(ctx context.Context, tbl *table.Table) error {
 		return fmt.Errorf("catching the key index of %v up with snapshot %d: %w", tbl.Identifier(), cur, err)
 	}
 	return nil
+}
+
+// descends reports whether tbl's current snapshot has snapshot id among
+// its retained ancestors.
+func descends(tbl *table.Table, id int64) bool {
+	s := tbl.CurrentSnapshot()
+	for n := 0; s != nil && n < 1_000_000; n++ {
+		if s.SnapshotID == id {
+			return true
+		}
+		if s.ParentSnapshotID == nil {
+			return false
+		}
+		s = tbl.SnapshotByID(*s.ParentSnapshotID)
+	}
+	return false
 }
 
 type liveFile struct {
