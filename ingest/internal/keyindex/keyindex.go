@@ -29,7 +29,6 @@
 package keyindex
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -73,8 +72,9 @@ type Store struct {
 	close sync.Once
 }
 
-// Open opens (or creates) the store in cfg.Dir. A store Pebble cannot open
-// (corrupt) is removed and created empty: the tables rebuild it.
+// Open opens (or creates) the store in cfg.Dir. A store Pebble finds
+// corrupt is removed and created empty: the tables rebuild it. Any other
+// failure (the directory locked by another process) is an error.
 func Open(cfg Config) (*Store, error) {
 	if cfg.Dir == "" {
 		return nil, errors.New("keyindex: no directory (state-dir)")
@@ -93,12 +93,14 @@ func Open(cfg Config) (*Store, error) {
 	}
 	db, err := openDB(cfg)
 	if err != nil {
-		if isLocked(err) {
-			return nil, fmt.Errorf("opening the key index in %s: %w (another ingest process uses this state-dir: give each process its own)", cfg.Dir, err)
+		if !pebble.IsCorruptionError(err) {
+			// A lock held by another process, a permission, a full
+			// disk: never remove what may be another process's store.
+			return nil, fmt.Errorf("opening the key index in %s: %w (a state-dir serves one ingest process; remove the directory to have it rebuilt from the tables)", cfg.Dir, err)
 		}
-		cfg.Logger.Warn("the key index cannot be opened; removing it, every table rebuilds its index from the table", "dir", cfg.Dir, "error", err.Error())
+		cfg.Logger.Warn("the key index is corrupt; removing it, every table rebuilds its index from the table", "dir", cfg.Dir, "error", err.Error())
 		if err := os.RemoveAll(cfg.Dir); err != nil {
-			return nil, fmt.Errorf("removing the unreadable key index %s: %w", cfg.Dir, err)
+			return nil, fmt.Errorf("removing the corrupt key index %s: %w", cfg.Dir, err)
 		}
 		if db, err = openDB(cfg); err != nil {
 			return nil, fmt.Errorf("creating the key index in %s: %w", cfg.Dir, err)
@@ -118,10 +120,6 @@ func openDB(cfg Config) (*pebble.DB, error) {
 		Logger:                      pebbleLogger{cfg.Logger},
 	}
 	return pebble.Open(cfg.Dir, opts)
-}
-
-func isLocked(err error) bool {
-	return err != nil && bytes.Contains([]byte(err.Error()), []byte("lock"))
 }
 
 // Close closes the store; the Indexes it opened are unusable after.

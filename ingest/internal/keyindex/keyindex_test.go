@@ -2,6 +2,8 @@ package keyindex
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -120,5 +122,33 @@ func TestDirtyIndexIsWiped(t *testing.T) {
 	if err == nil {
 		closer.Close()
 		t.Fatalf("key entry %x survived the wipe", v)
+	}
+}
+
+// TestLockedStoreIsNotRemoved: a state-dir in use is refused, never taken
+// for corrupt and wiped.
+func TestLockedStoreIsNotRemoved(t *testing.T) {
+	dir := t.TempDir()
+	st, err := Open(Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	x, err := st.Table("00000000-0000-0000-0000-000000000002")
+	if err != nil {
+		t.Fatal(err)
+	}
+	x.loaded = true
+	if err := x.Apply(&table.Snapshot{SnapshotID: 7, SequenceNumber: 1}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(Config{Dir: dir}); err == nil {
+		t.Fatal("a second Open of a store in use succeeded")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "LOCK")); err != nil {
+		t.Fatalf("the store in use was removed: %v", err)
+	}
+	if x.Snapshot() != 7 {
+		t.Fatalf("index at snapshot %d after the refused Open, want 7", x.Snapshot())
 	}
 }
