@@ -143,7 +143,7 @@ func ingest(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if commitCfg.DeleteMode, err = commit.ParseDeleteMode(cfg.DeleteMode); err != nil {
 		return err
 	}
-	if commitCfg.DeleteMode == commit.DeletePosition {
+	if commitCfg.DeleteMode != commit.DeleteEquality {
 		idx, err := keyindex.Open(keyindex.Config{Dir: cfg.StateDir, CacheBytes: int64(cfg.IndexCacheBytes), Logger: logger})
 		if err != nil {
 			return fmt.Errorf("opening the key index (state-dir %s): %w", cfg.StateDir, err)

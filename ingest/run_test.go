@@ -33,7 +33,9 @@ func TestCheckConfig(t *testing.T) {
 		{"position needs state dir", []string{"-catalog-uri=http://c", "-topics=a", "-delete-mode=position"}, nil, "delete-mode=position needs state-dir"},
 		{"position needs v2", []string{"-catalog-uri=http://c", "-topics=a", "-delete-mode=position", "-state-dir=/tmp/x", "-table-format-version=3"}, nil, "set table-format-version=2"},
 		{"position cache too small", []string{"-catalog-uri=http://c", "-topics=a", "-delete-mode=position", "-state-dir=/tmp/x", "-index-cache-bytes=1000"}, nil, "index-cache-bytes must be at least"},
-		{"dv not implemented", []string{"-catalog-uri=http://c", "-topics=a", "-delete-mode=dv"}, nil, "not implemented yet: delete-mode=dv"},
+		{"dv", []string{"-catalog-uri=http://c", "-topics=a", "-delete-mode=dv", "-state-dir=/tmp/x", "-table-format-version=3"}, nil, ""},
+		{"dv needs v3", []string{"-catalog-uri=http://c", "-topics=a", "-delete-mode=dv", "-state-dir=/tmp/x"}, nil, "set table-format-version=3"},
+		{"dv needs state dir", []string{"-catalog-uri=http://c", "-topics=a", "-delete-mode=dv", "-table-format-version=3"}, nil, "delete-mode=dv needs state-dir"},
 		{"bad delete mode", []string{"-catalog-uri=http://c", "-topics=a", "-delete-mode=cow"}, nil, `delete-mode "cow"`},
 		{"bad env duration", []string{"-catalog-uri=http://c", "-topics=a"}, map[string]string{"INGEST_FLUSH_INTERVAL": "30"}, "not a duration"},
 	}

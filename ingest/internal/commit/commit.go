@@ -83,9 +83,11 @@ type Config struct {
 	// Logger receives retry and lifecycle logs; nil means slog.Default().
 	Logger *slog.Logger
 	// DeleteMode is how old rows are deleted; default DeleteEquality.
-	// DeletePosition needs Index and format v2 tables.
+	// DeletePosition needs Index and format v2 tables, DeleteDV Index and
+	// format v3 tables.
 	DeleteMode DeleteMode
-	// Index holds the key indexes of the tables (DeletePosition only).
+	// Index holds the key indexes of the tables (DeletePosition and
+	// DeleteDV).
 	Index *keyindex.Store
 }
 
@@ -99,13 +101,10 @@ func (c Config) Validate() error {
 	}
 	switch c.DeleteMode {
 	case "", DeleteEquality:
-	case DeletePosition:
+	case DeletePosition, DeleteDV:
 		if c.Index == nil {
-			return errors.New("commit: delete-mode=position needs a key index (state-dir)")
+			return fmt.Errorf("commit: delete-mode=%s needs a key index (state-dir)", c.DeleteMode)
 		}
-	case DeleteDV:
-		_, err := ParseDeleteMode(string(c.DeleteMode))
-		return err
 	default:
 		return fmt.Errorf("commit: delete-mode %q: want position, dv or equality", c.DeleteMode)
 	}
@@ -158,10 +157,13 @@ func New(ctx context.Context, cat catalog.Catalog, ident table.Identifier, cfg C
 	if v < 2 {
 		return nil, fmt.Errorf("commit: table %v is format v%d, row-level deletes need v2", ident, v)
 	}
-	if c.cfg.DeleteMode == DeletePosition && len(c.tbl.Schema().IdentifierFieldIDs) > 0 {
-		if v != 2 {
+	if mode := c.cfg.DeleteMode; mode != DeleteEquality && len(c.tbl.Schema().IdentifierFieldIDs) > 0 {
+		if mode == DeletePosition && v != 2 {
 			return nil, fmt.Errorf("commit: table %v is format v%d, which takes deletion vectors, not position-delete files: "+
-				"delete-mode=position needs format v2 tables (table-format-version=2); delete-mode=dv is not implemented yet, use delete-mode=equality for v3 tables", ident, v)
+				"delete-mode=position needs format v2 tables; use delete-mode=dv (or equality) for v%d tables", ident, v, v)
+		}
+		if mode == DeleteDV && v < 3 {
+			return nil, fmt.Errorf("commit: table %v is format v%d: delete-mode=dv writes deletion vectors, which need format v3 tables (table-format-version=3); use delete-mode=position (or equality) for v2 tables", ident, v)
 		}
 		idx, err := c.cfg.Index.Table(c.tbl.Metadata().TableUUID().String())
 		if err != nil {
@@ -370,7 +372,7 @@ func (c *Committer) applyIndex(out attempted) error {
 	if snap == nil || snap.SnapshotID == c.idx.Snapshot() {
 		return nil // nothing but properties committed
 	}
-	return c.idx.Apply(snap, out.upd.deleted, out.upd.added)
+	return c.idx.Apply(snap, out.upd.deleted, out.upd.added, out.upd.dvs)
 }
 
 // attempt builds and commits one transaction on tbl.
@@ -423,7 +425,7 @@ func (c *Committer) attempt(ctx context.Context, tbl *table.Table, buf *batch.Bu
 				data = append(data, df)
 			}
 		}
-		var dels []iceberg.DataFile
+		var dels, replaced []iceberg.DataFile
 		switch {
 		case c.idx != nil:
 			var staged *table.Table
@@ -434,7 +436,7 @@ func (c *Committer) attempt(ctx context.Context, tbl *table.Table, buf *batch.Bu
 				}
 				staged = st.Table
 			}
-			dels, out.upd, out.deletes, err = c.positionDeletes(ctx, tbl, staged, conv, col, data)
+			dels, replaced, out.upd, out.deletes, err = c.positionDeletes(ctx, tbl, staged, conv, col, data)
 			if err != nil {
 				return out, stageWrite, fmt.Errorf("writing position deletes: %w", err)
 			}
@@ -447,7 +449,11 @@ func (c *Committer) attempt(ctx context.Context, tbl *table.Table, buf *batch.Bu
 			out.deletes = len(col.Deletes)
 		}
 		if len(data) > 0 || len(dels) > 0 {
-			if err := tx.NewRowDelta(props).AddRows(data...).AddDeletes(dels...).Commit(ctx); err != nil {
+			rd := tx.NewRowDelta(props).AddRows(data...).AddDeletes(dels...)
+			if len(replaced) > 0 {
+				rd = rd.RemoveDeletes(replaced...)
+			}
+			if err := rd.Commit(ctx); err != nil {
 				return out, stageWrite, fmt.Errorf("staging row delta: %w", err)
 			}
 		}

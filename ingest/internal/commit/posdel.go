@@ -3,7 +3,6 @@ package commit
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -19,6 +18,7 @@ import (
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+	"github.com/apache/iceberg-go/table/dv"
 	"github.com/google/uuid"
 
 	"github.com/binlake/binlake/ingest/internal/batch"
@@ -40,23 +40,19 @@ const (
 	// the data files that hold them (format v2). No snapshot it commits
 	// holds an equality delete.
 	DeletePosition DeleteMode = "position"
-	// DeleteDV is deletion vectors (format v3); not implemented yet.
+	// DeleteDV finds the rows as DeletePosition does and writes deletion
+	// vectors (Puffin, format v3): one per data file, merged with and
+	// replacing the file's previous vector in the same snapshot.
 	DeleteDV DeleteMode = "dv"
 )
-
-// ErrNotImplemented reports a setting whose implementation is still to
-// come.
-var ErrNotImplemented = errors.New("commit: not implemented yet")
 
 // ParseDeleteMode parses a delete-mode setting; "" is DeleteEquality.
 func ParseDeleteMode(s string) (DeleteMode, error) {
 	switch m := DeleteMode(s); m {
 	case "":
 		return DeleteEquality, nil
-	case DeleteEquality, DeletePosition:
+	case DeleteEquality, DeletePosition, DeleteDV:
 		return m, nil
-	case DeleteDV:
-		return "", fmt.Errorf("%w: delete-mode=dv (deletion vectors on format v3 tables); use delete-mode=position (format v2) or equality", ErrNotImplemented)
 	}
 	return "", fmt.Errorf("delete-mode %q: want position, dv or equality", s)
 }
@@ -66,6 +62,7 @@ func ParseDeleteMode(s string) (DeleteMode, error) {
 type indexUpdate struct {
 	deleted [][]byte
 	added   []keyindex.Added
+	dvs     []iceberg.DataFile // deletion vectors added (dv mode)
 	// stale: the commit also changed the table in ways the update does not
 	// describe (a truncate); the index catches up from the table instead.
 	stale bool
@@ -77,33 +74,36 @@ type indexUpdate struct {
 // is the attempt's base, with which the index must be synced; staged is
 // non-nil when the transaction already removes data files (a truncate),
 // whose rows need no delete. data are the data files the attempt adds.
-func (c *Committer) positionDeletes(ctx context.Context, tbl *table.Table, staged *table.Table, conv *batch.Converter, col *batch.Collapsed, data []iceberg.DataFile) ([]iceberg.DataFile, *indexUpdate, int, error) {
-	upd := &indexUpdate{stale: col.Truncate || col.TruncateBefore > 0}
+//
+// In dv mode the deletes are deletion vectors, and the vectors they
+// replace (to be removed in the same snapshot) are returned too.
+func (c *Committer) positionDeletes(ctx context.Context, tbl *table.Table, staged *table.Table, conv *batch.Converter, col *batch.Collapsed, data []iceberg.DataFile) (dels, replaced []iceberg.DataFile, upd *indexUpdate, n int, err error) {
+	upd = &indexUpdate{stale: col.Truncate || col.TruncateBefore > 0}
 	if len(col.Deletes) > 0 {
 		for rec, err := range conv.Keys(col.Deletes) {
 			if err != nil {
-				return nil, nil, 0, err
+				return nil, nil, nil, 0, err
 			}
-			keys, err := keyindex.EncodeKeys(rec.Columns())
+			var keys [][]byte
+			keys, err = keyindex.EncodeKeys(rec.Columns())
 			rec.Release()
 			if err != nil {
-				return nil, nil, 0, err
+				return nil, nil, nil, 0, err
 			}
 			upd.deleted = append(upd.deleted, keys...)
 		}
 	}
 	var remaining map[string]iceberg.DataFile
 	if staged != nil {
-		var err error
 		if remaining, err = keyindex.LiveFiles(staged); err != nil {
-			return nil, nil, 0, fmt.Errorf("listing the data files left by the truncate: %w", err)
+			return nil, nil, nil, 0, fmt.Errorf("listing the data files left by the truncate: %w", err)
 		}
 	}
 	targets := map[string]*target{}
 	for _, k := range upd.deleted {
 		loc, ok, err := c.idx.Lookup(k)
 		if err != nil {
-			return nil, nil, 0, err
+			return nil, nil, nil, 0, err
 		}
 		if !ok {
 			continue
@@ -123,23 +123,37 @@ func (c *Committer) positionDeletes(ctx context.Context, tbl *table.Table, stage
 	}
 	fsys, err := tbl.FS(ctx)
 	if err != nil {
-		return nil, nil, 0, err
+		return nil, nil, nil, 0, err
 	}
 	for _, df := range data {
 		keys, err := keyindex.ReadKeys(ctx, fsys, df, tbl.Schema().IdentifierFieldIDs)
 		if err != nil {
-			return nil, nil, 0, fmt.Errorf("reading back the keys of the new data file: %w", err)
+			return nil, nil, nil, 0, fmt.Errorf("reading back the keys of the new data file: %w", err)
 		}
 		if int64(len(keys)) != df.Count() {
-			return nil, nil, 0, fmt.Errorf("data file %s holds %d rows, its keys %d", df.FilePath(), df.Count(), len(keys))
+			return nil, nil, nil, 0, fmt.Errorf("data file %s holds %d rows, its keys %d", df.FilePath(), df.Count(), len(keys))
 		}
 		upd.added = append(upd.added, keyindex.Added{File: df, Keys: keys})
 	}
-	dels, n, err := writePositionDeletes(ctx, tbl, fsys, targets)
-	if err != nil {
-		return nil, nil, 0, err
+	if c.cfg.DeleteMode == DeleteDV {
+		existing := c.idx.DV
+		if staged != nil {
+			// The truncate may have written vectors of its own.
+			live, err := keyindex.LiveDVs(staged)
+			if err != nil {
+				return nil, nil, nil, 0, fmt.Errorf("listing the deletion vectors left by the truncate: %w", err)
+			}
+			existing = func(p string) (iceberg.DataFile, bool) { d, ok := live[p]; return d, ok }
+		}
+		dels, replaced, n, err = writeDVs(ctx, tbl, fsys, targets, existing)
+		upd.dvs = dels
+		return dels, replaced, upd, n, err
 	}
-	return dels, upd, n, nil
+	dels, n, err = writePositionDeletes(ctx, tbl, fsys, targets)
+	if err != nil {
+		return nil, nil, nil, 0, err
+	}
+	return dels, nil, upd, n, nil
 }
 
 type target struct {
@@ -275,4 +289,52 @@ func encodeParquet(rec arrow.RecordBatch) ([]byte, *metadata.FileMetaData, error
 		return nil, nil, err
 	}
 	return buf.Bytes(), fm, nil
+}
+
+// writeDVs writes one Puffin file holding a deletion vector per targeted
+// data file: its new positions, plus those of the file's live vector
+// (existing), which it replaces. It returns the new vectors, the replaced
+// ones and the number of new positions.
+func writeDVs(ctx context.Context, tbl *table.Table, fsys icebergio.IO, targets map[string]*target, existing func(string) (iceberg.DataFile, bool)) ([]iceberg.DataFile, []iceberg.DataFile, int, error) {
+	if len(targets) == 0 {
+		return nil, nil, 0, nil
+	}
+	wfs, ok := fsys.(icebergio.WriteFileIO)
+	if !ok {
+		return nil, nil, 0, fmt.Errorf("the table's file IO cannot write files")
+	}
+	lp, err := tbl.LocationProvider()
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	meta := tbl.Metadata()
+	w := dv.NewDVWriter(wfs, func(id int32) *iceberg.PartitionSpec { return meta.PartitionSpecByID(int(id)) })
+	var replaced []iceberg.DataFile
+	n := 0
+	for _, p := range slices.Sorted(maps.Keys(targets)) {
+		t := targets[p]
+		if old, ok := existing(p); ok {
+			bm, err := dv.ReadDV(fsys, old)
+			if err != nil {
+				return nil, nil, 0, fmt.Errorf("reading the deletion vector %s of %s: %w", old.FilePath(), p, err)
+			}
+			w.Load(p, bm, t.file.SpecID(), t.file.Partition())
+			replaced = append(replaced, old)
+		}
+		slices.Sort(t.pos)
+		t.pos = slices.Compact(t.pos)
+		if err := w.Add(p, t.pos, t.file.SpecID(), t.file.Partition()); err != nil {
+			return nil, nil, 0, fmt.Errorf("adding deletes of %s: %w", p, err)
+		}
+		n += len(t.pos)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, 0, err
+	}
+	loc := lp.NewDataLocation(uuid.NewString() + "-dv.puffin")
+	added, err := w.Flush(ctx, loc)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("writing deletion vectors %s: %w", loc, err)
+	}
+	return added, replaced, n, nil
 }

@@ -51,13 +51,22 @@ func modeConfig(t testing.TB, cfg Config) Config {
 // index directory.
 type posEnv struct {
 	t     *testing.T
+	mode  DeleteMode
 	cat   catalog.Catalog
 	ident table.Identifier
 	dir   string
 	store *keyindex.Store
 }
 
-func newPosEnv(t *testing.T, spec *iceberg.PartitionSpec) *posEnv {
+// forModes runs test in position mode (format v2) and dv mode (format
+// v3).
+func forModes(t *testing.T, test func(*testing.T, DeleteMode)) {
+	for _, m := range []DeleteMode{DeletePosition, DeleteDV} {
+		t.Run(string(m), func(t *testing.T) { test(t, m) })
+	}
+}
+
+func newPosEnv(t *testing.T, mode DeleteMode, spec *iceberg.PartitionSpec) *posEnv {
 	t.Helper()
 	wh := t.TempDir()
 	cat, err := catalog.Load(t.Context(), "pos", iceberg.Properties{
@@ -78,7 +87,11 @@ func newPosEnv(t *testing.T, spec *iceberg.PartitionSpec) *posEnv {
 		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
 		iceberg.NestedField{ID: 2, Name: "name", Type: iceberg.PrimitiveTypes.String},
 	)
-	opts := []catalog.CreateTableOpt{catalog.WithProperties(iceberg.Properties{"format-version": "2"})}
+	version := "2"
+	if mode == DeleteDV {
+		version = "3"
+	}
+	opts := []catalog.CreateTableOpt{catalog.WithProperties(iceberg.Properties{"format-version": version})}
 	if spec != nil {
 		opts = append(opts, catalog.WithPartitionSpec(spec))
 	}
@@ -86,7 +99,7 @@ func newPosEnv(t *testing.T, spec *iceberg.PartitionSpec) *posEnv {
 	if _, err := cat.CreateTable(t.Context(), ident, sch, opts...); err != nil {
 		t.Fatal(err)
 	}
-	e := &posEnv{t: t, cat: cat, ident: ident, dir: filepath.Join(t.TempDir(), "state")}
+	e := &posEnv{t: t, mode: mode, cat: cat, ident: ident, dir: filepath.Join(t.TempDir(), "state")}
 	e.open()
 	return e
 }
@@ -103,7 +116,7 @@ func (e *posEnv) open() {
 
 func (e *posEnv) committer() *Committer {
 	e.t.Helper()
-	c, err := New(e.t.Context(), e.cat, e.ident, Config{DeleteMode: DeletePosition, Index: e.store, MaxAttempts: 2, MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
+	c, err := New(e.t.Context(), e.cat, e.ident, Config{DeleteMode: e.mode, Index: e.store, MaxAttempts: 2, MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -203,8 +216,10 @@ func (e *posEnv) noEqualityDeletes() int {
 	return n.Position
 }
 
-func TestPositionKeyUpdatedManyTimes(t *testing.T) {
-	e := newPosEnv(t, nil)
+func TestPositionKeyUpdatedManyTimes(t *testing.T) { forModes(t, testPositionKeyUpdatedManyTimes) }
+
+func testPositionKeyUpdatedManyTimes(t *testing.T, mode DeleteMode) {
+	e := newPosEnv(t, mode, nil)
 	c := e.committer()
 	want := map[int64]string{}
 	off := int64(0)
@@ -229,7 +244,11 @@ func TestPositionKeyUpdatedManyTimes(t *testing.T) {
 }
 
 func TestPositionKeyChangeDeleteReinsert(t *testing.T) {
-	e := newPosEnv(t, nil)
+	forModes(t, testPositionKeyChangeDeleteReinsert)
+}
+
+func testPositionKeyChangeDeleteReinsert(t *testing.T, mode DeleteMode) {
+	e := newPosEnv(t, mode, nil)
 	c := e.committer()
 	e.commit(c, batchOf(t, 0, posOp{batch.OpCreate, 1, "a"}, posOp{batch.OpCreate, 2, "b"}, posOp{batch.OpCreate, 4, "d"}))
 	e.expect(map[int64]string{1: "a", 2: "b", 4: "d"})
@@ -247,7 +266,11 @@ func TestPositionKeyChangeDeleteReinsert(t *testing.T) {
 }
 
 func TestPositionIndexRebuiltWhenDirRemoved(t *testing.T) {
-	e := newPosEnv(t, nil)
+	forModes(t, testPositionIndexRebuiltWhenDirRemoved)
+}
+
+func testPositionIndexRebuiltWhenDirRemoved(t *testing.T, mode DeleteMode) {
+	e := newPosEnv(t, mode, nil)
 	c := e.committer()
 	e.commit(c, batchOf(t, 0, posOp{batch.OpCreate, 1, "a"}, posOp{batch.OpCreate, 2, "b"}))
 	e.commit(c, batchOf(t, 2, posOp{batch.OpUpdate, 1, "a2"}, posOp{batch.OpCreate, 3, "c"}))
@@ -269,7 +292,11 @@ func TestPositionIndexRebuiltWhenDirRemoved(t *testing.T) {
 }
 
 func TestPositionIndexRebuiltWhenCorrupt(t *testing.T) {
-	e := newPosEnv(t, nil)
+	forModes(t, testPositionIndexRebuiltWhenCorrupt)
+}
+
+func testPositionIndexRebuiltWhenCorrupt(t *testing.T, mode DeleteMode) {
+	e := newPosEnv(t, mode, nil)
 	c := e.committer()
 	e.commit(c, batchOf(t, 0, posOp{batch.OpCreate, 1, "a"}, posOp{batch.OpCreate, 2, "b"}))
 	if err := e.store.Close(); err != nil {
@@ -296,7 +323,11 @@ func TestPositionIndexRebuiltWhenCorrupt(t *testing.T) {
 // holding the same live rows); the next commit must find its rows in the
 // new file.
 func TestPositionIndexCatchesUpAfterRewrite(t *testing.T) {
-	e := newPosEnv(t, nil)
+	forModes(t, testPositionIndexCatchesUpAfterRewrite)
+}
+
+func testPositionIndexCatchesUpAfterRewrite(t *testing.T, mode DeleteMode) {
+	e := newPosEnv(t, mode, nil)
 	c := e.committer()
 	e.commit(c, batchOf(t, 0, posOp{batch.OpCreate, 1, "a"}, posOp{batch.OpCreate, 2, "b"}, posOp{batch.OpCreate, 3, "c"}, posOp{batch.OpCreate, 5, "e"}))
 	e.commit(c, batchOf(t, 4, posOp{batch.OpUpdate, 2, "b2"}, posOp{batch.OpCreate, 4, "d"}, posOp{batch.OpDelete, 5, ""}))
@@ -369,8 +400,8 @@ func (e *posEnv) deletesTargetLiveFiles() {
 				continue
 			}
 			added++
-			for _, b := range [][]byte{d.LowerBoundValues()[2147483546], d.UpperBoundValues()[2147483546]} {
-				if _, ok := data[string(b)]; !ok {
+			for _, b := range targetsOf(d) {
+				if _, ok := data[b]; !ok {
 					e.t.Errorf("position-delete file %s targets %q, which is not a live data file", d.FilePath(), b)
 				}
 			}
@@ -385,7 +416,11 @@ func (e *posEnv) deletesTargetLiveFiles() {
 // the index saw: the key those commits deleted is live again and must be
 // found, which only a rebuild can do.
 func TestPositionIndexRebuiltAfterRollback(t *testing.T) {
-	e := newPosEnv(t, nil)
+	forModes(t, testPositionIndexRebuiltAfterRollback)
+}
+
+func testPositionIndexRebuiltAfterRollback(t *testing.T, mode DeleteMode) {
+	e := newPosEnv(t, mode, nil)
 	c := e.committer()
 	res := e.commit(c, batchOf(t, 0, posOp{batch.OpCreate, 1, "a"}, posOp{batch.OpCreate, 2, "b"}))
 	e.commit(c, batchOf(t, 2, posOp{batch.OpDelete, 2, ""}, posOp{batch.OpUpdate, 1, "a2"}))
@@ -441,8 +476,12 @@ func rewrite(t *testing.T, cat catalog.Catalog, ident table.Identifier) {
 // old spec and partition of the file that holds them, those of new rows
 // in the new one.
 func TestPositionDeletesFollowTheFileSpec(t *testing.T) {
+	forModes(t, testPositionDeletesFollowTheFileSpec)
+}
+
+func testPositionDeletesFollowTheFileSpec(t *testing.T, mode DeleteMode) {
 	spec := iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{1}, FieldID: 1000, Name: "id_bucket", Transform: iceberg.BucketTransform{NumBuckets: 4}})
-	e := newPosEnv(t, &spec)
+	e := newPosEnv(t, mode, &spec)
 	c := e.committer()
 	e.commit(c, batchOf(t, 0, posOp{batch.OpCreate, 1, "a"}, posOp{batch.OpCreate, 2, "b"}, posOp{batch.OpCreate, 3, "c"}, posOp{batch.OpCreate, 5, "e"}))
 	e.commit(c, batchOf(t, 4, posOp{batch.OpUpdate, 1, "a2"}))
@@ -479,8 +518,7 @@ func TestPositionDeletesFollowTheFileSpec(t *testing.T) {
 	for _, d := range dels {
 		// The targets' paths lie between file_path's bounds: both ends
 		// name live data files of the delete file's spec and partition.
-		lo, hi := d.LowerBoundValues()[2147483546], d.UpperBoundValues()[2147483546]
-		for _, ref := range []string{string(lo), string(hi)} {
+		for _, ref := range targetsOf(d) {
 			df, ok := data[ref]
 			if !ok {
 				t.Fatalf("delete file %s targets %q, which is not a live data file", d.FilePath(), ref)
@@ -494,6 +532,16 @@ func TestPositionDeletesFollowTheFileSpec(t *testing.T) {
 	if len(specs) != 2 {
 		t.Errorf("delete files in specs %v, want both the old and the new", specs)
 	}
+}
+
+// targetsOf names the data files a delete file applies to, as far as its
+// metadata tells: a deletion vector's referenced data file, or both ends
+// of a position-delete file's file_path bounds.
+func targetsOf(d iceberg.DataFile) []string {
+	if ref := d.ReferencedDataFile(); ref != nil {
+		return []string{*ref}
+	}
+	return []string{string(d.LowerBoundValues()[2147483546]), string(d.UpperBoundValues()[2147483546])}
 }
 
 // filesOf returns the live data files (by path) and delete files of the

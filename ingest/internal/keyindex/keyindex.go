@@ -8,7 +8,8 @@
 //     snapshot whenever they differ (another writer, a compaction, a commit
 //     of ours whose outcome was unknown): the keys of data files no longer
 //     in the table are dropped and the key columns (only those) of the data
-//     files added are read, skipping rows their position deletes remove.
+//     files added are read, skipping rows their position deletes or
+//     deletion vectors remove.
 //   - A missing, unreadable or half-updated index (a crash during a catch-up)
 //     is rebuilt from the table, and so is one whose snapshot is no longer
 //     an ancestor of the table's current snapshot (a rollback: rows it
@@ -41,6 +42,7 @@ import (
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+	"github.com/apache/iceberg-go/table/dv"
 	"github.com/cockroachdb/pebble/v2"
 )
 
@@ -188,6 +190,8 @@ type Index struct {
 	// known).
 	files  map[uint64]*fileRec
 	byPath map[string]*fileRec
+	// dvs are the table's live deletion vectors by data file path.
+	dvs    map[string]iceberg.DataFile
 	loaded bool
 }
 
@@ -212,7 +216,7 @@ func fileID(id uint64) []byte { return binary.BigEndian.AppendUint64(nil, id) }
 // index is unreadable or was left half-updated is wiped (rebuilt by the
 // next Sync).
 func (x *Index) loadMeta() error {
-	x.files, x.byPath, x.loaded = map[uint64]*fileRec{}, map[string]*fileRec{}, false
+	x.files, x.byPath, x.dvs, x.loaded = map[uint64]*fileRec{}, map[string]*fileRec{}, map[string]iceberg.DataFile{}, false
 	v, closer, err := x.db.Get(x.key(spaceMeta))
 	if errors.Is(err, pebble.ErrNotFound) {
 		x.meta = meta{NextFile: 1}
@@ -255,7 +259,7 @@ func (x *Index) wipe() error {
 		return fmt.Errorf("clearing the key index: %w", err)
 	}
 	x.meta = meta{NextFile: 1}
-	x.files, x.byPath, x.loaded = map[uint64]*fileRec{}, map[string]*fileRec{}, false
+	x.files, x.byPath, x.dvs, x.loaded = map[uint64]*fileRec{}, map[string]*fileRec{}, map[string]iceberg.DataFile{}, false
 	return nil
 }
 
@@ -300,6 +304,16 @@ func (x *Index) Lookup(key []byte) (Loc, bool, error) {
 	return Loc{File: f.df, Pos: int64(pos)}, true, nil
 }
 
+// DV returns the live deletion vector of the data file at path, if it has
+// one (format v3 tables): a new vector for the file must include its
+// positions and replace it.
+func (x *Index) DV(path string) (iceberg.DataFile, bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	d, ok := x.dvs[path]
+	return d, ok
+}
+
 func entry(id uint64, pos int64) []byte {
 	return binary.AppendUvarint(binary.AppendUvarint(nil, id), uint64(pos))
 }
@@ -313,10 +327,11 @@ type Added struct {
 
 // Apply records a commit of ours that landed as snapshot snap on top of
 // the snapshot the index reflects: the keys deleted (their old rows were
-// deleted by position) and the data files added. When snap's parent is not
+// deleted by position), the data files added and the deletion vectors
+// added (each replacing its data file's previous one). When snap's parent is not
 // the snapshot the index reflects, Apply records nothing and the next Sync
 // catches up from the table.
-func (x *Index) Apply(snap *table.Snapshot, deleted [][]byte, added []Added) error {
+func (x *Index) Apply(snap *table.Snapshot, deleted [][]byte, added []Added, dvs []iceberg.DataFile) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if snap == nil || !x.loaded {
@@ -359,6 +374,11 @@ func (x *Index) Apply(snap *table.Snapshot, deleted [][]byte, added []Added) err
 	}
 	for _, f := range recs {
 		x.files[f.id], x.byPath[f.path] = f, f
+	}
+	for _, d := range dvs {
+		if ref := d.ReferencedDataFile(); ref != nil {
+			x.dvs[*ref] = d
+		}
 	}
 	return nil
 }
@@ -425,16 +445,22 @@ func descends(tbl *table.Table, id int64) bool {
 	return false
 }
 
+// LiveDVs returns the deletion vectors of tbl's current snapshot by the
+// data file each applies to. It reads manifests only.
+func LiveDVs(tbl *table.Table) (map[string]iceberg.DataFile, error) {
+	_, _, dvs, err := liveFiles(tbl)
+	return dvs, err
+}
+
 type liveFile struct {
 	df  iceberg.DataFile
 	seq int64
 }
 
-// LiveFiles returns the data files of tbl's current snapshot by path, with
-// their data sequence numbers, and its position-delete files. It reads
-// manifests only.
+// LiveFiles returns the data files of tbl's current snapshot by path. It
+// reads manifests only.
 func LiveFiles(tbl *table.Table) (map[string]iceberg.DataFile, error) {
-	live, _, err := liveFiles(tbl)
+	live, _, _, err := liveFiles(tbl)
 	if err != nil {
 		return nil, err
 	}
@@ -445,25 +471,28 @@ func LiveFiles(tbl *table.Table) (map[string]iceberg.DataFile, error) {
 	return out, nil
 }
 
-func liveFiles(tbl *table.Table) (map[string]liveFile, []iceberg.DataFile, error) {
-	live := map[string]liveFile{}
+// liveFiles reads tbl's current manifests: its data files by path, its
+// Parquet position-delete files, and its deletion vectors by the data file
+// they apply to.
+func liveFiles(tbl *table.Table) (map[string]liveFile, []iceberg.DataFile, map[string]iceberg.DataFile, error) {
+	live, dvs := map[string]liveFile{}, map[string]iceberg.DataFile{}
 	snap := tbl.CurrentSnapshot()
 	if snap == nil {
-		return live, nil, nil
+		return live, nil, dvs, nil
 	}
 	fsys, err := tbl.FS(context.Background())
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	mfs, err := snap.Manifests(fsys)
 	if err != nil {
-		return nil, nil, fmt.Errorf("reading the manifest list: %w", err)
+		return nil, nil, nil, fmt.Errorf("reading the manifest list: %w", err)
 	}
 	var dels []iceberg.DataFile
 	for _, mf := range mfs {
 		entries, err := mf.FetchEntries(fsys, true)
 		if err != nil {
-			return nil, nil, fmt.Errorf("reading manifest %s: %w", mf.FilePath(), err)
+			return nil, nil, nil, fmt.Errorf("reading manifest %s: %w", mf.FilePath(), err)
 		}
 		for _, e := range entries {
 			df := e.DataFile()
@@ -472,7 +501,12 @@ func liveFiles(tbl *table.Table) (map[string]liveFile, []iceberg.DataFile, error
 				live[df.FilePath()] = liveFile{df: df, seq: e.SequenceNum()}
 			case iceberg.EntryContentPosDeletes:
 				if df.FileFormat() == iceberg.PuffinFile {
-					return nil, nil, fmt.Errorf("%w: deletion vector %s (delete-mode=dv is not implemented yet)", ErrUnreadable, df.FilePath())
+					ref := df.ReferencedDataFile()
+					if ref == nil {
+						return nil, nil, nil, fmt.Errorf("%w: deletion vector %s names no data file", ErrUnreadable, df.FilePath())
+					}
+					dvs[*ref] = df
+					continue
 				}
 				dels = append(dels, df)
 			case iceberg.EntryContentEqDeletes:
@@ -480,17 +514,18 @@ func liveFiles(tbl *table.Table) (map[string]liveFile, []iceberg.DataFile, error
 			}
 		}
 	}
-	return live, dels, nil
+	return live, dels, dvs, nil
 }
 
 // flushEvery bounds the entries of one write batch.
 const flushEvery = 50_000
 
 func (x *Index) catchUp(ctx context.Context, tbl *table.Table, cur int64, keyIDs []int) error {
-	live, dels, err := liveFiles(tbl)
+	live, dels, dvs, err := liveFiles(tbl)
 	if err != nil {
 		return err
 	}
+	x.dvs = dvs
 	var removed []*fileRec
 	for _, f := range x.files {
 		if lf, ok := live[f.path]; ok {
@@ -525,7 +560,7 @@ func (x *Index) catchUp(ctx context.Context, tbl *table.Table, cur int64, keyIDs
 		}
 	}
 	if len(added) > 0 {
-		if err := x.addFiles(ctx, tbl, added, dels); err != nil {
+		if err := x.addFiles(ctx, tbl, added, dels, dvs); err != nil {
 			return err
 		}
 	}
@@ -603,7 +638,7 @@ func (x *Index) dropFiles(removed []*fileRec) error {
 
 // addFiles reads the key columns of the added data files, in data sequence
 // order, and indexes their rows that no position delete removes.
-func (x *Index) addFiles(ctx context.Context, tbl *table.Table, added []liveFile, dels []iceberg.DataFile) error {
+func (x *Index) addFiles(ctx context.Context, tbl *table.Table, added []liveFile, dels []iceberg.DataFile, dvs map[string]iceberg.DataFile) error {
 	fsys, err := tbl.FS(ctx)
 	if err != nil {
 		return err
@@ -619,6 +654,18 @@ func (x *Index) addFiles(ctx context.Context, tbl *table.Table, added []liveFile
 		}
 		if err := readPositionDeletes(ctx, fsys, d, func(p string) bool { return want[p] }, deleted); err != nil {
 			return err
+		}
+	}
+	for p, d := range dvs {
+		if !want[p] {
+			continue
+		}
+		bm, err := dv.ReadDV(fsys, d)
+		if err != nil {
+			return fmt.Errorf("reading deletion vector %s: %w", d.FilePath(), err)
+		}
+		for pos := range bm.Positions() {
+			add(deleted, func(string) bool { return true }, p, int64(pos))
 		}
 	}
 	slices.SortStableFunc(added, func(a, b liveFile) int {

@@ -85,7 +85,7 @@ func TestDirtyIndexIsWiped(t *testing.T) {
 		t.Fatal(err)
 	}
 	x.loaded = true // as after a Sync of a table without snapshots
-	if err := x.Apply(&table.Snapshot{SnapshotID: 5, SequenceNumber: 1}, nil, []Added{{File: df.Build(), Keys: [][]byte{[]byte("k")}}}); err != nil {
+	if err := x.Apply(&table.Snapshot{SnapshotID: 5, SequenceNumber: 1}, nil, []Added{{File: df.Build(), Keys: [][]byte{[]byte("k")}}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok, err := x.Lookup([]byte("k")); err != nil || !ok {
@@ -139,7 +139,7 @@ func TestLockedStoreIsNotRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	x.loaded = true
-	if err := x.Apply(&table.Snapshot{SnapshotID: 7, SequenceNumber: 1}, nil, nil); err != nil {
+	if err := x.Apply(&table.Snapshot{SnapshotID: 7, SequenceNumber: 1}, nil, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Open(Config{Dir: dir}); err == nil {
