@@ -26,32 +26,37 @@ import (
 )
 
 // TestPositionModeReaders writes through the REST catalog and MinIO in
-// position mode (inserts, updates, deletes, key changes, re-inserts, keys
+// position mode (format v2) and dv mode (format v3) (inserts, updates, deletes, key changes, re-inserts, keys
 // updated in many commits, a restart with the index removed), then checks
 // that no snapshot ever held an equality delete and that the Java
 // reference reader and pyiceberg 0.12 (which refuses equality deletes)
 // both read exactly the expected rows.
 func TestPositionModeReaders(t *testing.T) {
+	bucket4 := iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{1}, FieldID: 1000, Name: "id_bucket", Transform: iceberg.BucketTransform{NumBuckets: 4}})
 	for _, tc := range []struct {
 		name string
+		mode DeleteMode
 		spec *iceberg.PartitionSpec
 	}{
-		{"unpartitioned", nil},
-		{"bucket4", func() *iceberg.PartitionSpec {
-			s := iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{1}, FieldID: 1000, Name: "id_bucket", Transform: iceberg.BucketTransform{NumBuckets: 4}})
-			return &s
-		}()},
+		{"position/unpartitioned", DeletePosition, nil},
+		{"position/bucket4", DeletePosition, &bucket4},
+		{"dv/unpartitioned", DeleteDV, nil},
+		{"dv/bucket4", DeleteDV, &bucket4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cat := connect(t, "")
-			ident := createPositionTable(t, cat, tc.spec)
+			version := 2
+			if tc.mode == DeleteDV {
+				version = 3
+			}
+			ident := createPositionTable(t, cat, version, tc.spec)
 			dir := filepath.Join(t.TempDir(), "state")
 			open := func() (*keyindex.Store, *Committer) {
 				st, err := keyindex.Open(keyindex.Config{Dir: dir})
 				if err != nil {
 					t.Fatal(err)
 				}
-				c, err := New(t.Context(), cat, ident, Config{DeleteMode: DeletePosition, Index: st})
+				c, err := New(t.Context(), cat, ident, Config{DeleteMode: tc.mode, Index: st})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -141,7 +146,7 @@ func deref(s *string) string {
 
 // createPositionTable creates the orders table (id long key, name string)
 // with spec (nil: unpartitioned) in a namespace of its own.
-func createPositionTable(t *testing.T, cat catalog.Catalog, spec *iceberg.PartitionSpec) table.Identifier {
+func createPositionTable(t *testing.T, cat catalog.Catalog, version int, spec *iceberg.PartitionSpec) table.Identifier {
 	t.Helper()
 	ctx := t.Context()
 	sch := iceberg.NewSchemaWithIdentifiers(0, []int{1},
@@ -153,7 +158,7 @@ func createPositionTable(t *testing.T, cat catalog.Catalog, spec *iceberg.Partit
 		t.Fatalf("creating namespace: %v", err)
 	}
 	ident := table.Identifier{ns[0], "orders"}
-	opts := []catalog.CreateTableOpt{catalog.WithProperties(iceberg.Properties{"format-version": "2"})}
+	opts := []catalog.CreateTableOpt{catalog.WithProperties(iceberg.Properties{"format-version": strconv.Itoa(version)})}
 	if spec != nil {
 		opts = append(opts, catalog.WithPartitionSpec(spec))
 	}
@@ -231,7 +236,7 @@ func pyIceberg(t *testing.T, ident table.Identifier) (map[int64]string, error) {
 // equality mode, so its success there proves no equality delete is met.
 func TestPyIcebergRefusesEqualityDeletes(t *testing.T) {
 	cat := connect(t, "")
-	ident := createPositionTable(t, cat, nil)
+	ident := createPositionTable(t, cat, 2, nil)
 	c, err := New(t.Context(), cat, ident, Config{DeleteMode: DeleteEquality})
 	if err != nil {
 		t.Fatal(err)
