@@ -79,7 +79,7 @@ func createMapped(t *testing.T, cat catalog.Catalog, nsPrefix string, ordered bo
 		t.Fatalf("creating namespace: %v", err)
 	}
 	ident := table.Identifier{ns[0], "orders"}
-	if _, err := cat.CreateTable(ctx, ident, m.Schema, catalog.WithProperties(iceberg.Properties{"format-version": "2"})); err != nil {
+	if _, err := cat.CreateTable(ctx, ident, m.Schema, catalog.WithProperties(iceberg.Properties{"format-version": testFormatVersion()})); err != nil {
 		t.Fatalf("creating table: %v", err)
 	}
 	t.Cleanup(func() {
@@ -207,7 +207,7 @@ func TestCommitUpsertsDeletesTruncate(t *testing.T) {
 		t.Errorf("summary %v", p)
 	}
 	switch c.cfg.DeleteMode {
-	case DeletePosition:
+	case DeletePosition, DeleteDV:
 		if p["added-position-delete-files"] == "" || p["added-equality-delete-files"] != "" {
 			t.Errorf("want position and no equality delete files in %v", p)
 		}
@@ -421,7 +421,7 @@ func BenchmarkCommit(b *testing.B) {
 	}}
 	m, _ := schemamap.Map(row, []string{"id"})
 	ident := table.Identifier{ns[0], "orders"}
-	if _, err := cat.CreateTable(b.Context(), ident, m.Schema, catalog.WithProperties(iceberg.Properties{"format-version": "2"})); err != nil {
+	if _, err := cat.CreateTable(b.Context(), ident, m.Schema, catalog.WithProperties(iceberg.Properties{"format-version": testFormatVersion()})); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() {

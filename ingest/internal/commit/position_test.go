@@ -25,6 +25,15 @@ import (
 
 const posTopic = "pos.db.orders"
 
+// testFormatVersion is the format version of the tables the commit tests
+// create: 3 when BINLAKE_TEST_DELETE_MODE=dv, else 2.
+func testFormatVersion() string {
+	if os.Getenv("BINLAKE_TEST_DELETE_MODE") == string(DeleteDV) {
+		return "3"
+	}
+	return "2"
+}
+
 // modeConfig is cfg in the delete mode BINLAKE_TEST_DELETE_MODE names
 // (default equality), so that the commit tests run in every mode. In
 // position mode each call opens a key index of its own, as a separate
@@ -36,7 +45,7 @@ func modeConfig(t testing.TB, cfg Config) Config {
 		t.Fatal(err)
 	}
 	cfg.DeleteMode = mode
-	if mode == DeletePosition {
+	if mode != DeleteEquality {
 		st, err := keyindex.Open(keyindex.Config{Dir: t.TempDir()})
 		if err != nil {
 			t.Fatal(err)
