@@ -172,9 +172,11 @@ func TestIngestBothProducersTypes(t *testing.T) {
 		}
 		// Rows live in several buckets, and each delete file is in the
 		// partition of the rows it deletes: equality deletes in the
-		// default mode, position deletes (and no equality delete) when
-		// the ingest under test runs with INGEST_DELETE_MODE=position.
-		position := os.Getenv("INGEST_DELETE_MODE") == "position"
+		// default mode, position deletes or deletion vectors (and no
+		// equality delete) when the ingest under test runs with
+		// INGEST_DELETE_MODE=position or dv.
+		mode := os.Getenv("INGEST_DELETE_MODE")
+		position := mode == "position" || mode == "dv"
 		tasks, err := tbl.Scan().PlanFiles(ctx)
 		if err != nil {
 			t.Fatal(err)
