@@ -100,12 +100,12 @@ func (c *Committer) positionDeletes(ctx context.Context, tbl *table.Table, stage
 		}
 	}
 	targets := map[string]*target{}
-	for _, k := range upd.deleted {
-		loc, ok, err := c.idx.Lookup(k)
-		if err != nil {
-			return nil, nil, nil, 0, err
-		}
-		if !ok {
+	locs, found, err := c.idx.LookupAll(upd.deleted)
+	if err != nil {
+		return nil, nil, nil, 0, err
+	}
+	for i, loc := range locs {
+		if !found[i] {
 			continue
 		}
 		p := loc.File.FilePath()

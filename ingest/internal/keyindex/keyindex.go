@@ -30,6 +30,7 @@
 package keyindex
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -44,6 +45,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/table/dv"
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/google/uuid"
 )
 
 // ErrUnreadable reports table content the index cannot read (a missing
@@ -141,7 +143,14 @@ func (s *Store) Table(uuid string) (*Index, error) {
 	if x, ok := s.open[uuid]; ok {
 		return x, nil
 	}
-	x := &Index{db: s.db, log: s.log.With("table_uuid", uuid), prefix: []byte(uuid + "/")}
+	// The prefix is the UUID's 16 bytes (short keys keep the store and
+	// its batches small) and a separator, so the table's range ends below
+	// uuid + "0".
+	id, err := parseUUID(uuid)
+	if err != nil {
+		return nil, fmt.Errorf("keyindex: table uuid %q: %w", uuid, err)
+	}
+	x := &Index{db: s.db, log: s.log.With("table_uuid", uuid), prefix: append(id, '/')}
 	if err := x.loadMeta(); err != nil {
 		return nil, err
 	}
@@ -149,7 +158,16 @@ func (s *Store) Table(uuid string) (*Index, error) {
 	return x, nil
 }
 
-// Key layout, under the table's prefix "<uuid>/":
+// parseUUID returns the 16 bytes of a UUID in its text form.
+func parseUUID(s string) ([]byte, error) {
+	u, err := uuid.Parse(s)
+	if err != nil {
+		return nil, err
+	}
+	return u[:], nil
+}
+
+// Key layout, under the table's prefix "<uuid:16>/":
 //
 //	m            meta (JSON)
 //	f<id:8>      data file id → uvarint data sequence number + path
@@ -304,6 +322,51 @@ func (x *Index) Lookup(key []byte) (Loc, bool, error) {
 	return Loc{File: f.df, Pos: int64(pos)}, true, nil
 }
 
+// LookupAll looks up many encoded keys at once: found[i] says whether
+// keys[i] has a live row, at locs[i]. It seeks one iterator through the
+// keys in order, which is much cheaper than a Lookup per key.
+func (x *Index) LookupAll(keys [][]byte) (locs []Loc, found []bool, err error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	locs, found = make([]Loc, len(keys)), make([]bool, len(keys))
+	if len(keys) == 0 {
+		return locs, found, nil
+	}
+	order := make([]int, len(keys))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return bytes.Compare(keys[a], keys[b]) })
+	it, err := x.db.NewIter(&pebble.IterOptions{LowerBound: x.key(spaceKey), UpperBound: x.key(spaceKey + 1)})
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the key index: %w", err)
+	}
+	defer it.Close()
+	buf := x.key(spaceKey)
+	n := len(buf)
+	for _, i := range order {
+		buf = append(buf[:n], keys[i]...)
+		if !it.SeekGE(buf) || !bytes.Equal(it.Key(), buf) {
+			continue
+		}
+		v := it.Value()
+		id, a := binary.Uvarint(v)
+		pos, b := binary.Uvarint(v[max(a, 0):])
+		if a <= 0 || b <= 0 {
+			return nil, nil, fmt.Errorf("%w: key index entry of %d bytes", ErrUnreadable, len(v))
+		}
+		f := x.files[id]
+		if f == nil || f.df == nil {
+			return nil, nil, fmt.Errorf("%w: key index entry names data file %d, which the index does not hold (sync first)", ErrUnreadable, id)
+		}
+		locs[i], found[i] = Loc{File: f.df, Pos: int64(pos)}, true
+	}
+	if err := it.Error(); err != nil {
+		return nil, nil, fmt.Errorf("reading the key index: %w", err)
+	}
+	return locs, found, nil
+}
+
 // DV returns the live deletion vector of the data file at path, if it has
 // one (format v3 tables): a new vector for the file must include its
 // positions and replace it.
@@ -346,7 +409,16 @@ func (x *Index) Apply(snap *table.Snapshot, deleted [][]byte, added []Added, dvs
 	}
 	b := x.db.NewBatch()
 	defer b.Close()
+	set := make(map[string]struct{})
+	for _, a := range added {
+		for _, k := range a.Keys {
+			set[string(k)] = struct{}{}
+		}
+	}
 	for _, k := range deleted {
+		if _, again := set[string(k)]; again {
+			continue // overwritten below
+		}
 		if err := b.Delete(x.key(spaceKey, k), nil); err != nil {
 			return err
 		}
