@@ -140,10 +140,11 @@ func ingest(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		return err
 	}
 	commitCfg := commit.Config{MaxAttempts: cfg.CommitAttempts, Logger: logger}
-	if commitCfg.DeleteMode, err = commit.ParseDeleteMode(cfg.DeleteMode); err != nil {
+	deleteModes, err := pipeline.ParseDeleteModes(cfg.DeleteMode)
+	if err != nil {
 		return err
 	}
-	if commitCfg.DeleteMode != commit.DeleteEquality {
+	if deleteModes.Uses(commit.DeletePosition) || deleteModes.Uses(commit.DeleteDV) {
 		idx, err := keyindex.Open(keyindex.Config{Dir: cfg.StateDir, CacheBytes: int64(cfg.IndexCacheBytes), Logger: logger})
 		if err != nil {
 			return fmt.Errorf("opening the key index (state-dir %s): %w", cfg.StateDir, err)
@@ -165,6 +166,7 @@ func ingest(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		MaxBufferedBytes: int64(cfg.MaxBufferedBytes),
 		QueueRecords:     cfg.QueueRecords,
 		Commit:           commitCfg,
+		DeleteModes:      deleteModes,
 		ShutdownTimeout:  cfg.ShutdownTimeout,
 		Logger:           logger,
 		Metrics:          metrics,

@@ -3,21 +3,33 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
 
 // TestIngestDeleteModes runs capture and ingest as processes with
-// --delete-mode=position (format v2) and dv (format v3): after inserts,
+// --delete-mode=position (format v2), dv (format v3), and equality with a
+// position override for the table under test: after inserts,
 // updates, deletes, primary-key updates and a restart whose key index was
 // removed, the table equals MariaDB and no snapshot ever added an
 // equality delete, while row-level deletes were written.
 func TestIngestDeleteModes(t *testing.T) {
-	for _, tc := range []struct{ mode, version string }{{"position", "2"}, {"dv", "3"}} {
-		t.Run(tc.mode, func(t *testing.T) {
+	for _, tc := range []struct{ name, mode, version string }{
+		{"position", "position", "2"},
+		{"dv", "dv", "3"},
+		// Equality for every table but this one (the database is only
+		// known once the capture environment exists: see below).
+		{"override", "equality; %s.t=position", "2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			c := newCaptureEnv(t)
+			if strings.Contains(tc.mode, "%s") {
+				tc.mode = fmt.Sprintf(tc.mode, c.dbName)
+			}
 			exec1(t, c, typesDDL)
 			cp := start(t, binary(t, "capture"), c.env, "capture.log")
 			waitLog(t, cp, "Connected to server", 30*time.Second)
