@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -188,7 +189,7 @@ func TestIngestBothProducersTypes(t *testing.T) {
 			for _, d := range task.EqualityDeleteFiles {
 				eqDeletes[fmt.Sprint(d.Partition())] = true
 			}
-			for _, d := range task.DeleteFiles {
+			for _, d := range append(slices.Clone(task.DeleteFiles), task.DeletionVectorFiles...) {
 				if d.ContentType() == iceberg.EntryContentPosDeletes {
 					if fmt.Sprint(d.Partition()) != part {
 						t.Errorf("%v: position delete %s in partition %v applies to a data file in %s", tbl.Identifier(), d.FilePath(), d.Partition(), part)
