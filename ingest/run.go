@@ -25,6 +25,7 @@ import (
 	"github.com/binlake/binlake/ingest/internal/batch"
 	"github.com/binlake/binlake/ingest/internal/commit"
 	"github.com/binlake/binlake/ingest/internal/decode"
+	"github.com/binlake/binlake/ingest/internal/keyindex"
 	"github.com/binlake/binlake/ingest/internal/pipeline"
 	"github.com/binlake/binlake/ingest/internal/schemamap"
 )
@@ -138,6 +139,19 @@ func ingest(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	commitCfg := commit.Config{MaxAttempts: cfg.CommitAttempts, Logger: logger}
+	deleteModes, err := pipeline.ParseDeleteModes(cfg.DeleteMode)
+	if err != nil {
+		return err
+	}
+	if deleteModes.Uses(commit.DeletePosition) || deleteModes.Uses(commit.DeleteDV) {
+		idx, err := keyindex.Open(keyindex.Config{Dir: cfg.StateDir, CacheBytes: int64(cfg.IndexCacheBytes), Logger: logger})
+		if err != nil {
+			return fmt.Errorf("opening the key index (state-dir %s): %w", cfg.StateDir, err)
+		}
+		defer idx.Close()
+		commitCfg.Index = idx
+	}
 	p, err := pipeline.New(pipeline.Config{
 		Partitions:       partitions,
 		KeylessAppend:    cfg.KeylessTables == "append",
@@ -152,7 +166,8 @@ func ingest(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		Limits:           batch.Limits{MaxRows: cfg.FlushRows, MaxBytes: int64(cfg.FlushBytes), MaxAge: cfg.FlushInterval},
 		MaxBufferedBytes: int64(cfg.MaxBufferedBytes),
 		QueueRecords:     cfg.QueueRecords,
-		Commit:           commit.Config{MaxAttempts: cfg.CommitAttempts, Logger: logger},
+		Commit:           commitCfg,
+		DeleteModes:      deleteModes,
 		ShutdownTimeout:  cfg.ShutdownTimeout,
 		Logger:           logger,
 		Metrics:          metrics,

@@ -30,6 +30,18 @@ func TestCheckConfig(t *testing.T) {
 		{"keyless", []string{"-catalog-uri=http://c", "-topics=a", "-keyless-tables=drop"}, nil, "want append or reject"},
 		{"session timeout from env", []string{"-catalog-uri=http://c", "-topics=a"}, map[string]string{"INGEST_GROUP_SESSION_TIMEOUT": "10s"}, ""},
 		{"session timeout too short", []string{"-catalog-uri=http://c", "-topics=a", "-group-session-timeout=500ms"}, nil, "group-session-timeout 500ms: want 1s to 30m"},
+		{"delete mode position", []string{"-catalog-uri=http://c", "-topics=a", "-delete-mode=position", "-state-dir=/tmp/x"}, nil, ""},
+		{"delete mode from env", []string{"-catalog-uri=http://c", "-topics=a"}, map[string]string{"INGEST_DELETE_MODE": "position", "INGEST_STATE_DIR": "/tmp/x"}, ""},
+		{"position needs state dir", []string{"-catalog-uri=http://c", "-topics=a", "-delete-mode=position"}, nil, "delete-mode \"position\" needs state-dir"},
+		{"position needs v2", []string{"-catalog-uri=http://c", "-topics=a", "-delete-mode=position", "-state-dir=/tmp/x", "-table-format-version=3"}, nil, "set table-format-version=2"},
+		{"position cache too small", []string{"-catalog-uri=http://c", "-topics=a", "-delete-mode=position", "-state-dir=/tmp/x", "-index-cache-bytes=1000"}, nil, "index-cache-bytes must be at least"},
+		{"dv", []string{"-catalog-uri=http://c", "-topics=a", "-delete-mode=dv", "-state-dir=/tmp/x", "-table-format-version=3"}, nil, ""},
+		{"dv needs v3", []string{"-catalog-uri=http://c", "-topics=a", "-delete-mode=dv", "-state-dir=/tmp/x"}, nil, "set table-format-version=3"},
+		{"dv needs state dir", []string{"-catalog-uri=http://c", "-topics=a", "-delete-mode=dv", "-table-format-version=3"}, nil, "delete-mode \"dv\" needs state-dir"},
+		{"per-table delete modes", []string{"-catalog-uri=http://c", "-topics=a", "-delete-mode=position; shop.audit=equality; shop.big=dv", "-state-dir=/tmp/x"}, nil, ""},
+		{"override needs state dir", []string{"-catalog-uri=http://c", "-topics=a", "-delete-mode=equality; shop.t=position"}, nil, "needs state-dir"},
+		{"override without table", []string{"-catalog-uri=http://c", "-topics=a", "-delete-mode=position; equality", "-state-dir=/tmp/x"}, nil, "only the first entry may omit the table"},
+		{"bad delete mode", []string{"-catalog-uri=http://c", "-topics=a", "-delete-mode=cow"}, nil, `delete-mode "cow"`},
 		{"bad env duration", []string{"-catalog-uri=http://c", "-topics=a"}, map[string]string{"INGEST_FLUSH_INTERVAL": "30"}, "not a duration"},
 	}
 	for _, c := range cases {

@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -170,21 +171,41 @@ func TestIngestBothProducersTypes(t *testing.T) {
 		if spec.NumFields() != 1 || spec.Field(0).Transform.String() != "bucket[4]" {
 			t.Errorf("%v: partition spec %s, want bucket[4](id)", tbl.Identifier(), spec.String())
 		}
-		// Rows live in several buckets, and each equality delete file
-		// is in the partition of the keys it deletes.
+		// Rows live in several buckets, and each delete file is in the
+		// partition of the rows it deletes: equality deletes in the
+		// default mode, position deletes or deletion vectors (and no
+		// equality delete) when the ingest under test runs with
+		// INGEST_DELETE_MODE=position or dv.
+		mode := os.Getenv("INGEST_DELETE_MODE")
+		position := mode == "position" || mode == "dv"
 		tasks, err := tbl.Scan().PlanFiles(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		data, eqDeletes := map[string]bool{}, map[string]bool{}
+		data, eqDeletes, posDeletes := map[string]bool{}, map[string]bool{}, map[string]bool{}
 		for _, task := range tasks {
-			data[fmt.Sprint(task.File.Partition())] = true
+			part := fmt.Sprint(task.File.Partition())
+			data[part] = true
 			for _, d := range task.EqualityDeleteFiles {
 				eqDeletes[fmt.Sprint(d.Partition())] = true
 			}
+			for _, d := range append(slices.Clone(task.DeleteFiles), task.DeletionVectorFiles...) {
+				if d.ContentType() == iceberg.EntryContentPosDeletes {
+					if fmt.Sprint(d.Partition()) != part {
+						t.Errorf("%v: position delete %s in partition %v applies to a data file in %s", tbl.Identifier(), d.FilePath(), d.Partition(), part)
+					}
+					posDeletes[fmt.Sprint(d.Partition())] = true
+				}
+			}
 		}
-		if len(data) < 2 || len(eqDeletes) < 2 {
+		switch {
+		case position && (len(data) < 2 || len(posDeletes) < 2 || len(eqDeletes) > 0):
+			t.Errorf("%v: data files in %d buckets, position deletes in %d, equality deletes in %d: want rows and position deletes spread over buckets, no equality delete", tbl.Identifier(), len(data), len(posDeletes), len(eqDeletes))
+		case !position && (len(data) < 2 || len(eqDeletes) < 2):
 			t.Errorf("%v: data files in %d buckets, equality deletes in %d: want rows and deletes spread over buckets", tbl.Identifier(), len(data), len(eqDeletes))
+		}
+		if position {
+			t.Logf("%v: position deletes in %d buckets", tbl.Identifier(), len(posDeletes))
 		}
 		t.Logf("%v: partition spec %s; data files in %d buckets, live equality deletes in %d", tbl.Identifier(), spec.String(), len(data), len(eqDeletes))
 	}

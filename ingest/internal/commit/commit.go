@@ -17,8 +17,15 @@
 //     snapshots committed since its base before trying again.
 //
 // Upserts are merge-on-read: data files for the last image of each key plus
-// equality deletes on the identifier fields for every key the batch
-// touched, in one snapshot.
+// deletes of the keys' old rows, in one snapshot. How the old rows are
+// deleted is Config.DeleteMode: equality deletes on the identifier fields
+// for every key the batch touched (DeleteEquality), or position deletes of
+// the rows the table's key index (package keyindex) finds, each against the
+// data file that holds the row, in that file's partition spec and
+// partition (DeletePosition). In position mode every attempt first brings
+// the index to the attempt's base snapshot, so a conflict with another
+// writer or a compaction rebuilds the deletes against what is there; no
+// snapshot committed in position mode holds an equality delete.
 //
 // Truncates follow source order (batch.SourceOrder, kept per row in the
 // batch.OrderColumn column): a truncate at source order T deletes the rows
@@ -56,6 +63,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/binlake/binlake/ingest/internal/batch"
+	"github.com/binlake/binlake/ingest/internal/keyindex"
 )
 
 // ErrTooManyAttempts reports that a commit did not land within
@@ -74,6 +82,13 @@ type Config struct {
 	RecordRows int
 	// Logger receives retry and lifecycle logs; nil means slog.Default().
 	Logger *slog.Logger
+	// DeleteMode is how old rows are deleted; default DeleteEquality.
+	// DeletePosition needs Index and format v2 tables, DeleteDV Index and
+	// format v3 tables.
+	DeleteMode DeleteMode
+	// Index holds the key indexes of the tables (DeletePosition and
+	// DeleteDV).
+	Index *keyindex.Store
 }
 
 // Validate checks the settings.
@@ -83,6 +98,15 @@ func (c Config) Validate() error {
 	}
 	if c.MaxBackoff > 0 && c.MinBackoff > c.MaxBackoff {
 		return errors.New("commit: min backoff above max backoff")
+	}
+	switch c.DeleteMode {
+	case "", DeleteEquality:
+	case DeletePosition, DeleteDV:
+		if c.Index == nil {
+			return fmt.Errorf("commit: delete-mode=%s needs a key index (state-dir)", c.DeleteMode)
+		}
+	default:
+		return fmt.Errorf("commit: delete-mode %q: want position, dv or equality", c.DeleteMode)
 	}
 	return nil
 }
@@ -100,6 +124,9 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.DeleteMode == "" {
+		c.DeleteMode = DeleteEquality
+	}
 	return c
 }
 
@@ -110,6 +137,10 @@ type Committer struct {
 	ident table.Identifier
 	cfg   Config
 	tbl   *table.Table
+	// idx is the table's key index in position mode (nil for a table
+	// without identifier fields: an append-only change log deletes
+	// nothing).
+	idx *keyindex.Index
 }
 
 // New loads the table ident and returns its Committer. The table must be
@@ -122,8 +153,23 @@ func New(ctx context.Context, cat catalog.Catalog, ident table.Identifier, cfg C
 	if err := c.reload(ctx); err != nil {
 		return nil, err
 	}
-	if v := c.tbl.Metadata().Version(); v < 2 {
-		return nil, fmt.Errorf("commit: table %v is format v%d, equality deletes need v2", ident, v)
+	v := c.tbl.Metadata().Version()
+	if v < 2 {
+		return nil, fmt.Errorf("commit: table %v is format v%d, row-level deletes need v2", ident, v)
+	}
+	if mode := c.cfg.DeleteMode; mode != DeleteEquality && len(c.tbl.Schema().IdentifierFieldIDs) > 0 {
+		if mode == DeletePosition && v != 2 {
+			return nil, fmt.Errorf("commit: table %v is format v%d, which takes deletion vectors, not position-delete files: "+
+				"delete-mode=position needs format v2 tables; use delete-mode=dv (or equality) for v%d tables", ident, v, v)
+		}
+		if mode == DeleteDV && v < 3 {
+			return nil, fmt.Errorf("commit: table %v is format v%d: delete-mode=dv writes deletion vectors, which need format v3 tables (table-format-version=3); use delete-mode=position (or equality) for v2 tables", ident, v)
+		}
+		idx, err := c.cfg.Index.Table(c.tbl.Metadata().TableUUID().String())
+		if err != nil {
+			return nil, fmt.Errorf("opening the key index of %v: %w", ident, err)
+		}
+		c.idx = idx
 	}
 	return c, nil
 }
@@ -157,8 +203,9 @@ type Result struct {
 	// Attempts is the number of commit attempts made (0 when nothing was
 	// to be written).
 	Attempts int
-	// Rows and Deletes count the data rows and equality-delete keys
-	// written; Truncated says the table was emptied first.
+	// Rows and Deletes count the data rows and the deletes written
+	// (equality-delete keys, or row positions in position mode);
+	// Truncated says the table was emptied first.
 	Rows, Deletes int
 	Truncated     bool
 	// Events and SkippedEvents count the batch's events committed now and
@@ -219,14 +266,19 @@ func (c *Committer) Commit(ctx context.Context, buf *batch.Buffer) (Result, erro
 			base = s.SnapshotID
 		}
 		res.Attempts = attempt
-		tbl, stage, err := c.attempt(ctx, c.tbl, buf, col, props, tprops)
+		out, stage, err := c.attempt(ctx, c.tbl, buf, col, props, tprops)
 		if err == nil {
-			c.tbl = tbl
-			if s := tbl.CurrentSnapshot(); s != nil {
+			c.tbl = out.tbl
+			if s := out.tbl.CurrentSnapshot(); s != nil {
 				res.SnapshotID = s.SnapshotID
 			}
 			res.Events, res.Offsets, res.Truncated = col.Events, offsets, col.Truncate || col.TruncateBefore > 0
-			res.Rows, res.Deletes, res.StaleEvents = len(col.Upserts), len(col.Deletes), col.Stale
+			res.Rows, res.Deletes, res.StaleEvents = len(col.Upserts), out.deletes, col.Stale
+			if err := c.applyIndex(out); err != nil {
+				// The commit landed; the index catches up from the table
+				// at the next attempt.
+				log.Warn("updating the key index failed; it catches up from the table", "error", err)
+			}
 			return res, nil
 		}
 		if errors.Is(err, batch.ErrInvalidEvent) {
@@ -252,7 +304,7 @@ func (c *Committer) Commit(ctx context.Context, buf *batch.Buffer) (Result, erro
 				log.Info("ambiguous commit landed", "snapshot_id", id)
 				res.SnapshotID = id
 				res.Events, res.Offsets, res.Truncated = col.Events, offsets, col.Truncate || col.TruncateBefore > 0
-				res.Rows, res.Deletes, res.StaleEvents = len(col.Upserts), len(col.Deletes), col.Stale
+				res.Rows, res.Deletes, res.StaleEvents = len(col.Upserts), out.deletes, col.Stale
 				return res, nil
 			}
 		}
@@ -301,18 +353,49 @@ const (
 	stageCommit                  // the catalog commit itself
 )
 
+// attempted is a landed attempt.
+type attempted struct {
+	tbl *table.Table
+	// deletes is the number of equality-delete keys or position deletes
+	// written.
+	deletes int
+	// upd is the key-index update of a position-mode commit.
+	upd *indexUpdate
+}
+
+// applyIndex records a landed position-mode commit in the key index.
+func (c *Committer) applyIndex(out attempted) error {
+	if c.idx == nil || out.upd == nil || out.upd.stale {
+		return nil
+	}
+	snap := out.tbl.CurrentSnapshot()
+	if snap == nil || snap.SnapshotID == c.idx.Snapshot() {
+		return nil // nothing but properties committed
+	}
+	return c.idx.Apply(snap, out.upd.deleted, out.upd.added, out.upd.dvs)
+}
+
 // attempt builds and commits one transaction on tbl.
-func (c *Committer) attempt(ctx context.Context, tbl *table.Table, buf *batch.Buffer, col *batch.Collapsed, props, tprops iceberg.Properties) (*table.Table, stage, error) {
+func (c *Committer) attempt(ctx context.Context, tbl *table.Table, buf *batch.Buffer, col *batch.Collapsed, props, tprops iceberg.Properties) (attempted, stage, error) {
+	var out attempted
 	conv, err := batch.NewConverter(tbl.Schema(), buf.Columns(), buf.Key(), nil)
 	if err != nil {
-		return nil, stageWrite, err
+		return out, stageWrite, err
 	}
 	if c.cfg.RecordRows > 0 {
 		conv.RecordRows = c.cfg.RecordRows
 	}
+	if c.idx != nil {
+		// The deletes are found against the attempt's base: the index
+		// must reflect it (another writer or a compaction may have
+		// changed the table since the last commit).
+		if err := c.idx.Sync(ctx, tbl); err != nil {
+			return out, stageWrite, err
+		}
+	}
 	tx := tbl.NewTransaction()
 	if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
-		return nil, stageWrite, fmt.Errorf("pinning main: %w", err)
+		return out, stageWrite, fmt.Errorf("pinning main: %w", err)
 	}
 	empty := tbl.CurrentSnapshot() == nil
 	switch {
@@ -320,46 +403,71 @@ func (c *Committer) attempt(ctx context.Context, tbl *table.Table, buf *batch.Bu
 		rdr := newReader(conv.Schema(), conv.Rows(col.Upserts))
 		defer rdr.Release()
 		if err := tx.Overwrite(ctx, rdr, props, table.WithOverwriteFilter(iceberg.AlwaysTrue{})); err != nil {
-			return nil, stageWrite, fmt.Errorf("staging truncate overwrite: %w", err)
+			return out, stageWrite, fmt.Errorf("staging truncate overwrite: %w", err)
+		}
+		if c.idx != nil {
+			out.upd = &indexUpdate{stale: true}
 		}
 	default:
+		truncated := false
 		if col.TruncateBefore > 0 && !empty {
 			if err := truncateBefore(ctx, tx, tbl, col.TruncateBefore, props); err != nil {
-				return nil, stageWrite, err
+				return out, stageWrite, err
 			}
+			truncated = true
 		}
 		var data []iceberg.DataFile
 		if len(col.Upserts) > 0 {
 			for df, err := range table.WriteRecords(ctx, tbl, conv.Schema(), conv.Rows(col.Upserts)) {
 				if err != nil {
-					return nil, stageWrite, fmt.Errorf("writing data files: %w", err)
+					return out, stageWrite, fmt.Errorf("writing data files: %w", err)
 				}
 				data = append(data, df)
 			}
 		}
-		var dels []iceberg.DataFile
-		// Deletes cannot match anything in a table without snapshots.
-		if len(col.Deletes) > 0 && !empty {
+		var dels, replaced []iceberg.DataFile
+		switch {
+		case c.idx != nil:
+			var staged *table.Table
+			if truncated {
+				st, err := tx.StagedTable()
+				if err != nil {
+					return out, stageWrite, fmt.Errorf("reading the staged truncate: %w", err)
+				}
+				staged = st.Table
+			}
+			dels, replaced, out.upd, out.deletes, err = c.positionDeletes(ctx, tbl, staged, conv, col, data)
+			if err != nil {
+				return out, stageWrite, fmt.Errorf("writing position deletes: %w", err)
+			}
+		case len(col.Deletes) > 0 && !empty:
+			// Deletes cannot match anything in a table without snapshots.
 			dels, err = tx.WriteEqualityDeletes(ctx, conv.KeyFieldIDs(), conv.Keys(col.Deletes))
 			if err != nil {
-				return nil, stageWrite, fmt.Errorf("writing equality deletes: %w", err)
+				return out, stageWrite, fmt.Errorf("writing equality deletes: %w", err)
 			}
+			out.deletes = len(col.Deletes)
 		}
 		if len(data) > 0 || len(dels) > 0 {
-			if err := tx.NewRowDelta(props).AddRows(data...).AddDeletes(dels...).Commit(ctx); err != nil {
-				return nil, stageWrite, fmt.Errorf("staging row delta: %w", err)
+			rd := tx.NewRowDelta(props).AddRows(data...).AddDeletes(dels...)
+			if len(replaced) > 0 {
+				rd = rd.RemoveDeletes(replaced...)
+			}
+			if err := rd.Commit(ctx); err != nil {
+				return out, stageWrite, fmt.Errorf("staging row delta: %w", err)
 			}
 		}
 	}
 	// The offsets also go where snapshot expiry cannot remove them, in the
 	// same commit; a commit with nothing to write carries them alone.
 	if err := tx.SetProperties(tprops); err != nil {
-		return nil, stageWrite, fmt.Errorf("staging the offsets properties: %w", err)
+		return out, stageWrite, fmt.Errorf("staging the offsets properties: %w", err)
 	}
-	out, err := tx.Commit(ctx)
+	tbl, err = tx.Commit(ctx)
 	if err != nil {
-		return nil, stageCommit, fmt.Errorf("committing to %v: %w", c.ident, err)
+		return out, stageCommit, fmt.Errorf("committing to %v: %w", c.ident, err)
 	}
+	out.tbl = tbl
 	return out, stageCommit, nil
 }
 

@@ -79,7 +79,7 @@ func createMapped(t *testing.T, cat catalog.Catalog, nsPrefix string, ordered bo
 		t.Fatalf("creating namespace: %v", err)
 	}
 	ident := table.Identifier{ns[0], "orders"}
-	if _, err := cat.CreateTable(ctx, ident, m.Schema, catalog.WithProperties(iceberg.Properties{"format-version": "2"})); err != nil {
+	if _, err := cat.CreateTable(ctx, ident, m.Schema, catalog.WithProperties(iceberg.Properties{"format-version": testFormatVersion()})); err != nil {
 		t.Fatalf("creating table: %v", err)
 	}
 	t.Cleanup(func() {
@@ -171,7 +171,7 @@ func mustCommit(t *testing.T, c *Committer, b *batch.Buffer) Result {
 func TestCommitUpsertsDeletesTruncate(t *testing.T) {
 	cat := connect(t, "")
 	ident := createTable(t, cat)
-	c, err := New(t.Context(), cat, ident, Config{})
+	c, err := New(t.Context(), cat, ident, modeConfig(t, Config{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,10 +206,17 @@ func TestCommitUpsertsDeletesTruncate(t *testing.T) {
 	if p[CommitIDKey] != res.CommitID || p[SourceGTIDKey] != "0-1-12" || p[SourceTsKey] != "1700000000012" {
 		t.Errorf("summary %v", p)
 	}
-	if p["added-equality-delete-files"] == "" {
-		t.Errorf("no equality delete files in %v", p)
+	switch c.cfg.DeleteMode {
+	case DeletePosition, DeleteDV:
+		if p["added-position-delete-files"] == "" || p["added-equality-delete-files"] != "" {
+			t.Errorf("want position and no equality delete files in %v", p)
+		}
+	default:
+		if p["added-equality-delete-files"] == "" {
+			t.Errorf("no equality delete files in %v", p)
+		}
 	}
-	fresh, err := New(t.Context(), cat, ident, Config{})
+	fresh, err := New(t.Context(), cat, ident, modeConfig(t, Config{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +331,7 @@ func TestCommitConflict(t *testing.T) {
 
 func mustNew(t *testing.T, cat catalog.Catalog, ident table.Identifier) *Committer {
 	t.Helper()
-	c, err := New(t.Context(), cat, ident, Config{MinBackoff: 10 * time.Millisecond})
+	c, err := New(t.Context(), cat, ident, modeConfig(t, Config{MinBackoff: 10 * time.Millisecond}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -414,7 +421,7 @@ func BenchmarkCommit(b *testing.B) {
 	}}
 	m, _ := schemamap.Map(row, []string{"id"})
 	ident := table.Identifier{ns[0], "orders"}
-	if _, err := cat.CreateTable(b.Context(), ident, m.Schema, catalog.WithProperties(iceberg.Properties{"format-version": "2"})); err != nil {
+	if _, err := cat.CreateTable(b.Context(), ident, m.Schema, catalog.WithProperties(iceberg.Properties{"format-version": testFormatVersion()})); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() {
@@ -422,7 +429,7 @@ func BenchmarkCommit(b *testing.B) {
 		_ = cat.DropTable(ctx, ident)
 		_ = cat.DropNamespace(ctx, ns)
 	})
-	c, err := New(b.Context(), cat, ident, Config{})
+	c, err := New(b.Context(), cat, ident, modeConfig(b, Config{}))
 	if err != nil {
 		b.Fatal(err)
 	}

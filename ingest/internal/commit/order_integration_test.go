@@ -69,11 +69,11 @@ func TestTruncateFollowsSourceOrder(t *testing.T) {
 	cat := connect(t, "")
 	ident := createOrderedTable(t, cat)
 	ctx := t.Context()
-	a, err := New(ctx, cat, ident, Config{}) // owns p1 and p2
+	a, err := New(ctx, cat, ident, modeConfig(t, Config{})) // owns p1 and p2
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := New(ctx, cat, ident, Config{}) // owns p0
+	b, err := New(ctx, cat, ident, modeConfig(t, Config{})) // owns p0
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestTruncateFollowsSourceOrder(t *testing.T) {
 func TestTruncateOfEmptyTable(t *testing.T) {
 	cat := connect(t, "")
 	ident := createOrderedTable(t, cat)
-	c, err := New(t.Context(), cat, ident, Config{})
+	c, err := New(t.Context(), cat, ident, modeConfig(t, Config{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestOffsetsSurviveSnapshotExpiry(t *testing.T) {
 	cat := connect(t, "")
 	ident := createOrderedTable(t, cat)
 	ctx := t.Context()
-	c, err := New(ctx, cat, ident, Config{})
+	c, err := New(ctx, cat, ident, modeConfig(t, Config{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestOffsetsSurviveSnapshotExpiry(t *testing.T) {
 	}
 	// A restart: a new committer replays the first batch; nothing is
 	// applied twice.
-	c2, err := New(ctx, cat, ident, Config{})
+	c2, err := New(ctx, cat, ident, modeConfig(t, Config{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,7 @@ func TestOffsetsLostStops(t *testing.T) {
 	cat := connect(t, "")
 	ident := createOrderedTable(t, cat)
 	ctx := t.Context()
-	c, err := New(ctx, cat, ident, Config{})
+	c, err := New(ctx, cat, ident, modeConfig(t, Config{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +221,7 @@ func TestOffsetsLostStops(t *testing.T) {
 		t.Fatalf("offsets %v, error %v: want ErrOffsetsLost", off, err)
 	}
 	t.Logf("error: %v", err)
-	c2, err := New(ctx, cat, ident, Config{})
+	c2, err := New(ctx, cat, ident, modeConfig(t, Config{}))
 	if err != nil {
 		t.Fatal(err)
 	}

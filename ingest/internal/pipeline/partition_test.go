@@ -8,6 +8,7 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/binlake/binlake/ingest/internal/batch"
+	"github.com/binlake/binlake/ingest/internal/commit"
 	"github.com/binlake/binlake/ingest/internal/schemamap"
 )
 
@@ -83,5 +84,43 @@ func TestBucketSpecOnlyOnKeyColumns(t *testing.T) {
 func TestSourceOrderColumnNames(t *testing.T) {
 	if batch.OrderColumn != schemamap.SourceOrderColumn {
 		t.Fatalf("batch.OrderColumn %q != schemamap.SourceOrderColumn %q", batch.OrderColumn, schemamap.SourceOrderColumn)
+	}
+}
+
+func TestParseDeleteModes(t *testing.T) {
+	d, err := ParseDeleteModes(" position ; shop.audit=equality;shop.big = dv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		db, table string
+		want      commit.DeleteMode
+	}{
+		{"shop", "audit", commit.DeleteEquality},
+		{"shop", "big", commit.DeleteDV},
+		{"shop", "orders", commit.DeletePosition},
+	} {
+		if got := d.For(c.db, c.table); got != c.want {
+			t.Errorf("%s.%s: %s, want %s", c.db, c.table, got, c.want)
+		}
+	}
+	if !d.Uses(commit.DeleteDV) || !d.Uses(commit.DeleteEquality) {
+		t.Errorf("Uses misses a mode of %v", d.Modes())
+	}
+	if m := (DeleteModes{}).For("a", "b"); m != commit.DeleteEquality {
+		t.Errorf("default %s, want equality", m)
+	}
+	if m, _ := ParseDeleteModes("shop.t=position"); m.For("a", "b") != commit.DeleteEquality || m.For("shop", "t") != commit.DeletePosition {
+		t.Errorf("an override alone changed the default or missed its table")
+	}
+	// A table's Committer gets its own mode.
+	w := &worker{p: &Pipeline{cfg: Config{DeleteModes: d, Commit: commit.Config{MaxAttempts: 3}}}, names: topicNames{db: "shop", table: "big"}}
+	if cfg := w.commitConfig(); cfg.DeleteMode != commit.DeleteDV || cfg.MaxAttempts != 3 {
+		t.Errorf("shop.big committer config %+v, want dv and the pipeline's other settings", cfg)
+	}
+	for _, bad := range []string{"cow", "position; equality", "position; t=dv", "*=dv; *=position", "a.b=dv; a.b=position", "a.b.c=dv", "a.b=merge"} {
+		if _, err := ParseDeleteModes(bad); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
 	}
 }

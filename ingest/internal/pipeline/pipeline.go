@@ -85,8 +85,12 @@ type Config struct {
 	MaxBufferedBytes int64
 	// QueueRecords is the capacity of each table's queue. Default 4096.
 	QueueRecords int
-	// Commit configures each table's Committer.
+	// Commit configures each table's Committer; its DeleteMode is replaced
+	// by the table's entry in DeleteModes.
 	Commit commit.Config
+	// DeleteModes are the tables' delete modes (default: equality for
+	// every table).
+	DeleteModes DeleteModes
 	// ShutdownTimeout bounds the final commits on shutdown. Default 30s.
 	ShutdownTimeout time.Duration
 	// SessionTimeout is the group session timeout: how long the group

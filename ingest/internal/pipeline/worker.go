@@ -86,6 +86,14 @@ type worker struct {
 	schemaOf *string
 }
 
+// commitConfig is the table's Committer configuration: the pipeline's, in
+// the table's delete mode.
+func (w *worker) commitConfig() commit.Config {
+	cfg := w.p.cfg.Commit
+	cfg.DeleteMode = w.p.cfg.DeleteModes.For(w.names.db, w.names.table)
+	return cfg
+}
+
 // changeLog reports whether the table is the append-only change log of a
 // source table without a primary key.
 func (w *worker) changeLog() bool { return w.buf != nil && w.buf.AppendOnly() }
@@ -441,7 +449,7 @@ func (w *worker) adopt(ctx context.Context, s *decode.Schema, key []string, keyl
 				keyless = len(key) == 0 && log
 			}
 		}
-		if w.committer, err = commit.New(ctx, w.p.cat, w.ident, w.p.cfg.Commit); err != nil {
+		if w.committer, err = commit.New(ctx, w.p.cat, w.ident, w.commitConfig()); err != nil {
 			return err
 		}
 		if err := checkSpec(w.committer.Table().Spec(), w.committer.Table().Schema()); err != nil {
@@ -595,7 +603,7 @@ func (w *worker) evolve(ctx context.Context, changes []schemamap.Change) error {
 		return fmt.Errorf("evolving the schema of %v: %w", w.ident, err)
 	}
 	var err error
-	if w.committer, err = commit.New(ctx, w.p.cat, w.ident, w.p.cfg.Commit); err != nil {
+	if w.committer, err = commit.New(ctx, w.p.cat, w.ident, w.commitConfig()); err != nil {
 		return err
 	}
 	for _, c := range changes {
@@ -667,7 +675,7 @@ func (w *worker) flush(ctx context.Context, reason string) error {
 			return fmt.Errorf("committing %d events to %v: %w", w.buf.Len(), w.ident, err)
 		case <-t.C:
 		}
-		if c, err := commit.New(ctx, w.p.cat, w.ident, w.p.cfg.Commit); err == nil {
+		if c, err := commit.New(ctx, w.p.cat, w.ident, w.commitConfig()); err == nil {
 			w.committer = c
 		}
 	}

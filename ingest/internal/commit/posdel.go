@@ -1,0 +1,340 @@
+package commit
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+	"github.com/apache/iceberg-go/table/dv"
+	"github.com/google/uuid"
+
+	"github.com/binlake/binlake/ingest/internal/batch"
+	"github.com/binlake/binlake/ingest/internal/keyindex"
+)
+
+// DeleteMode is how a commit deletes the old row of a key it changes or
+// deletes.
+type DeleteMode string
+
+// Delete modes.
+const (
+	// DeleteEquality writes equality-delete files on the identifier fields
+	// for every key the batch touched (format v2 and later). Some readers
+	// (pyiceberg, Snowflake, Databricks) refuse them.
+	DeleteEquality DeleteMode = "equality"
+	// DeletePosition finds each key's live row in the table's key index
+	// (package keyindex) and writes Parquet position-delete files against
+	// the data files that hold them (format v2). No snapshot it commits
+	// holds an equality delete.
+	DeletePosition DeleteMode = "position"
+	// DeleteDV finds the rows as DeletePosition does and writes deletion
+	// vectors (Puffin, format v3): one per data file, merged with and
+	// replacing the file's previous vector in the same snapshot.
+	DeleteDV DeleteMode = "dv"
+)
+
+// ParseDeleteMode parses a delete-mode setting; "" is DeleteEquality.
+func ParseDeleteMode(s string) (DeleteMode, error) {
+	switch m := DeleteMode(s); m {
+	case "":
+		return DeleteEquality, nil
+	case DeleteEquality, DeletePosition, DeleteDV:
+		return m, nil
+	}
+	return "", fmt.Errorf("delete-mode %q: want position, dv or equality", s)
+}
+
+// indexUpdate is what a position-mode attempt tells the key index once the
+// commit lands.
+type indexUpdate struct {
+	deleted [][]byte
+	added   []keyindex.Added
+	dvs     []iceberg.DataFile // deletion vectors added (dv mode)
+	// stale: the commit also changed the table in ways the update does not
+	// describe (a truncate); the index catches up from the table instead.
+	stale bool
+}
+
+// positionDeletes finds, through the key index, the live rows of the keys
+// col deletes or upserts, and writes the position-delete files that remove
+// them, each in the partition (and spec) of the data file it targets. tbl
+// is the attempt's base, with which the index must be synced; staged is
+// non-nil when the transaction already removes data files (a truncate),
+// whose rows need no delete. data are the data files the attempt adds.
+//
+// In dv mode the deletes are deletion vectors, and the vectors they
+// replace (to be removed in the same snapshot) are returned too.
+func (c *Committer) positionDeletes(ctx context.Context, tbl *table.Table, staged *table.Table, conv *batch.Converter, col *batch.Collapsed, data []iceberg.DataFile) (dels, replaced []iceberg.DataFile, upd *indexUpdate, n int, err error) {
+	upd = &indexUpdate{stale: col.Truncate || col.TruncateBefore > 0}
+	if len(col.Deletes) > 0 {
+		for rec, err := range conv.Keys(col.Deletes) {
+			if err != nil {
+				return nil, nil, nil, 0, err
+			}
+			var keys [][]byte
+			keys, err = keyindex.EncodeKeys(rec.Columns())
+			rec.Release()
+			if err != nil {
+				return nil, nil, nil, 0, err
+			}
+			upd.deleted = append(upd.deleted, keys...)
+		}
+	}
+	var remaining map[string]iceberg.DataFile
+	if staged != nil {
+		if remaining, err = keyindex.LiveFiles(staged); err != nil {
+			return nil, nil, nil, 0, fmt.Errorf("listing the data files left by the truncate: %w", err)
+		}
+	}
+	targets := map[string]*target{}
+	locs, found, err := c.idx.LookupAll(upd.deleted)
+	if err != nil {
+		return nil, nil, nil, 0, err
+	}
+	for i, loc := range locs {
+		if !found[i] {
+			continue
+		}
+		p := loc.File.FilePath()
+		if remaining != nil {
+			if _, kept := remaining[p]; !kept {
+				continue // the truncate drops the whole file
+			}
+		}
+		t := targets[p]
+		if t == nil {
+			t = &target{file: loc.File}
+			targets[p] = t
+		}
+		t.pos = append(t.pos, loc.Pos)
+	}
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, nil, nil, 0, err
+	}
+	for _, df := range data {
+		keys, err := keyindex.ReadKeys(ctx, fsys, df, tbl.Schema().IdentifierFieldIDs)
+		if err != nil {
+			return nil, nil, nil, 0, fmt.Errorf("reading back the keys of the new data file: %w", err)
+		}
+		if int64(len(keys)) != df.Count() {
+			return nil, nil, nil, 0, fmt.Errorf("data file %s holds %d rows, its keys %d", df.FilePath(), df.Count(), len(keys))
+		}
+		upd.added = append(upd.added, keyindex.Added{File: df, Keys: keys})
+	}
+	if c.cfg.DeleteMode == DeleteDV {
+		existing := c.idx.DV
+		if staged != nil {
+			// The truncate may have written vectors of its own.
+			live, err := keyindex.LiveDVs(staged)
+			if err != nil {
+				return nil, nil, nil, 0, fmt.Errorf("listing the deletion vectors left by the truncate: %w", err)
+			}
+			existing = func(p string) (iceberg.DataFile, bool) { d, ok := live[p]; return d, ok }
+		}
+		dels, replaced, n, err = writeDVs(ctx, tbl, fsys, targets, existing)
+		upd.dvs = dels
+		return dels, replaced, upd, n, err
+	}
+	dels, n, err = writePositionDeletes(ctx, tbl, fsys, targets)
+	if err != nil {
+		return nil, nil, nil, 0, err
+	}
+	return dels, nil, upd, n, nil
+}
+
+type target struct {
+	file iceberg.DataFile
+	pos  []int64
+}
+
+// writePositionDeletes writes one position-delete file per partition (spec
+// id and partition values) of the targeted data files, rows sorted by
+// (file_path, pos) as the spec requires. It returns the files and the
+// number of positions.
+func writePositionDeletes(ctx context.Context, tbl *table.Table, fsys icebergio.IO, targets map[string]*target) ([]iceberg.DataFile, int, error) {
+	if len(targets) == 0 {
+		return nil, 0, nil
+	}
+	wfs, ok := fsys.(icebergio.WriteFileIO)
+	if !ok {
+		return nil, 0, fmt.Errorf("the table's file IO cannot write files")
+	}
+	lp, err := tbl.LocationProvider()
+	if err != nil {
+		return nil, 0, err
+	}
+	groups := map[string][]*target{}
+	for _, t := range targets {
+		g := partitionKey(t.file)
+		groups[g] = append(groups[g], t)
+	}
+	names := slices.Sorted(maps.Keys(groups))
+	write := uuid.NewString()
+	var out []iceberg.DataFile
+	total := 0
+	for n, g := range names {
+		ts := groups[g]
+		slices.SortFunc(ts, func(a, b *target) int { return strings.Compare(a.file.FilePath(), b.file.FilePath()) })
+		first := ts[0].file
+		spec := tbl.Metadata().PartitionSpecByID(int(first.SpecID()))
+		if spec == nil {
+			return nil, 0, fmt.Errorf("data file %s has partition spec %d, which the table does not have", first.FilePath(), first.SpecID())
+		}
+		rec, rows := positionRecord(ts)
+		body, fm, err := encodeParquet(rec)
+		rec.Release()
+		if err != nil {
+			return nil, 0, fmt.Errorf("encoding position deletes: %w", err)
+		}
+		path := lp.NewDataLocation(fmt.Sprintf("%s-%05d-deletes.parquet", write, n))
+		if err := ctx.Err(); err != nil {
+			return nil, 0, err
+		}
+		if err := wfs.WriteFile(path, body); err != nil {
+			return nil, 0, fmt.Errorf("writing position-delete file %s: %w", path, err)
+		}
+		props := maps.Clone(tbl.Properties())
+		if props == nil {
+			props = iceberg.Properties{}
+		}
+		props[table.MetricsModeColumnConfPrefix+".file_path"] = "full"
+		args := table.DataFileArgs{
+			Schema:        iceberg.PositionalDeleteSchema,
+			Spec:          *spec,
+			Format:        iceberg.ParquetFile,
+			Metadata:      fm,
+			FilePath:      path,
+			FileSize:      int64(len(body)),
+			Content:       iceberg.EntryContentPosDeletes,
+			Properties:    props,
+			FormatVersion: tbl.Metadata().Version(),
+		}
+		if !spec.IsUnpartitioned() {
+			args.PartitionValues = first.Partition()
+		}
+		if len(ts) == 1 {
+			p := first.FilePath()
+			args.ReferencedDataFile = &p
+		}
+		df, err := table.DataFileFromMetadata(args)
+		if err != nil {
+			return nil, 0, fmt.Errorf("describing position-delete file %s: %w", path, err)
+		}
+		out = append(out, df)
+		total += rows
+	}
+	return out, total, nil
+}
+
+// partitionKey names a data file's partition: its spec id and partition
+// values.
+func partitionKey(df iceberg.DataFile) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d", df.SpecID())
+	part := df.Partition()
+	for _, id := range slices.Sorted(maps.Keys(part)) {
+		fmt.Fprintf(&b, "/%d=%#v", id, part[id])
+	}
+	return b.String()
+}
+
+func positionRecord(ts []*target) (arrow.RecordBatch, int) {
+	b := array.NewRecordBuilder(memory.DefaultAllocator, table.PositionalDeleteArrowSchema)
+	defer b.Release()
+	paths := b.Field(0).(*array.StringBuilder)
+	pos := b.Field(1).(*array.Int64Builder)
+	rows := 0
+	for _, t := range ts {
+		slices.Sort(t.pos)
+		t.pos = slices.Compact(t.pos)
+		for _, p := range t.pos {
+			paths.Append(t.file.FilePath())
+			pos.Append(p)
+			rows++
+		}
+	}
+	return b.NewRecordBatch(), rows
+}
+
+func encodeParquet(rec arrow.RecordBatch) ([]byte, *metadata.FileMetaData, error) {
+	var buf bytes.Buffer
+	w, err := pqarrow.NewFileWriter(rec.Schema(), &buf,
+		parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd)),
+		pqarrow.DefaultWriterProps())
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := w.Write(rec); err != nil {
+		return nil, nil, err
+	}
+	if err := w.Close(); err != nil {
+		return nil, nil, err
+	}
+	fm, err := w.FileMetadata()
+	if err != nil {
+		return nil, nil, err
+	}
+	return buf.Bytes(), fm, nil
+}
+
+// writeDVs writes one Puffin file holding a deletion vector per targeted
+// data file: its new positions, plus those of the file's live vector
+// (existing), which it replaces. It returns the new vectors, the replaced
+// ones and the number of new positions.
+func writeDVs(ctx context.Context, tbl *table.Table, fsys icebergio.IO, targets map[string]*target, existing func(string) (iceberg.DataFile, bool)) ([]iceberg.DataFile, []iceberg.DataFile, int, error) {
+	if len(targets) == 0 {
+		return nil, nil, 0, nil
+	}
+	wfs, ok := fsys.(icebergio.WriteFileIO)
+	if !ok {
+		return nil, nil, 0, fmt.Errorf("the table's file IO cannot write files")
+	}
+	lp, err := tbl.LocationProvider()
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	meta := tbl.Metadata()
+	w := dv.NewDVWriter(wfs, func(id int32) *iceberg.PartitionSpec { return meta.PartitionSpecByID(int(id)) })
+	var replaced []iceberg.DataFile
+	n := 0
+	for _, p := range slices.Sorted(maps.Keys(targets)) {
+		t := targets[p]
+		if old, ok := existing(p); ok {
+			bm, err := dv.ReadDV(fsys, old)
+			if err != nil {
+				return nil, nil, 0, fmt.Errorf("reading the deletion vector %s of %s: %w", old.FilePath(), p, err)
+			}
+			w.Load(p, bm, t.file.SpecID(), t.file.Partition())
+			replaced = append(replaced, old)
+		}
+		slices.Sort(t.pos)
+		t.pos = slices.Compact(t.pos)
+		if err := w.Add(p, t.pos, t.file.SpecID(), t.file.Partition()); err != nil {
+			return nil, nil, 0, fmt.Errorf("adding deletes of %s: %w", p, err)
+		}
+		n += len(t.pos)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, 0, err
+	}
+	loc := lp.NewDataLocation(uuid.NewString() + "-dv.puffin")
+	added, err := w.Flush(ctx, loc)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("writing deletion vectors %s: %w", loc, err)
+	}
+	return added, replaced, n, nil
+}

@@ -1,0 +1,154 @@
+package keyindex
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+	"github.com/cockroachdb/pebble/v2"
+)
+
+func build(t *testing.T, dt arrow.DataType, vals ...any) arrow.Array {
+	t.Helper()
+	b := array.NewBuilder(memory.DefaultAllocator, dt)
+	defer b.Release()
+	for _, v := range vals {
+		switch bb := b.(type) {
+		case *array.Int32Builder:
+			bb.Append(v.(int32))
+		case *array.Int64Builder:
+			bb.Append(v.(int64))
+		case *array.StringBuilder:
+			bb.Append(v.(string))
+		case *array.LargeStringBuilder:
+			bb.Append(v.(string))
+		default:
+			t.Fatalf("no builder for %s", dt)
+		}
+	}
+	return b.NewArray()
+}
+
+func keys(t *testing.T, cols ...arrow.Array) [][]byte {
+	t.Helper()
+	k, err := EncodeKeys(cols)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// TestEncodeKeys: the same key in another Arrow layout (a widened int
+// column, a large string) encodes the same; composite keys do not run
+// into each other.
+func TestEncodeKeys(t *testing.T) {
+	a := keys(t, build(t, arrow.PrimitiveTypes.Int32, int32(7)))
+	b := keys(t, build(t, arrow.PrimitiveTypes.Int64, int64(7)))
+	if !bytes.Equal(a[0], b[0]) {
+		t.Errorf("int32 7 and int64 7 encode differently")
+	}
+	s := keys(t, build(t, arrow.BinaryTypes.String, "x"))
+	ls := keys(t, build(t, arrow.BinaryTypes.LargeString, "x"))
+	if !bytes.Equal(s[0], ls[0]) {
+		t.Errorf("string and large string encode differently")
+	}
+	c := keys(t, build(t, arrow.BinaryTypes.String, "a", "ab"), build(t, arrow.BinaryTypes.String, "bc", "c"))
+	if bytes.Equal(c[0], c[1]) {
+		t.Errorf(`("a","bc") and ("ab","c") encode the same`)
+	}
+	n := keys(t, build(t, arrow.PrimitiveTypes.Int64, int64(1)))
+	if bytes.Equal(n[0], s[0]) {
+		t.Errorf("different types encode the same")
+	}
+}
+
+// TestDirtyIndexIsWiped: an index left marked dirty (a crash during a
+// catch-up) comes back empty, for the next Sync to rebuild.
+func TestDirtyIndexIsWiped(t *testing.T) {
+	dir := t.TempDir()
+	st, err := Open(Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := st.Table("00000000-0000-0000-0000-000000000001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	df, err := iceberg.NewDataFileBuilder(*iceberg.UnpartitionedSpec, iceberg.EntryContentData, "s3://b/t/data/f.parquet", iceberg.ParquetFile, nil, nil, nil, 1, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x.loaded = true // as after a Sync of a table without snapshots
+	if err := x.Apply(&table.Snapshot{SnapshotID: 5, SequenceNumber: 1}, nil, []Added{{File: df.Build(), Keys: [][]byte{[]byte("k")}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := x.Lookup([]byte("k")); err != nil || !ok {
+		t.Fatalf("lookup after apply: %v %v", ok, err)
+	}
+	reopen := func() *Index {
+		t.Helper()
+		if err := st.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if st, err = Open(Config{Dir: dir}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = st.Close() })
+		x, err := st.Table("00000000-0000-0000-0000-000000000001")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	x = reopen()
+	if x.Snapshot() != 5 || len(x.files) != 1 {
+		t.Fatalf("reopened index at snapshot %d with %d files; want 5 and 1", x.Snapshot(), len(x.files))
+	}
+	x.meta.Dirty = true
+	if err := x.commit(func(*pebble.Batch) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	x = reopen()
+	if x.Snapshot() != 0 || len(x.files) != 0 {
+		t.Fatalf("dirty index reopened at snapshot %d with %d files; want it wiped", x.Snapshot(), len(x.files))
+	}
+	v, closer, err := x.db.Get(x.key(spaceKey, []byte("k")))
+	if err == nil {
+		closer.Close()
+		t.Fatalf("key entry %x survived the wipe", v)
+	}
+}
+
+// TestLockedStoreIsNotRemoved: a state-dir in use is refused, never taken
+// for corrupt and wiped.
+func TestLockedStoreIsNotRemoved(t *testing.T) {
+	dir := t.TempDir()
+	st, err := Open(Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	x, err := st.Table("00000000-0000-0000-0000-000000000002")
+	if err != nil {
+		t.Fatal(err)
+	}
+	x.loaded = true
+	if err := x.Apply(&table.Snapshot{SnapshotID: 7, SequenceNumber: 1}, nil, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(Config{Dir: dir}); err == nil {
+		t.Fatal("a second Open of a store in use succeeded")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "LOCK")); err != nil {
+		t.Fatalf("the store in use was removed: %v", err)
+	}
+	if x.Snapshot() != 7 {
+		t.Fatalf("index at snapshot %d after the refused Open, want 7", x.Snapshot())
+	}
+}

@@ -1,0 +1,87 @@
+package pipeline
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/binlake/binlake/ingest/internal/commit"
+)
+
+// DeleteModes are the delete modes of the tables: one for every table and
+// overrides by source table ("<db>.<table>", as in the topic name).
+type DeleteModes struct {
+	all    commit.DeleteMode
+	tables map[string]commit.DeleteMode
+}
+
+// ParseDeleteModes reads the --delete-mode setting: a mode for every table
+// ("position", "dv" or "equality"; "" is equality), optionally followed by
+// ';'-separated overrides "<db>.<table>=<mode>", e.g.
+// "position; shop.audit=equality". The first entry may also be "*=<mode>".
+func ParseDeleteModes(s string) (DeleteModes, error) {
+	out := DeleteModes{all: commit.DeleteEquality, tables: map[string]commit.DeleteMode{}}
+	allSet := false
+	for i, entry := range strings.Split(s, ";") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		target, mode, ok := strings.Cut(entry, "=")
+		if !ok {
+			if i != 0 {
+				return out, fmt.Errorf("delete-mode entry %q: only the first entry may omit the table (<db>.<table>=<mode>)", entry)
+			}
+			target, mode = "*", entry
+		}
+		target, mode = strings.TrimSpace(target), strings.TrimSpace(mode)
+		m, err := commit.ParseDeleteMode(mode)
+		if err != nil {
+			return out, err
+		}
+		if target == "*" {
+			if allSet {
+				return out, fmt.Errorf("delete-mode: the mode of every table is given twice")
+			}
+			out.all, allSet = m, true
+			continue
+		}
+		if db, tbl, ok := strings.Cut(target, "."); !ok || db == "" || tbl == "" || strings.Contains(tbl, ".") {
+			return out, fmt.Errorf("delete-mode entry %q: the table must be <db>.<table>", entry)
+		}
+		if _, dup := out.tables[target]; dup {
+			return out, fmt.Errorf("delete-mode: %s given twice", target)
+		}
+		out.tables[target] = m
+	}
+	return out, nil
+}
+
+// For returns the delete mode of the source table db.table.
+func (d DeleteModes) For(db, table string) commit.DeleteMode {
+	if m, ok := d.tables[db+"."+table]; ok {
+		return m
+	}
+	if d.all == "" {
+		return commit.DeleteEquality
+	}
+	return d.all
+}
+
+// Modes returns every mode in use, the default first.
+func (d DeleteModes) Modes() []commit.DeleteMode {
+	out := []commit.DeleteMode{d.For("", "")}
+	for _, m := range d.tables {
+		out = append(out, m)
+	}
+	return out
+}
+
+// Uses reports whether some table uses mode m.
+func (d DeleteModes) Uses(m commit.DeleteMode) bool {
+	for _, x := range d.Modes() {
+		if x == m {
+			return true
+		}
+	}
+	return false
+}
