@@ -23,6 +23,7 @@ ICEBERG_REST_VERSION=1.10.1    # last release whose iceberg-open-api main jar is
 APICURIO_VERSION=3.3.3         # needs Java 21+; 3.0.9 runs on Java 17 (fallback below)
 APICURIO_VERSION_JAVA17=3.0.9
 MINIO_MODULE=github.com/minio/minio@latest
+PYICEBERG_VERSION=0.12.0       # test reader (PyPI), installed in a venv under $STACK/python
 
 # Ports (fixed, non-default, loopback only).
 MARIADB_PORT=13306
@@ -394,7 +395,22 @@ export BINLAKE_S3_BUCKET='$WAREHOUSE_BUCKET'
 export AWS_ACCESS_KEY_ID='$MINIO_USER'
 export AWS_SECRET_ACCESS_KEY='$MINIO_PASSWORD'
 export AWS_REGION='us-east-1'
+export BINLAKE_PYTHON='$STACK/python/bin/python'
 EOF
+}
+
+# python_up installs the Python test reader (pyiceberg) in a venv under
+# $STACK/python; the tests run it as $BINLAKE_PYTHON.
+python_up() {
+  local venv=$STACK/python
+  if [[ -x $venv/bin/python ]] && "$venv/bin/python" -c "import pyiceberg, pyarrow, sys; sys.exit(pyiceberg.__version__ != '$PYICEBERG_VERSION')" 2>/dev/null; then
+    return
+  fi
+  command -v python3 >/dev/null || die "python3 is needed for the pyiceberg test reader"
+  log "installing pyiceberg $PYICEBERG_VERSION into $venv"
+  python3 -m venv "$venv" || die "python3 -m venv $venv failed (Debian: apt-get install python3-venv)"
+  "$venv/bin/pip" install -q --disable-pip-version-check "pyiceberg[pyarrow]==$PYICEBERG_VERSION" >"$STACK/logs/pip.log" 2>&1 ||
+    die "pip install pyiceberg[pyarrow]==$PYICEBERG_VERSION failed; see $STACK/logs/pip.log"
 }
 
 cmd_up() {
@@ -407,6 +423,7 @@ cmd_up() {
   kafka_up
   registry_up
   iceberg_up
+  python_up
   log "stack up in $((SECONDS - t0))s"
 }
 

@@ -204,14 +204,20 @@ func readPyIceberg(t *testing.T, ident table.Identifier) map[int64]string {
 func pyIceberg(t *testing.T, ident table.Identifier) (map[int64]string, error) {
 	t.Helper()
 	testenv.IcebergEnv(t) // skips without the stack
-	cmd := exec.CommandContext(t.Context(), "python3", "-c", pyScan, ident[0], ident[1])
+	// stack.sh installs pyiceberg in a venv and names its interpreter
+	// BINLAKE_PYTHON; without it, python3 must have pyiceberg itself.
+	python := os.Getenv("BINLAKE_PYTHON")
+	if python == "" {
+		python = "python3"
+	}
+	cmd := exec.CommandContext(t.Context(), python, "-c", pyScan, ident[0], ident[1])
 	out, err := cmd.Output()
 	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
 			return nil, fmt.Errorf("pyiceberg: %w\n%s", err, ee.Stderr)
 		}
-		return nil, fmt.Errorf("pyiceberg (pip install 'pyiceberg[pyarrow]==0.12.*'): %w", err)
+		return nil, fmt.Errorf("pyiceberg with %s (deploy/local/stack.sh up installs it and exports BINLAKE_PYTHON): %w", python, err)
 	}
 	got := map[int64]string{}
 	dec := json.NewDecoder(bytes.NewReader(out))
