@@ -37,8 +37,12 @@ func prefixTopics(t *testing.T, prefix string) map[string]int64 {
 // storedPositions counts the records of the offsets topic keyed by id.
 func storedPositions(t *testing.T, id string) int {
 	t.Helper()
+	// Control records are kept: the topic is written in transactions, so
+	// its end offset is a commit marker's, which a reader must see to know
+	// it has reached the end.
 	cl, err := kgo.NewClient(kgo.SeedBrokers(testenv.KafkaBrokers(t)...),
-		kgo.ConsumeTopics("__binlake-capture-offsets"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		kgo.ConsumeTopics("__binlake-capture-offsets"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.KeepControlRecords())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,9 +55,13 @@ func storedPositions(t *testing.T, id string) int {
 	ends.Each(func(o kadm.ListedOffset) { want[o.Partition] = o.Offset })
 	n := 0
 	testenv.Eventually(t, 60*time.Second, 10*time.Millisecond, func() bool {
-		fs := cl.PollRecords(t.Context(), 10000)
+		// A bounded poll: with nothing more to read, the wait below
+		// must still see its deadline.
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		fs := cl.PollRecords(ctx, 10000)
+		cancel()
 		fs.EachRecord(func(r *kgo.Record) {
-			if string(r.Key) == id {
+			if !r.Attrs.IsControl() && string(r.Key) == id {
 				n++
 			}
 			if r.Offset+1 >= want[r.Partition] {
