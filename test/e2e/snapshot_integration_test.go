@@ -328,9 +328,12 @@ func runSnapshot(t *testing.T, kills, chunk int) {
 			out := p.fullLog(t)
 			return p.exited() || strings.Contains(out, "snapshot: running") || strings.Contains(out, "snapshot: done")
 		}, "capture to take up the snapshot")
-		// Up to 1.5 s: some kills land before the first chunk commits,
-		// most after a few, so resumes start from different progress.
-		time.Sleep(time.Duration(50+rng.IntN(1500)) * time.Millisecond)
+		// Up to 2.25 s: some kills land before the first chunk commits,
+		// most after a few, so resumes start from different progress (a
+		// restarted capture takes about a second to commit its first
+		// chunk; with at most 1.55 s, 10 of 12 kills once landed before
+		// it).
+		time.Sleep(time.Duration(50+rng.IntN(2200)) * time.Millisecond)
 		if p.exited() {
 			t.Fatalf("capture exited on its own before kill %d: %v\n%s", i, p.err, p.output())
 		}
