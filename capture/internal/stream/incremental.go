@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"log/slog"
 	"slices"
 	"time"
 
@@ -76,43 +75,12 @@ type TableLists struct {
 	TableExclude    string `json:"table_exclude,omitempty"`
 }
 
-// adhoc decides which ad-hoc snapshot runs: it acts on the signals
-// received (execute-, stop-, pause- and resume-snapshot, log), queues the
-// tables requested while the initial snapshot runs, and keeps the offset
-// of the last signal acted on. The reconciler of the running snapshot does
-// the reading.
-//
-// Rules:
-//   - Signals are acted on only at binlog transaction boundaries, and each
-//     signal's effect (the snapshot's tables, its pause) and its offset
-//     are stored with the same commit (markDirty), so a signal is acted on
-//     once, after a crash too; a signal that cannot be acted on is skipped
-//     and its offset stored all the same, except when the source cannot be
-//     reached (then it is read again after the restart).
-//   - One snapshot runs at a time: tables requested during the initial
-//     snapshot wait for it; tables requested during an ad-hoc one join it
-//     (none twice).
-//   - A pause applies to the snapshot it paused.
-type adhoc struct {
+// incrState is the Stream's ad-hoc snapshot state outside the running snapRun.
+type incrState struct {
 	cfg          IncrementalConfig
-	loop         adhocLoop
-	log          *slog.Logger
-	prefix       string             // topic.prefix: the connector signals are for
 	queued       *snapshot.Progress // waits for the initial snapshot
 	paused       bool
 	signalOffset *int64
-}
-
-// adhocLoop is what adhoc needs of the loop.
-type adhocLoop interface {
-	// snapshot is the snapshot running (nil: none), setSnapshot replaces it.
-	snapshot() *reconciler
-	setSnapshot(r *reconciler)
-	// newReconciler returns a reconciler of cfg's snapshot in the loop.
-	newReconciler(cfg SnapshotConfig) *reconciler
-	// markDirty makes the next commit store the state, opening a
-	// transaction if none is open.
-	markDirty() error
 }
 
 // EnableIncremental turns on ad-hoc snapshots; call it before Run. A
@@ -122,30 +90,30 @@ func (s *Stream) EnableIncremental(cfg IncrementalConfig) {
 	if cfg.ChunkRows <= 0 {
 		cfg.ChunkRows = 10000
 	}
-	in := &adhoc{cfg: cfg, loop: s, log: s.log, prefix: s.cfg.Prefix, paused: cfg.Resume.IncrementalPaused, signalOffset: cfg.Resume.SignalOffset}
+	in := &incrState{cfg: cfg, paused: cfg.Resume.IncrementalPaused, signalOffset: cfg.Resume.SignalOffset}
 	s.incr = in
 	if p := cfg.Resume.Incremental; p != nil && !p.Done() {
 		prog := *p
 		if s.snap != nil && !s.snap.done {
 			in.queued = &prog
 		} else {
-			s.snap = in.newRun(prog)
+			s.snap = s.newIncrementalRun(prog)
 			s.log.Info("incremental snapshot: resuming", "tables", len(prog.Tables), "table_index", prog.Table,
 				"rows_emitted", prog.Rows, "paused", in.paused)
 		}
 	}
 }
 
-func (a *adhoc) newRun(p snapshot.Progress) *reconciler {
-	r := a.loop.newReconciler(SnapshotConfig{DB: a.cfg.DB, Progress: p, ChunkRows: a.cfg.ChunkRows, ReadAhead: a.cfg.ReadAhead})
+func (s *Stream) newIncrementalRun(p snapshot.Progress) *snapRun {
+	r := newSnapRun(SnapshotConfig{DB: s.incr.cfg.DB, Progress: p, ChunkRows: s.incr.cfg.ChunkRows, ReadAhead: s.incr.cfg.ReadAhead})
 	r.incremental = true
 	return r
 }
 
-// running returns the running incremental snapshot, if any.
-func (a *adhoc) running() *reconciler {
-	if r := a.loop.snapshot(); r != nil && r.incremental && !r.done {
-		return r
+// incrementalRunning returns the running incremental snapshot, if any.
+func (s *Stream) incrementalRunning() *snapRun {
+	if s.snap != nil && s.snap.incremental && !s.snap.done {
+		return s.snap
 	}
 	return nil
 }
@@ -153,53 +121,40 @@ func (a *adhoc) running() *reconciler {
 // incrPaused reports whether the incremental snapshot must not read chunks.
 func (s *Stream) incrPaused() bool { return s.incr != nil && s.incr.paused }
 
-// snapshotPaused is incrPaused (the reconciler's snapLoop).
-func (s *Stream) snapshotPaused() bool { return s.incrPaused() }
-
 // pollsSignals reports whether the loop must wake up for signals when idle.
 func (s *Stream) pollsSignals() bool { return s.incr != nil && s.incr.cfg.Signals != nil }
 
-// snapshot is the snapshot running (adhoc's adhocLoop).
-func (s *Stream) snapshot() *reconciler { return s.snap }
-
-// setSnapshot replaces the snapshot running (adhoc's adhocLoop).
-func (s *Stream) setSnapshot(r *reconciler) { s.snap = r }
-
-// newReconciler returns a reconciler in this loop (adhoc's adhocLoop).
-func (s *Stream) newReconciler(cfg SnapshotConfig) *reconciler { return newReconciler(cfg, s) }
-
-var _ adhocLoop = (*Stream)(nil)
-
-// step runs at a binlog transaction boundary: it acts on the signals
+// signalStep runs at a binlog transaction boundary: it acts on the signals
 // received and starts a queued incremental snapshot once the initial one
-// is done. a may be nil (no ad-hoc snapshots).
-func (a *adhoc) step(ctx context.Context) error {
-	if a == nil {
+// is done.
+func (s *Stream) signalStep(ctx context.Context) error {
+	in := s.incr
+	if in == nil {
 		return nil
 	}
 loop:
-	for a.cfg.Signals != nil {
+	for in.cfg.Signals != nil {
 		select {
-		case rec, ok := <-a.cfg.Signals:
+		case rec, ok := <-in.cfg.Signals:
 			if !ok {
-				a.cfg.Signals = nil
+				in.cfg.Signals = nil
 				break loop
 			}
-			if err := a.onSignal(ctx, rec); err != nil {
+			if err := s.onSignal(ctx, rec); err != nil {
 				return err
 			}
 		default:
 			break loop
 		}
 	}
-	if r := a.loop.snapshot(); a.queued != nil && (r == nil || r.done) {
-		p := *a.queued
-		a.queued = nil
-		a.loop.setSnapshot(a.newRun(p))
-		a.log.Info("incremental snapshot: starting", "tables", len(p.Tables), "paused", a.paused)
+	if in.queued != nil && (s.snap == nil || s.snap.done) {
+		p := *in.queued
+		in.queued = nil
+		s.snap = s.newIncrementalRun(p)
+		s.log.Info("incremental snapshot: starting", "tables", len(p.Tables), "paused", in.paused)
 	}
-	if a.queued == nil && a.running() == nil {
-		a.paused = false // a pause applies to the snapshot it paused
+	if in.queued == nil && s.incrementalRunning() == nil {
+		in.paused = false // a pause applies to the snapshot it paused
 	}
 	return nil
 }
@@ -208,21 +163,21 @@ loop:
 // commit. A signal that cannot be parsed or names nothing captured is
 // logged and skipped; only a failure to reach the source is an error (the
 // signal is then read again after the restart).
-func (a *adhoc) onSignal(ctx context.Context, rec signal.Record) error {
-	sig, err := signal.Parse(a.prefix, rec.Key, rec.Value)
+func (s *Stream) onSignal(ctx context.Context, rec signal.Record) error {
+	sig, err := signal.Parse(s.cfg.Prefix, rec.Key, rec.Value)
 	switch {
 	case errors.Is(err, signal.ErrOtherConnector):
-		a.log.Info("signal skipped: it is for another connector", "offset", rec.Offset, "reason", err.Error())
+		s.log.Info("signal skipped: it is for another connector", "offset", rec.Offset, "reason", err.Error())
 	case err != nil:
-		a.log.Warn("signal skipped", "offset", rec.Offset, "signal_id", sig.ID, "signal_type", sig.Type, "error", err.Error())
+		s.log.Warn("signal skipped", "offset", rec.Offset, "signal_id", sig.ID, "signal_type", sig.Type, "error", err.Error())
 	default:
-		if err := a.apply(ctx, rec.Offset, sig); err != nil {
+		if err := s.applySignal(ctx, rec.Offset, sig); err != nil {
 			return err
 		}
 	}
 	off := rec.Offset
-	a.signalOffset = &off
-	return a.loop.markDirty()
+	s.incr.signalOffset = &off
+	return s.markDirty()
 }
 
 // markDirty opens a transaction so the state is stored with the next commit.
@@ -235,16 +190,16 @@ func (s *Stream) markDirty() error {
 	return nil
 }
 
-func (a *adhoc) apply(ctx context.Context, offset int64, sig signal.Signal) error {
+func (s *Stream) applySignal(ctx context.Context, offset int64, sig signal.Signal) error {
 	attrs := []any{"offset", offset, "signal_id", sig.ID}
 	switch sig.Type {
 	case signal.TypeExecuteSnapshot:
 		m, err := signal.NewMatcher(sig.Collections)
 		if err != nil {
-			a.log.Warn("signal skipped", append(attrs, "error", err.Error())...)
+			s.log.Warn("signal skipped", append(attrs, "error", err.Error())...)
 			return nil
 		}
-		all, err := a.cfg.Tables(ctx)
+		all, err := s.incr.cfg.Tables(ctx)
 		if err != nil {
 			return err
 		}
@@ -255,37 +210,38 @@ func (a *adhoc) apply(ctx context.Context, offset int64, sig signal.Signal) erro
 			}
 		}
 		if miss := m.Unmatched(all); len(miss) > 0 {
-			a.log.Warn("signal: data-collections entries match no captured table", append(attrs, "entries", miss)...)
+			s.log.Warn("signal: data-collections entries match no captured table", append(attrs, "entries", miss)...)
 		}
 		if len(tables) == 0 {
-			a.log.Warn("signal skipped: execute-snapshot matches no captured table", attrs...)
+			s.log.Warn("signal skipped: execute-snapshot matches no captured table", attrs...)
 			return nil
 		}
-		a.log.Info("signal: execute-snapshot", append(attrs, "tables", tables)...)
-		a.add(tables)
+		s.log.Info("signal: execute-snapshot", append(attrs, "tables", tables)...)
+		s.addIncremental(tables)
 	case signal.TypeStopSnapshot:
-		a.log.Info("signal: stop-snapshot", append(attrs, "data_collections", sig.Collections)...)
-		return a.stop(sig.Collections)
+		s.log.Info("signal: stop-snapshot", append(attrs, "data_collections", sig.Collections)...)
+		return s.stopIncremental(sig.Collections)
 	case signal.TypePauseSnapshot:
-		if a.queued == nil && a.running() == nil {
-			a.log.Warn("signal skipped: pause-snapshot while no incremental snapshot runs", attrs...)
+		if s.incr.queued == nil && s.incrementalRunning() == nil {
+			s.log.Warn("signal skipped: pause-snapshot while no incremental snapshot runs", attrs...)
 			return nil
 		}
-		a.log.Info("signal: pause-snapshot", attrs...)
-		a.paused = true
+		s.log.Info("signal: pause-snapshot", attrs...)
+		s.incr.paused = true
 	case signal.TypeResumeSnapshot:
-		a.log.Info("signal: resume-snapshot", attrs...)
-		a.paused = false
+		s.log.Info("signal: resume-snapshot", attrs...)
+		s.incr.paused = false
 	case signal.TypeLog:
-		a.log.Info("signal: log", append(attrs, "message", sig.Message)...)
+		s.log.Info("signal: log", append(attrs, "message", sig.Message)...)
 	}
 	return nil
 }
 
 // addIncremental adds tables to the running incremental snapshot, or to
 // the queued one; a table already waiting to be read is not added twice.
-func (a *adhoc) add(tables []string) {
-	if r := a.running(); r != nil {
+func (s *Stream) addIncremental(tables []string) {
+	in := s.incr
+	if r := s.incrementalRunning(); r != nil {
 		rest := r.prog.Tables[r.start():]
 		for _, t := range tables {
 			if !slices.Contains(rest, t) {
@@ -294,22 +250,22 @@ func (a *adhoc) add(tables []string) {
 				r.tables[t] = true
 			}
 		}
-		a.log.Info("incremental snapshot: tables added", "tables", tables, "pending_tables", len(rest))
+		s.log.Info("incremental snapshot: tables added", "tables", tables, "pending_tables", len(rest))
 		return
 	}
-	if a.queued == nil {
-		a.queued = &snapshot.Progress{}
+	if in.queued == nil {
+		in.queued = &snapshot.Progress{}
 	}
 	for _, t := range tables {
-		if !slices.Contains(a.queued.Tables[a.queued.Table:], t) {
-			a.queued.Tables = append(a.queued.Tables, t)
+		if !slices.Contains(in.queued.Tables[in.queued.Table:], t) {
+			in.queued.Tables = append(in.queued.Tables, t)
 		}
 	}
-	a.log.Info("incremental snapshot: requested", "tables", tables)
+	s.log.Info("incremental snapshot: requested", "tables", tables)
 }
 
 // start is the index of the first table not finished: the one being read.
-func (r *reconciler) start() int {
+func (r *snapRun) start() int {
 	i := r.cur
 	if r.pending != nil && r.pending.idx < i {
 		i = r.pending.idx
@@ -319,12 +275,13 @@ func (r *reconciler) start() int {
 
 // stopIncremental stops the incremental snapshot of the tables matching
 // collections (all of it when empty). Rows already emitted stay emitted.
-func (a *adhoc) stop(collections []string) error {
+func (s *Stream) stopIncremental(collections []string) error {
+	in := s.incr
 	var m signal.Matcher
 	if len(collections) > 0 {
 		var err error
 		if m, err = signal.NewMatcher(collections); err != nil {
-			a.log.Warn("signal skipped", "error", err.Error())
+			s.log.Warn("signal skipped", "error", err.Error())
 			return nil
 		}
 	}
@@ -340,17 +297,17 @@ func (a *adhoc) stop(collections []string) error {
 		}
 		return out
 	}
-	if a.queued != nil {
-		rest := keep(a.queued.Tables[a.queued.Table:])
+	if in.queued != nil {
+		rest := keep(in.queued.Tables[in.queued.Table:])
 		if len(rest) == 0 {
-			a.queued = nil
+			in.queued = nil
 		} else {
-			a.queued = &snapshot.Progress{Tables: rest}
+			in.queued = &snapshot.Progress{Tables: rest}
 		}
 	}
-	r := a.running()
+	r := s.incrementalRunning()
 	if r == nil {
-		return a.loop.markDirty()
+		return s.markDirty()
 	}
 	start := r.start()
 	rest := keep(r.prog.Tables[start:])
@@ -366,25 +323,24 @@ func (a *adhoc) stop(collections []string) error {
 	if start < len(r.prog.Tables) && len(rest) > 0 && rest[0] == r.prog.Tables[start] && r.prog.Table == start {
 		p.After, p.TableRows = r.prog.After, r.prog.TableRows
 	}
-	a.loop.setSnapshot(nil)
+	s.snap = nil
 	if len(rest) > 0 {
-		a.loop.setSnapshot(a.newRun(p))
+		s.snap = s.newIncrementalRun(p)
 	}
-	a.log.Info("incremental snapshot: stopped", "tables_left", len(rest))
-	return a.loop.markDirty()
+	s.log.Info("incremental snapshot: stopped", "tables_left", len(rest))
+	return s.markDirty()
 }
 
-// addState adds the ad-hoc snapshot state to a state to store. a may be
-// nil (no ad-hoc snapshots).
-func (a *adhoc) addState(st *State) {
-	if a == nil {
+// addIncrementalState adds the ad-hoc snapshot state to a state to store.
+func (s *Stream) addIncrementalState(st *State) {
+	if s.incr == nil {
 		return
 	}
-	if a.queued != nil {
-		p := *a.queued
+	if s.incr.queued != nil {
+		p := *s.incr.queued
 		st.Incremental = &p
 	}
-	st.IncrementalPaused = a.paused && (st.Incremental != nil)
-	st.SignalOffset = a.signalOffset
-	st.Lists = a.cfg.Lists
+	st.IncrementalPaused = s.incr.paused && (st.Incremental != nil)
+	st.SignalOffset = s.incr.signalOffset
+	st.Lists = s.incr.cfg.Lists
 }
