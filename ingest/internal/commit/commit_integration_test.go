@@ -33,8 +33,6 @@ import (
 
 const topic = "it.db.orders"
 
-var columns = []string{"id", "name"}
-
 func connect(t *testing.T, uri string) catalog.Catalog {
 	t.Helper()
 	env := testenv.IcebergEnv(t)
@@ -90,33 +88,10 @@ func createMapped(t *testing.T, cat catalog.Catalog, nsPrefix string, ordered bo
 	return ident
 }
 
-type op struct {
-	op   batch.Op
-	id   int64
-	name string
-}
-
-// fill makes a buffer of ops at consecutive offsets from first.
+// fill makes a buffer of ops on topic at consecutive offsets from first.
 func fill(t *testing.T, first int64, ops ...op) *batch.Buffer {
 	t.Helper()
-	b, err := batch.New(columns, []string{"id"}, batch.Limits{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, o := range ops {
-		off := first + int64(i)
-		ev := batch.Event{Op: o.op, Topic: topic, Partition: 0, Offset: off, TsMs: 1_700_000_000_000 + off, GTID: fmt.Sprintf("0-1-%d", off)}
-		if o.op != batch.OpTruncate {
-			ev.Key = []any{o.id}
-		}
-		if o.op != batch.OpDelete && o.op != batch.OpTruncate {
-			ev.Row = []any{o.id, o.name}
-		}
-		if err := b.Add(ev, time.Now()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return b
+	return fillOn(t, topic, first, ops...)
 }
 
 // scan reads the table with deletes applied and fails on duplicate keys.

@@ -132,29 +132,10 @@ func (e *posEnv) committer() *Committer {
 	return c
 }
 
-type posOp struct {
-	op   batch.Op
-	id   int64
-	name string
-}
-
-// batchOf makes a buffer of ops at consecutive offsets from first.
-func batchOf(t *testing.T, first int64, ops ...posOp) *batch.Buffer {
+// batchOf makes a buffer of ops on the position tests' topic.
+func batchOf(t *testing.T, first int64, ops ...op) *batch.Buffer {
 	t.Helper()
-	b, err := batch.New([]string{"id", "name"}, []string{"id"}, batch.Limits{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, o := range ops {
-		ev := batch.Event{Op: o.op, Topic: posTopic, Offset: first + int64(i), Key: []any{o.id}}
-		if o.op != batch.OpDelete {
-			ev.Row = []any{o.id, o.name}
-		}
-		if err := b.Add(ev, time.Now()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return b
+	return fillOn(t, posTopic, first, ops...)
 }
 
 func (e *posEnv) commit(c *Committer, b *batch.Buffer) Result {
@@ -232,14 +213,14 @@ func testPositionKeyUpdatedManyTimes(t *testing.T, mode DeleteMode) {
 	c := e.committer()
 	want := map[int64]string{}
 	off := int64(0)
-	e.commit(c, batchOf(t, off, posOp{batch.OpCreate, 1, "v0"}, posOp{batch.OpCreate, 2, "x"}))
+	e.commit(c, batchOf(t, off, op{batch.OpCreate, 1, "v0"}, op{batch.OpCreate, 2, "x"}))
 	off += 2
 	want[1], want[2] = "v0", "x"
 	for i := 1; i <= 8; i++ {
 		// Updated twice per batch and once per commit: only the last
 		// image reaches a data file, and the previous commit's row is
 		// deleted by position.
-		res := e.commit(c, batchOf(t, off, posOp{batch.OpUpdate, 1, fmt.Sprintf("v%d-a", i)}, posOp{batch.OpUpdate, 1, fmt.Sprintf("v%d", i)}))
+		res := e.commit(c, batchOf(t, off, op{batch.OpUpdate, 1, fmt.Sprintf("v%d-a", i)}, op{batch.OpUpdate, 1, fmt.Sprintf("v%d", i)}))
 		off += 2
 		want[1] = fmt.Sprintf("v%d", i)
 		if res.Rows != 1 || res.Deletes != 1 {
@@ -259,18 +240,18 @@ func TestPositionKeyChangeDeleteReinsert(t *testing.T) {
 func testPositionKeyChangeDeleteReinsert(t *testing.T, mode DeleteMode) {
 	e := newPosEnv(t, mode, nil)
 	c := e.committer()
-	e.commit(c, batchOf(t, 0, posOp{batch.OpCreate, 1, "a"}, posOp{batch.OpCreate, 2, "b"}, posOp{batch.OpCreate, 4, "d"}))
+	e.commit(c, batchOf(t, 0, op{batch.OpCreate, 1, "a"}, op{batch.OpCreate, 2, "b"}, op{batch.OpCreate, 4, "d"}))
 	e.expect(map[int64]string{1: "a", 2: "b", 4: "d"})
 	// A key change is a delete of the old key and a create of the new.
-	e.commit(c, batchOf(t, 3, posOp{batch.OpDelete, 4, ""}, posOp{batch.OpCreate, 40, "d"}, posOp{batch.OpDelete, 2, ""}))
+	e.commit(c, batchOf(t, 3, op{batch.OpDelete, 4, ""}, op{batch.OpCreate, 40, "d"}, op{batch.OpDelete, 2, ""}))
 	e.expect(map[int64]string{1: "a", 40: "d"})
 	// Re-insert of a deleted key; insert and delete in one batch leaves
 	// nothing; delete and re-insert in one batch keeps the new row once.
-	e.commit(c, batchOf(t, 6, posOp{batch.OpCreate, 2, "b2"}, posOp{batch.OpCreate, 7, "g"}, posOp{batch.OpDelete, 7, ""},
-		posOp{batch.OpDelete, 1, ""}, posOp{batch.OpCreate, 1, "a2"}))
+	e.commit(c, batchOf(t, 6, op{batch.OpCreate, 2, "b2"}, op{batch.OpCreate, 7, "g"}, op{batch.OpDelete, 7, ""},
+		op{batch.OpDelete, 1, ""}, op{batch.OpCreate, 1, "a2"}))
 	e.expect(map[int64]string{1: "a2", 2: "b2", 40: "d"})
 	// And back: the key changes to its old value.
-	e.commit(c, batchOf(t, 11, posOp{batch.OpDelete, 40, ""}, posOp{batch.OpCreate, 4, "d2"}))
+	e.commit(c, batchOf(t, 11, op{batch.OpDelete, 40, ""}, op{batch.OpCreate, 4, "d2"}))
 	e.expect(map[int64]string{1: "a2", 2: "b2", 4: "d2"})
 }
 
@@ -281,8 +262,8 @@ func TestPositionIndexRebuiltWhenDirRemoved(t *testing.T) {
 func testPositionIndexRebuiltWhenDirRemoved(t *testing.T, mode DeleteMode) {
 	e := newPosEnv(t, mode, nil)
 	c := e.committer()
-	e.commit(c, batchOf(t, 0, posOp{batch.OpCreate, 1, "a"}, posOp{batch.OpCreate, 2, "b"}))
-	e.commit(c, batchOf(t, 2, posOp{batch.OpUpdate, 1, "a2"}, posOp{batch.OpCreate, 3, "c"}))
+	e.commit(c, batchOf(t, 0, op{batch.OpCreate, 1, "a"}, op{batch.OpCreate, 2, "b"}))
+	e.commit(c, batchOf(t, 2, op{batch.OpUpdate, 1, "a2"}, op{batch.OpCreate, 3, "c"}))
 	if err := e.store.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +274,7 @@ func testPositionIndexRebuiltWhenDirRemoved(t *testing.T, mode DeleteMode) {
 	c = e.committer()
 	// Every key's old row is found again: 1 in the second file, 2 in the
 	// first.
-	res := e.commit(c, batchOf(t, 4, posOp{batch.OpUpdate, 1, "a3"}, posOp{batch.OpUpdate, 2, "b2"}, posOp{batch.OpDelete, 3, ""}))
+	res := e.commit(c, batchOf(t, 4, op{batch.OpUpdate, 1, "a3"}, op{batch.OpUpdate, 2, "b2"}, op{batch.OpDelete, 3, ""}))
 	if res.Deletes != 3 {
 		t.Errorf("%d position deletes, want 3", res.Deletes)
 	}
@@ -307,7 +288,7 @@ func TestPositionIndexRebuiltWhenCorrupt(t *testing.T) {
 func testPositionIndexRebuiltWhenCorrupt(t *testing.T, mode DeleteMode) {
 	e := newPosEnv(t, mode, nil)
 	c := e.committer()
-	e.commit(c, batchOf(t, 0, posOp{batch.OpCreate, 1, "a"}, posOp{batch.OpCreate, 2, "b"}))
+	e.commit(c, batchOf(t, 0, op{batch.OpCreate, 1, "a"}, op{batch.OpCreate, 2, "b"}))
 	if err := e.store.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -323,7 +304,7 @@ func testPositionIndexRebuiltWhenCorrupt(t *testing.T, mode DeleteMode) {
 	}
 	e.open()
 	c = e.committer()
-	e.commit(c, batchOf(t, 2, posOp{batch.OpUpdate, 1, "a2"}, posOp{batch.OpDelete, 2, ""}))
+	e.commit(c, batchOf(t, 2, op{batch.OpUpdate, 1, "a2"}, op{batch.OpDelete, 2, ""}))
 	e.expect(map[int64]string{1: "a2"})
 }
 
@@ -338,8 +319,8 @@ func TestPositionIndexCatchesUpAfterRewrite(t *testing.T) {
 func testPositionIndexCatchesUpAfterRewrite(t *testing.T, mode DeleteMode) {
 	e := newPosEnv(t, mode, nil)
 	c := e.committer()
-	e.commit(c, batchOf(t, 0, posOp{batch.OpCreate, 1, "a"}, posOp{batch.OpCreate, 2, "b"}, posOp{batch.OpCreate, 3, "c"}, posOp{batch.OpCreate, 5, "e"}))
-	e.commit(c, batchOf(t, 4, posOp{batch.OpUpdate, 2, "b2"}, posOp{batch.OpCreate, 4, "d"}, posOp{batch.OpDelete, 5, ""}))
+	e.commit(c, batchOf(t, 0, op{batch.OpCreate, 1, "a"}, op{batch.OpCreate, 2, "b"}, op{batch.OpCreate, 3, "c"}, op{batch.OpCreate, 5, "e"}))
+	e.commit(c, batchOf(t, 4, op{batch.OpUpdate, 2, "b2"}, op{batch.OpCreate, 4, "d"}, op{batch.OpDelete, 5, ""}))
 	rewrite(t, e.cat, e.ident)
 	// Another writer deletes key 3 copy-on-write: its file is replaced by
 	// one without it.
@@ -349,14 +330,14 @@ func testPositionIndexCatchesUpAfterRewrite(t *testing.T, mode DeleteMode) {
 	// The committer still holds the table as of before the rewrite: its
 	// first attempt conflicts, reloads and syncs the index. Keys 5 and 3,
 	// deleted before, come back: nothing of them is left to delete.
-	e.commit(c, batchOf(t, 7, posOp{batch.OpUpdate, 2, "b3"}, posOp{batch.OpUpdate, 4, "d2"}, posOp{batch.OpCreate, 5, "e2"}, posOp{batch.OpCreate, 3, "c2"}))
+	e.commit(c, batchOf(t, 7, op{batch.OpUpdate, 2, "b3"}, op{batch.OpUpdate, 4, "d2"}, op{batch.OpCreate, 5, "e2"}, op{batch.OpCreate, 3, "c2"}))
 	e.expect(map[int64]string{1: "a", 2: "b3", 3: "c2", 4: "d2", 5: "e2"})
 	e.deletesTargetLiveFiles()
 	// A fresh committer (a restart) against the same index.
 	rewrite(t, e.cat, e.ident)
 	deleteCoW(t, e.cat, e.ident, 5)
 	c = e.committer()
-	e.commit(c, batchOf(t, 11, posOp{batch.OpUpdate, 1, "a2"}, posOp{batch.OpCreate, 5, "e3"}, posOp{batch.OpUpdate, 3, "c3"}))
+	e.commit(c, batchOf(t, 11, op{batch.OpUpdate, 1, "a2"}, op{batch.OpCreate, 5, "e3"}, op{batch.OpUpdate, 3, "c3"}))
 	e.expect(map[int64]string{1: "a2", 2: "b3", 3: "c3", 4: "d2", 5: "e3"})
 	e.deletesTargetLiveFiles()
 }
@@ -431,8 +412,8 @@ func TestPositionIndexRebuiltAfterRollback(t *testing.T) {
 func testPositionIndexRebuiltAfterRollback(t *testing.T, mode DeleteMode) {
 	e := newPosEnv(t, mode, nil)
 	c := e.committer()
-	res := e.commit(c, batchOf(t, 0, posOp{batch.OpCreate, 1, "a"}, posOp{batch.OpCreate, 2, "b"}))
-	e.commit(c, batchOf(t, 2, posOp{batch.OpDelete, 2, ""}, posOp{batch.OpUpdate, 1, "a2"}))
+	res := e.commit(c, batchOf(t, 0, op{batch.OpCreate, 1, "a"}, op{batch.OpCreate, 2, "b"}))
+	e.commit(c, batchOf(t, 2, op{batch.OpDelete, 2, ""}, op{batch.OpUpdate, 1, "a2"}))
 	e.expect(map[int64]string{1: "a2"})
 
 	tbl, err := e.cat.LoadTable(t.Context(), e.ident)
@@ -453,7 +434,7 @@ func testPositionIndexRebuiltAfterRollback(t *testing.T, mode DeleteMode) {
 	}
 	e.expect(map[int64]string{1: "a", 2: "b"})
 	c = e.committer()
-	e.commit(c, batchOf(t, 2, posOp{batch.OpUpdate, 2, "b2"}))
+	e.commit(c, batchOf(t, 2, op{batch.OpUpdate, 2, "b2"}))
 	e.expect(map[int64]string{1: "a", 2: "b2"})
 }
 
@@ -492,8 +473,8 @@ func testPositionDeletesFollowTheFileSpec(t *testing.T, mode DeleteMode) {
 	spec := iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{1}, FieldID: 1000, Name: "id_bucket", Transform: iceberg.BucketTransform{NumBuckets: 4}})
 	e := newPosEnv(t, mode, &spec)
 	c := e.committer()
-	e.commit(c, batchOf(t, 0, posOp{batch.OpCreate, 1, "a"}, posOp{batch.OpCreate, 2, "b"}, posOp{batch.OpCreate, 3, "c"}, posOp{batch.OpCreate, 5, "e"}))
-	e.commit(c, batchOf(t, 4, posOp{batch.OpUpdate, 1, "a2"}))
+	e.commit(c, batchOf(t, 0, op{batch.OpCreate, 1, "a"}, op{batch.OpCreate, 2, "b"}, op{batch.OpCreate, 3, "c"}, op{batch.OpCreate, 5, "e"}))
+	e.commit(c, batchOf(t, 4, op{batch.OpUpdate, 1, "a2"}))
 	e.expect(map[int64]string{1: "a2", 2: "b", 3: "c", 5: "e"})
 
 	tbl, err := e.cat.LoadTable(t.Context(), e.ident)
@@ -508,9 +489,9 @@ func testPositionDeletesFollowTheFileSpec(t *testing.T, mode DeleteMode) {
 		t.Fatal(err)
 	}
 	c = e.committer()
-	e.commit(c, batchOf(t, 5, posOp{batch.OpUpdate, 1, "a3"}, posOp{batch.OpUpdate, 2, "b2"}, posOp{batch.OpDelete, 5, ""}))
+	e.commit(c, batchOf(t, 5, op{batch.OpUpdate, 1, "a3"}, op{batch.OpUpdate, 2, "b2"}, op{batch.OpDelete, 5, ""}))
 	e.expect(map[int64]string{1: "a3", 2: "b2", 3: "c"})
-	e.commit(c, batchOf(t, 8, posOp{batch.OpUpdate, 1, "a4"}, posOp{batch.OpUpdate, 3, "c2"}))
+	e.commit(c, batchOf(t, 8, op{batch.OpUpdate, 1, "a4"}, op{batch.OpUpdate, 3, "c2"}))
 	e.expect(map[int64]string{1: "a4", 2: "b2", 3: "c2"})
 
 	// Every position-delete file is in the spec and partition of each
