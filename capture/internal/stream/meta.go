@@ -463,9 +463,12 @@ func (s *Stream) txTopic(ctx context.Context) error {
 }
 
 // txEvent counts a change event of t and returns its envelope block
-// (nil when transaction metadata is off).
-func (s *Stream) txEvent(t *table) *debezium.Block {
-	if !s.cfg.TxMetadata || !s.tx.open {
+// (nil when transaction metadata is off). A snapshot row (op r) is no
+// change of the transaction being read: like Debezium's, it has no block
+// and is not counted, even when it is emitted while one is open (on
+// MariaDB every DDL opens one that no commit ends).
+func (s *Stream) txEvent(t *table, op debezium.Op) *debezium.Block {
+	if !s.cfg.TxMetadata || !s.tx.open || op == debezium.OpRead {
 		return nil
 	}
 	dc := t.Def.DB + "." + t.Def.Table

@@ -3,6 +3,8 @@ package stream
 import (
 	"slices"
 	"testing"
+
+	"github.com/binlake/binlake/schemas/debezium"
 )
 
 // Java's HashMap iterates by bucket (hash ^ hash>>>16, masked by the
@@ -31,5 +33,25 @@ func TestDropPrefix(t *testing.T) {
 		if got := dropPrefix(q); got != want {
 			t.Errorf("dropPrefix(%q) = %q, want %q", q, got, want)
 		}
+	}
+}
+
+// TestTxEventSnapshotRows checks that snapshot rows emitted while a
+// transaction is open (on MariaDB a DDL's GTID opens one that no commit
+// ends) get no transaction block and are not counted, as in Debezium,
+// while the transaction's own changes are numbered without gaps.
+func TestTxEventSnapshotRows(t *testing.T) {
+	s := &Stream{cfg: Config{TxMetadata: true}}
+	s.tx = txState{open: true, id: "0-1-7107", counts: map[string]int64{}}
+	tb := testTable("db", "a")
+	if b := s.txEvent(tb, debezium.OpRead); b != nil {
+		t.Fatalf("snapshot row got transaction block %+v, want none", *b)
+	}
+	b := s.txEvent(tb, debezium.OpCreate)
+	if b == nil || b.ID != "0-1-7107" || b.TotalOrder != 1 || b.DataCollectionOrder != 1 {
+		t.Fatalf("first change of the transaction got %+v, want id 0-1-7107, orders 1 and 1", b)
+	}
+	if s.txEvent(tb, debezium.OpRead) != nil || s.tx.total != 1 || s.tx.counts["db.a"] != 1 {
+		t.Errorf("after a second snapshot row: total %d, db.a %d, want 1 and 1", s.tx.total, s.tx.counts["db.a"])
 	}
 }

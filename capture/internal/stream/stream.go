@@ -841,7 +841,7 @@ func (s *Stream) emit(ctx context.Context, t *table, op debezium.Op, before, aft
 		}
 	}
 	env := debezium.Envelope{Before: before, After: after, Source: src, Op: op,
-		TsMs: now.UnixMilli(), TsUs: now.UnixMicro(), TsNs: now.UnixNano(), Transaction: s.txEvent(t)}
+		TsMs: now.UnixMilli(), TsUs: now.UnixMicro(), TsNs: now.UnixNano(), Transaction: s.txEvent(t, op)}
 	val, err := env.AppendAvro(s.frame(t.valueID), t.Envelope)
 	if err != nil {
 		return fmt.Errorf("encoding a change of %s: %w", t.topic, err)
@@ -918,7 +918,7 @@ func (s *Stream) query(ctx context.Context, ev binlog.Event) error {
 	src := s.source(ev, ref.DB, ref.Table, int(s.lastRow))
 	now := s.cfg.Now()
 	env := debezium.Envelope{Source: src, Op: debezium.OpTruncate, TsMs: now.UnixMilli(), TsUs: now.UnixMicro(), TsNs: now.UnixNano(),
-		Transaction: s.txEvent(t)}
+		Transaction: s.txEvent(t, debezium.OpTruncate)}
 	val, err := env.AppendAvro(s.frame(t.valueID), t.Envelope)
 	if err != nil {
 		return err
