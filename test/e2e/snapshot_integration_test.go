@@ -69,6 +69,28 @@ func newSnapFixture(t *testing.T, n, chunk int, env ...string) *snapFixture {
 	return f
 }
 
+// waitCommittedReads waits until capture process p has published snapshot
+// rows and then ended a Kafka transaction (its /metrics), so that stored
+// snapshot progress covers some of them; or until p exits or the snapshot
+// is done, which the caller then sees.
+func (f *snapFixture) waitCommittedReads(t *testing.T, p *proc) {
+	t.Helper()
+	commits := func() int { return metric(f.metrics, `capture_transaction_commits_total\{result="ok"\}`) }
+	after := -1 // commits counted once snapshot rows were published
+	testenv.Eventually(t, time.Minute, 20*time.Millisecond, func() bool {
+		if p.exited() || strings.Contains(p.fullLog(t), "snapshot: done") {
+			return true
+		}
+		if after < 0 {
+			if emittedReads(f.metrics) > 0 {
+				after = commits()
+			}
+			return false
+		}
+		return commits() > after
+	}, "capture to commit a transaction after publishing snapshot rows")
+}
+
 // cursor is the capture's snapshot rows read so far (from /metrics), a
 // good guess of the key it reads next since keys are dense.
 func (f *snapFixture) cursor() int {
@@ -328,12 +350,19 @@ func runSnapshot(t *testing.T, kills, chunk int) {
 			out := p.fullLog(t)
 			return p.exited() || strings.Contains(out, "snapshot: running") || strings.Contains(out, "snapshot: done")
 		}, "capture to take up the snapshot")
-		// Up to 2.25 s: some kills land before the first chunk commits,
-		// most after a few, so resumes start from different progress (a
-		// restarted capture takes about a second to commit its first
-		// chunk; with at most 1.55 s, 10 of 12 kills once landed before
-		// it).
-		time.Sleep(time.Duration(50+rng.IntN(2200)) * time.Millisecond)
+		if i%2 == 1 {
+			// Every other kill waits until this process has committed
+			// snapshot rows, so restarts resume from committed progress
+			// however slow the machine (under load a restarted capture
+			// once took longer than the random delay to commit its first
+			// chunk, on 5 restarts in a row), then lands a little later.
+			f.waitCommittedReads(t, p)
+			time.Sleep(time.Duration(rng.IntN(500)) * time.Millisecond)
+		} else {
+			// The others land at a random moment: before the first chunk
+			// commits or after a few.
+			time.Sleep(time.Duration(50+rng.IntN(2200)) * time.Millisecond)
+		}
 		if p.exited() {
 			t.Fatalf("capture exited on its own before kill %d: %v\n%s", i, p.err, p.output())
 		}
