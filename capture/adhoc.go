@@ -2,16 +2,14 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/binlake/binlake/capture/internal/filter"
 	"github.com/binlake/binlake/capture/internal/publish"
+	"github.com/binlake/binlake/capture/internal/resume"
 	"github.com/binlake/binlake/capture/internal/schemahist"
 	"github.com/binlake/binlake/capture/internal/signal"
 	"github.com/binlake/binlake/capture/internal/snapshot"
@@ -65,83 +63,25 @@ func (c *Config) tableLists() *stream.TableLists {
 	}
 }
 
-// newlyCaptured returns the existing tables that the current filter
-// captures and the one stored with the position did not: the include lists
-// were widened (or the exclude lists narrowed) between runs. Their rows are
-// not in the binlog still to be read, so they need a snapshot. Tables in
-// the schema history were captured before and are never included. A state
-// stored without lists (older capture) gives none.
-func newlyCaptured(ctx context.Context, db *sql.DB, stored *stream.TableLists, cur *filter.Filter, history map[string]schemahist.Definition) ([]string, error) {
-	if stored == nil {
-		return nil, nil
-	}
-	old, err := filter.New(filter.Lists{
-		DatabaseInclude: stored.DatabaseInclude, DatabaseExclude: stored.DatabaseExclude,
-		TableInclude: stored.TableInclude, TableExclude: stored.TableExclude,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("the table lists stored with the position: %w", err)
-	}
-	tables, err := snapshot.ListTables(ctx, db, cur)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, t := range tables {
-		d, tbl := snapshot.SplitTable(t)
-		if _, known := history[t]; known || old.Table(d, tbl) {
-			continue
-		}
-		out = append(out, t)
-	}
-	return out, nil
-}
-
 // incrementalSetup prepares ad-hoc snapshots for stream1: the tables to
-// snapshot because the lists were widened, and the signal reader when the
-// kafka channel is enabled (nil otherwise), connecting with kafkaOpts
-// (TLS, SASL) as the publisher does. It sets state's signal offset
-// and lists when they are not stored yet, and then reports store: the
-// state must be stored before streaming starts, so that a signal sent from
-// now on is read after a restart.
-func incrementalSetup(ctx context.Context, cfg Config, state *stream.State, stored bool, db *sql.DB, filt *filter.Filter,
+// snapshot because the lists were widened (resume.NewTables), and the
+// signal reader when the kafka channel is enabled (nil otherwise),
+// connecting with kafkaOpts (TLS, SASL) as the publisher does. It sets
+// state's signal offset and lists when they are not stored yet, and then
+// reports store: the state must be stored before streaming starts, so that
+// a signal sent from now on is read after a restart.
+func incrementalSetup(ctx context.Context, cfg Config, state *stream.State, stored bool, src resume.Source,
 	history map[string]schemahist.Definition, pub *publish.Publisher, kafkaOpts []kgo.Opt, logger *slog.Logger,
 ) (ic stream.IncrementalConfig, rd *signal.Reader, store bool, err error) {
 	ic = stream.IncrementalConfig{
 		ChunkRows: cfg.SnapshotChunkRows,
 		ReadAhead: cfg.SnapshotReadAhead,
-		Tables:    func(ctx context.Context) ([]string, error) { return snapshot.ListTables(ctx, db, filt) },
+		Tables:    func(ctx context.Context) ([]string, error) { return src.Tables(ctx) },
 		Lists:     cfg.tableLists(),
 	}
 	defer func() { ic.Resume = state.IncrementalState }()
-	if stored {
-		added, err := newlyCaptured(ctx, db, state.Lists, filt, history)
-		if err != nil {
-			return ic, nil, false, err
-		}
-		p := state.Incremental
-		if p != nil {
-			added = slices.DeleteFunc(added, func(t string) bool { return slices.Contains(p.Tables[p.Table:], t) })
-		}
-		if len(added) > 0 {
-			switch snapshot.Mode(cfg.SnapshotMode) {
-			case snapshot.ModeInitial, snapshot.ModeWhenNeeded:
-				logger.Info("incremental snapshot: tables newly captured by the include lists", "tables", added)
-				// Stored at once with the new lists, so a restart neither
-				// forgets them nor snapshots them twice.
-				if p == nil {
-					p = &snapshot.Progress{}
-				}
-				p.Tables = append(p.Tables, added...)
-				state.Incremental = p
-			default:
-				logger.Warn("tables newly captured by the include lists are not snapshotted with this snapshot-mode; their existing rows are missing until `capture snapshot --tables` is run",
-					"tables", added, "snapshot_mode", cfg.SnapshotMode)
-			}
-		}
-	}
-	if state.Lists == nil || *state.Lists != *ic.Lists {
-		state.Lists, store = ic.Lists, true
+	if store, err = resume.NewTables(ctx, snapshot.Mode(cfg.SnapshotMode), state, stored, ic.Lists, history, src, logger); err != nil {
+		return ic, nil, false, err
 	}
 	kafka, err := cfg.signalChannels()
 	if err != nil || !kafka {

@@ -26,6 +26,7 @@ import (
 	"github.com/binlake/binlake/capture/internal/filter"
 	"github.com/binlake/binlake/capture/internal/progress"
 	"github.com/binlake/binlake/capture/internal/publish"
+	"github.com/binlake/binlake/capture/internal/resume"
 	"github.com/binlake/binlake/capture/internal/schemahist"
 	"github.com/binlake/binlake/capture/internal/signal"
 	"github.com/binlake/binlake/capture/internal/snapshot"
@@ -176,6 +177,22 @@ var (
 	_ stream.CollationSource = sqlDefinitions{}
 )
 
+// resumeSource answers the resume policy's questions from the source.
+type resumeSource struct {
+	db   *sql.DB
+	filt *filter.Filter
+}
+
+func (s resumeSource) BinlogHas(ctx context.Context, p binlog.Position) (bool, error) {
+	return snapshot.BinlogHas(ctx, s.db, p)
+}
+
+func (s resumeSource) Tables(ctx context.Context) ([]string, error) {
+	return snapshot.ListTables(ctx, s.db, s.filt)
+}
+
+var _ resume.Source = resumeSource{}
+
 func stream1(ctx context.Context, cfg Config, logger *slog.Logger, metrics *stream.Metrics, ready *atomic.Bool) error {
 	mcfg := mysql.NewConfig()
 	mcfg.Net, mcfg.Addr, mcfg.User, mcfg.Passwd = "tcp", cfg.MySQLAddr, cfg.MySQLUser, cfg.MySQLPassword
@@ -196,7 +213,11 @@ func stream1(ctx context.Context, cfg Config, logger *slog.Logger, metrics *stre
 	if err := server.Check(); err != nil {
 		return err
 	}
-	if err := checkGrants(ctx, db); err != nil {
+	grants, err := resume.LoadGrants(ctx, db)
+	if err != nil {
+		return err
+	}
+	if err := resume.CheckGrants(grants); err != nil {
 		return err
 	}
 	flavor := server.Flavor
@@ -243,20 +264,28 @@ func stream1(ctx context.Context, cfg Config, logger *slog.Logger, metrics *stre
 		return err
 	}
 
-	state, stored, err := startState(ctx, cfg, pub, server, db, filt, logger)
+	b, found, err := pub.LoadPosition(ctx, cfg.ID)
+	if err != nil {
+		return fmt.Errorf("reading the stored position: %w", err)
+	}
+	plan, err := resume.Decide(ctx, resume.Config{
+		ID: cfg.ID, OffsetsTopic: cfg.OffsetsTopic, Mode: snapshot.Mode(cfg.SnapshotMode),
+		StartPosition: cfg.StartPosition, SchemaChanges: cfg.IncludeSchemaChanges,
+	}, b, found, server, resumeSource{db, filt}, logger)
 	if err != nil {
 		return err
 	}
-	start := state.Position
-	if stored && snapshot.Mode(cfg.SnapshotMode) == snapshot.ModeInitialOnly && state.Snapshot.Done() {
+	if plan.Done {
 		logger.Info("snapshot-mode initial_only: the snapshot is complete, nothing to do")
 		return nil
 	}
+	state, stored := plan.State, plan.Stored
+	start := state.Position
 	history, err := stream.LoadHistory(ctx, pub, cfg.HistoryTopic)
 	if err != nil {
 		return err
 	}
-	incCfg, signals, storeNow, err := incrementalSetup(ctx, cfg, &state, stored, db, filt, history, pub, kafkaOpts, logger)
+	incCfg, signals, storeNow, err := incrementalSetup(ctx, cfg, &state, stored, resumeSource{db, filt}, history, pub, kafkaOpts, logger)
 	if err != nil {
 		return err
 	}
@@ -317,7 +346,7 @@ func stream1(ctx context.Context, cfg Config, logger *slog.Logger, metrics *stre
 	if err := st.Check(ctx, captured); err != nil {
 		return err
 	}
-	if !stored || storeNow {
+	if plan.StoreStart || storeNow {
 		// Store the start at once: a capture stopped before its first
 		// change must resume here, not at a later "current". A new
 		// capture's schema snapshot goes into the same Kafka transaction.
@@ -328,12 +357,16 @@ func stream1(ctx context.Context, cfg Config, logger *slog.Logger, metrics *stre
 		if err := pub.Begin(); err != nil {
 			return err
 		}
-		if !stored && snapshot.Mode(cfg.SnapshotMode) != snapshot.ModeNever && cfg.IncludeSchemaChanges {
-			snap, err := schemaSnapshot(ctx, db, filt, state)
+		if plan.SchemaSnapshot {
+			charset, collation, err := schemahist.ServerCharset(ctx, db)
 			if err != nil {
 				return err
 			}
-			if err := st.WriteSchemaSnapshot(ctx, snap); err != nil {
+			tables, err := schemahist.ListTables(ctx, db, filt.Table)
+			if err != nil {
+				return err
+			}
+			if err := st.WriteSchemaSnapshot(ctx, resume.SchemaSnapshot(state, charset, collation, tables)); err != nil {
 				return err
 			}
 		}
@@ -373,87 +406,6 @@ func stream1(ctx context.Context, cfg Config, logger *slog.Logger, metrics *stre
 
 func ptr(s string) *string { return &s }
 
-// schemaSnapshot lists what the schema snapshot of a new capture covers.
-func schemaSnapshot(ctx context.Context, db *sql.DB, filt *filter.Filter, state stream.State) (stream.SchemaSnapshot, error) {
-	snap := stream.SchemaSnapshot{Position: state.Position, DataFollows: state.Snapshot != nil && len(state.Snapshot.Tables) > 0}
-	var err error
-	if snap.ServerCharset, snap.ServerCollation, err = schemahist.ServerCharset(ctx, db); err != nil {
-		return snap, err
-	}
-	tables, err := schemahist.ListTables(ctx, db, filt.Table)
-	if err != nil {
-		return snap, err
-	}
-	snap.Tables = tables
-	// Debezium's schema snapshot covers the databases of the captured
-	// tables (a captured database without tables gets no event).
-	for _, t := range tables {
-		if len(snap.Databases) == 0 || snap.Databases[len(snap.Databases)-1] != t[0] {
-			snap.Databases = append(snap.Databases, t[0])
-		}
-	}
-	return snap, nil
-}
-
-// startState returns the stored state (stored=true) or, for a new
-// capture, where to start and the snapshot to run, as snapshot-mode says.
-// With when_needed, a stored position no longer in the binlog counts as
-// none.
-func startState(ctx context.Context, cfg Config, pub *publish.Publisher, server binlog.Server, db *sql.DB, filt *filter.Filter, logger *slog.Logger) (_ stream.State, stored bool, _ error) {
-	mode := snapshot.Mode(cfg.SnapshotMode)
-	b, found, err := pub.LoadPosition(ctx, cfg.ID)
-	if err != nil {
-		return stream.State{}, false, fmt.Errorf("reading the stored position: %w", err)
-	}
-	if found {
-		st, err := stream.UnmarshalState(b)
-		if err != nil {
-			return st, false, fmt.Errorf("stored position of %s in %s: %w", cfg.ID, cfg.OffsetsTopic, err)
-		}
-		if st.Flavor != server.Flavor {
-			return st, false, fmt.Errorf("the stored position of capture %s is for a %s server, the source is %s; use another id", cfg.ID, st.Flavor, server.Flavor)
-		}
-		if !mode.ReadsData() {
-			st.Snapshot = nil
-		}
-		if mode != snapshot.ModeWhenNeeded {
-			return st, true, nil
-		}
-		has, err := snapshot.BinlogHas(ctx, db, st.Position)
-		if err != nil {
-			return st, false, err
-		}
-		if has {
-			return st, true, nil
-		}
-		logger.Warn("snapshot-mode when_needed: the stored position is no longer in the binlog; taking a new snapshot",
-			"gtid", st.GTIDSet, "binlog_file", st.File, "binlog_pos", st.Pos)
-	}
-	current := server.Current
-	if current.GTIDSet == "" {
-		current = binlog.Position{Flavor: server.Flavor, File: server.Current.File, Pos: server.Current.Pos}
-	}
-	switch mode {
-	case snapshot.ModeInitial, snapshot.ModeInitialOnly, snapshot.ModeWhenNeeded:
-		tables, err := snapshot.ListTables(ctx, db, filt)
-		if err != nil {
-			return stream.State{}, false, err
-		}
-		return stream.State{Position: current, Snapshot: &snapshot.Progress{Tables: tables}}, false, nil
-	case snapshot.ModeNoData:
-		return stream.State{Position: current}, false, nil
-	}
-	switch cfg.StartPosition {
-	case "current", "":
-		return stream.State{Position: current}, false, nil
-	case "earliest":
-		return stream.State{Position: binlog.Position{Flavor: server.Flavor}}, false, nil
-	default:
-		p, err := binlog.ParsePosition(server.Flavor, cfg.StartPosition)
-		return stream.State{Position: p}, false, err
-	}
-}
-
 // openSnapshotDB opens the pool the snapshot reads rows with: UTC session
 // time zone (TIMESTAMP text is read as UTC, like the binlog), the text
 // protocol for every query, so values reach the converter as bytes, and
@@ -472,35 +424,4 @@ func openSnapshotDB(cfg Config) (*sql.DB, error) {
 	db := sql.OpenDB(conn)
 	db.SetMaxOpenConns(2)
 	return db, nil
-}
-
-// checkGrants verifies the replication grants capture needs.
-func checkGrants(ctx context.Context, db *sql.DB) error {
-	rows, err := db.QueryContext(ctx, "SHOW GRANTS")
-	if err != nil {
-		return fmt.Errorf("reading grants: %w", err)
-	}
-	defer rows.Close()
-	var all strings.Builder
-	for rows.Next() {
-		var g string
-		if err := rows.Scan(&g); err != nil {
-			return err
-		}
-		all.WriteString(strings.ToUpper(g))
-		all.WriteByte('\n')
-	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	s := all.String()
-	has := func(p string) bool { return strings.Contains(s, "ALL PRIVILEGES ON *.*") || strings.Contains(s, p) }
-	var errs []error
-	if !has("REPLICATION SLAVE") && !has("REPLICATION REPLICA") {
-		errs = append(errs, fmt.Errorf("%w: the capture user lacks REPLICATION SLAVE; run: GRANT REPLICATION SLAVE ON *.* TO <user>", binlog.ErrNotReady))
-	}
-	if !has("REPLICATION CLIENT") && !has("BINLOG MONITOR") && !has("SUPER") {
-		errs = append(errs, fmt.Errorf("%w: the capture user lacks REPLICATION CLIENT (MariaDB: BINLOG MONITOR); run: GRANT REPLICATION CLIENT ON *.* TO <user>", binlog.ErrNotReady))
-	}
-	return errors.Join(errs...)
 }

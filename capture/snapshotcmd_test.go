@@ -121,7 +121,7 @@ func TestSignalsOverSASL(t *testing.T) {
 	}
 	defer pub.Close()
 	var state stream.State
-	_, rd, store, err := incrementalSetup(ctx, cfg, &state, false, nil, nil, nil, pub, opts, slog.New(slog.DiscardHandler))
+	_, rd, store, err := incrementalSetup(ctx, cfg, &state, false, nil, nil, pub, opts, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatalf("incrementalSetup: %v", err)
 	}
@@ -157,7 +157,7 @@ func TestSignalsOverSASL(t *testing.T) {
 func TestIncrementalSnapshotSettings(t *testing.T) {
 	cfg := Config{SnapshotChunkRows: 7, SnapshotReadAhead: 5}
 	var state stream.State
-	ic, rd, _, err := incrementalSetup(t.Context(), cfg, &state, false, nil, nil, nil, nil, nil, slog.New(slog.DiscardHandler))
+	ic, rd, _, err := incrementalSetup(t.Context(), cfg, &state, false, nil, nil, nil, nil, slog.New(slog.DiscardHandler))
 	if err != nil || rd != nil {
 		t.Fatalf("incrementalSetup: reader %v, %v", rd, err)
 	}

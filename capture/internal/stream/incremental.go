@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -75,12 +76,43 @@ type TableLists struct {
 	TableExclude    string `json:"table_exclude,omitempty"`
 }
 
-// incrState is the Stream's ad-hoc snapshot state outside the running snapRun.
-type incrState struct {
+// adhoc decides which ad-hoc snapshot runs: it acts on the signals
+// received (execute-, stop-, pause- and resume-snapshot, log), queues the
+// tables requested while the initial snapshot runs, and keeps the offset
+// of the last signal acted on. The reconciler of the running snapshot does
+// the reading.
+//
+// Rules:
+//   - Signals are acted on only at binlog transaction boundaries, and each
+//     signal's effect (the snapshot's tables, its pause) and its offset
+//     are stored with the same commit (markDirty), so a signal is acted on
+//     once, after a crash too; a signal that cannot be acted on is skipped
+//     and its offset stored all the same, except when the source cannot be
+//     reached (then it is read again after the restart).
+//   - One snapshot runs at a time: tables requested during the initial
+//     snapshot wait for it; tables requested during an ad-hoc one join it
+//     (none twice).
+//   - A pause applies to the snapshot it paused.
+type adhoc struct {
 	cfg          IncrementalConfig
+	loop         adhocLoop
+	log          *slog.Logger
+	prefix       string             // topic.prefix: the connector signals are for
 	queued       *snapshot.Progress // waits for the initial snapshot
 	paused       bool
 	signalOffset *int64
+}
+
+// adhocLoop is what adhoc needs of the loop.
+type adhocLoop interface {
+	// snapshot is the snapshot running (nil: none), setSnapshot replaces it.
+	snapshot() *reconciler
+	setSnapshot(r *reconciler)
+	// newReconciler returns a reconciler of cfg's snapshot in the loop.
+	newReconciler(cfg SnapshotConfig) *reconciler
+	// markDirty makes the next commit store the state, opening a
+	// transaction if none is open.
+	markDirty() error
 }
 
 // EnableIncremental turns on ad-hoc snapshots; call it before Run. A
@@ -90,30 +122,30 @@ func (s *Stream) EnableIncremental(cfg IncrementalConfig) {
 	if cfg.ChunkRows <= 0 {
 		cfg.ChunkRows = 10000
 	}
-	in := &incrState{cfg: cfg, paused: cfg.Resume.IncrementalPaused, signalOffset: cfg.Resume.SignalOffset}
+	in := &adhoc{cfg: cfg, loop: s, log: s.log, prefix: s.cfg.Prefix, paused: cfg.Resume.IncrementalPaused, signalOffset: cfg.Resume.SignalOffset}
 	s.incr = in
 	if p := cfg.Resume.Incremental; p != nil && !p.Done() {
 		prog := *p
 		if s.snap != nil && !s.snap.done {
 			in.queued = &prog
 		} else {
-			s.snap = s.newIncrementalRun(prog)
+			s.snap = in.newRun(prog)
 			s.log.Info("incremental snapshot: resuming", "tables", len(prog.Tables), "table_index", prog.Table,
 				"rows_emitted", prog.Rows, "paused", in.paused)
 		}
 	}
 }
 
-func (s *Stream) newIncrementalRun(p snapshot.Progress) *snapRun {
-	r := newSnapRun(SnapshotConfig{DB: s.incr.cfg.DB, Progress: p, ChunkRows: s.incr.cfg.ChunkRows, ReadAhead: s.incr.cfg.ReadAhead})
+func (a *adhoc) newRun(p snapshot.Progress) *reconciler {
+	r := a.loop.newReconciler(SnapshotConfig{DB: a.cfg.DB, Progress: p, ChunkRows: a.cfg.ChunkRows, ReadAhead: a.cfg.ReadAhead})
 	r.incremental = true
 	return r
 }
 
-// incrementalRunning returns the running incremental snapshot, if any.
-func (s *Stream) incrementalRunning() *snapRun {
-	if s.snap != nil && s.snap.incremental && !s.snap.done {
-		return s.snap
+// running returns the running incremental snapshot, if any.
+func (a *adhoc) running() *reconciler {
+	if r := a.loop.snapshot(); r != nil && r.incremental && !r.done {
+		return r
 	}
 	return nil
 }
@@ -121,40 +153,53 @@ func (s *Stream) incrementalRunning() *snapRun {
 // incrPaused reports whether the incremental snapshot must not read chunks.
 func (s *Stream) incrPaused() bool { return s.incr != nil && s.incr.paused }
 
+// snapshotPaused is incrPaused (the reconciler's snapLoop).
+func (s *Stream) snapshotPaused() bool { return s.incrPaused() }
+
 // pollsSignals reports whether the loop must wake up for signals when idle.
 func (s *Stream) pollsSignals() bool { return s.incr != nil && s.incr.cfg.Signals != nil }
 
-// signalStep runs at a binlog transaction boundary: it acts on the signals
+// snapshot is the snapshot running (adhoc's adhocLoop).
+func (s *Stream) snapshot() *reconciler { return s.snap }
+
+// setSnapshot replaces the snapshot running (adhoc's adhocLoop).
+func (s *Stream) setSnapshot(r *reconciler) { s.snap = r }
+
+// newReconciler returns a reconciler in this loop (adhoc's adhocLoop).
+func (s *Stream) newReconciler(cfg SnapshotConfig) *reconciler { return newReconciler(cfg, s) }
+
+var _ adhocLoop = (*Stream)(nil)
+
+// step runs at a binlog transaction boundary: it acts on the signals
 // received and starts a queued incremental snapshot once the initial one
-// is done.
-func (s *Stream) signalStep(ctx context.Context) error {
-	in := s.incr
-	if in == nil {
+// is done. a may be nil (no ad-hoc snapshots).
+func (a *adhoc) step(ctx context.Context) error {
+	if a == nil {
 		return nil
 	}
 loop:
-	for in.cfg.Signals != nil {
+	for a.cfg.Signals != nil {
 		select {
-		case rec, ok := <-in.cfg.Signals:
+		case rec, ok := <-a.cfg.Signals:
 			if !ok {
-				in.cfg.Signals = nil
+				a.cfg.Signals = nil
 				break loop
 			}
-			if err := s.onSignal(ctx, rec); err != nil {
+			if err := a.onSignal(ctx, rec); err != nil {
 				return err
 			}
 		default:
 			break loop
 		}
 	}
-	if in.queued != nil && (s.snap == nil || s.snap.done) {
-		p := *in.queued
-		in.queued = nil
-		s.snap = s.newIncrementalRun(p)
-		s.log.Info("incremental snapshot: starting", "tables", len(p.Tables), "paused", in.paused)
+	if r := a.loop.snapshot(); a.queued != nil && (r == nil || r.done) {
+		p := *a.queued
+		a.queued = nil
+		a.loop.setSnapshot(a.newRun(p))
+		a.log.Info("incremental snapshot: starting", "tables", len(p.Tables), "paused", a.paused)
 	}
-	if in.queued == nil && s.incrementalRunning() == nil {
-		in.paused = false // a pause applies to the snapshot it paused
+	if a.queued == nil && a.running() == nil {
+		a.paused = false // a pause applies to the snapshot it paused
 	}
 	return nil
 }
@@ -163,21 +208,21 @@ loop:
 // commit. A signal that cannot be parsed or names nothing captured is
 // logged and skipped; only a failure to reach the source is an error (the
 // signal is then read again after the restart).
-func (s *Stream) onSignal(ctx context.Context, rec signal.Record) error {
-	sig, err := signal.Parse(s.cfg.Prefix, rec.Key, rec.Value)
+func (a *adhoc) onSignal(ctx context.Context, rec signal.Record) error {
+	sig, err := signal.Parse(a.prefix, rec.Key, rec.Value)
 	switch {
 	case errors.Is(err, signal.ErrOtherConnector):
-		s.log.Info("signal skipped: it is for another connector", "offset", rec.Offset, "reason", err.Error())
+		a.log.Info("signal skipped: it is for another connector", "offset", rec.Offset, "reason", err.Error())
 	case err != nil:
-		s.log.Warn("signal skipped", "offset", rec.Offset, "signal_id", sig.ID, "signal_type", sig.Type, "error", err.Error())
+		a.log.Warn("signal skipped", "offset", rec.Offset, "signal_id", sig.ID, "signal_type", sig.Type, "error", err.Error())
 	default:
-		if err := s.applySignal(ctx, rec.Offset, sig); err != nil {
+		if err := a.apply(ctx, rec.Offset, sig); err != nil {
 			return err
 		}
 	}
 	off := rec.Offset
-	s.incr.signalOffset = &off
-	return s.markDirty()
+	a.signalOffset = &off
+	return a.loop.markDirty()
 }
 
 // markDirty opens a transaction so the state is stored with the next commit.
@@ -190,16 +235,16 @@ func (s *Stream) markDirty() error {
 	return nil
 }
 
-func (s *Stream) applySignal(ctx context.Context, offset int64, sig signal.Signal) error {
+func (a *adhoc) apply(ctx context.Context, offset int64, sig signal.Signal) error {
 	attrs := []any{"offset", offset, "signal_id", sig.ID}
 	switch sig.Type {
 	case signal.TypeExecuteSnapshot:
 		m, err := signal.NewMatcher(sig.Collections)
 		if err != nil {
-			s.log.Warn("signal skipped", append(attrs, "error", err.Error())...)
+			a.log.Warn("signal skipped", append(attrs, "error", err.Error())...)
 			return nil
 		}
-		all, err := s.incr.cfg.Tables(ctx)
+		all, err := a.cfg.Tables(ctx)
 		if err != nil {
 			return err
 		}
@@ -210,38 +255,37 @@ func (s *Stream) applySignal(ctx context.Context, offset int64, sig signal.Signa
 			}
 		}
 		if miss := m.Unmatched(all); len(miss) > 0 {
-			s.log.Warn("signal: data-collections entries match no captured table", append(attrs, "entries", miss)...)
+			a.log.Warn("signal: data-collections entries match no captured table", append(attrs, "entries", miss)...)
 		}
 		if len(tables) == 0 {
-			s.log.Warn("signal skipped: execute-snapshot matches no captured table", attrs...)
+			a.log.Warn("signal skipped: execute-snapshot matches no captured table", attrs...)
 			return nil
 		}
-		s.log.Info("signal: execute-snapshot", append(attrs, "tables", tables)...)
-		s.addIncremental(tables)
+		a.log.Info("signal: execute-snapshot", append(attrs, "tables", tables)...)
+		a.add(tables)
 	case signal.TypeStopSnapshot:
-		s.log.Info("signal: stop-snapshot", append(attrs, "data_collections", sig.Collections)...)
-		return s.stopIncremental(sig.Collections)
+		a.log.Info("signal: stop-snapshot", append(attrs, "data_collections", sig.Collections)...)
+		return a.stop(sig.Collections)
 	case signal.TypePauseSnapshot:
-		if s.incr.queued == nil && s.incrementalRunning() == nil {
-			s.log.Warn("signal skipped: pause-snapshot while no incremental snapshot runs", attrs...)
+		if a.queued == nil && a.running() == nil {
+			a.log.Warn("signal skipped: pause-snapshot while no incremental snapshot runs", attrs...)
 			return nil
 		}
-		s.log.Info("signal: pause-snapshot", attrs...)
-		s.incr.paused = true
+		a.log.Info("signal: pause-snapshot", attrs...)
+		a.paused = true
 	case signal.TypeResumeSnapshot:
-		s.log.Info("signal: resume-snapshot", attrs...)
-		s.incr.paused = false
+		a.log.Info("signal: resume-snapshot", attrs...)
+		a.paused = false
 	case signal.TypeLog:
-		s.log.Info("signal: log", append(attrs, "message", sig.Message)...)
+		a.log.Info("signal: log", append(attrs, "message", sig.Message)...)
 	}
 	return nil
 }
 
 // addIncremental adds tables to the running incremental snapshot, or to
 // the queued one; a table already waiting to be read is not added twice.
-func (s *Stream) addIncremental(tables []string) {
-	in := s.incr
-	if r := s.incrementalRunning(); r != nil {
+func (a *adhoc) add(tables []string) {
+	if r := a.running(); r != nil {
 		rest := r.prog.Tables[r.start():]
 		for _, t := range tables {
 			if !slices.Contains(rest, t) {
@@ -250,22 +294,22 @@ func (s *Stream) addIncremental(tables []string) {
 				r.tables[t] = true
 			}
 		}
-		s.log.Info("incremental snapshot: tables added", "tables", tables, "pending_tables", len(rest))
+		a.log.Info("incremental snapshot: tables added", "tables", tables, "pending_tables", len(rest))
 		return
 	}
-	if in.queued == nil {
-		in.queued = &snapshot.Progress{}
+	if a.queued == nil {
+		a.queued = &snapshot.Progress{}
 	}
 	for _, t := range tables {
-		if !slices.Contains(in.queued.Tables[in.queued.Table:], t) {
-			in.queued.Tables = append(in.queued.Tables, t)
+		if !slices.Contains(a.queued.Tables[a.queued.Table:], t) {
+			a.queued.Tables = append(a.queued.Tables, t)
 		}
 	}
-	s.log.Info("incremental snapshot: requested", "tables", tables)
+	a.log.Info("incremental snapshot: requested", "tables", tables)
 }
 
 // start is the index of the first table not finished: the one being read.
-func (r *snapRun) start() int {
+func (r *reconciler) start() int {
 	i := r.cur
 	if r.pending != nil && r.pending.idx < i {
 		i = r.pending.idx
@@ -275,13 +319,12 @@ func (r *snapRun) start() int {
 
 // stopIncremental stops the incremental snapshot of the tables matching
 // collections (all of it when empty). Rows already emitted stay emitted.
-func (s *Stream) stopIncremental(collections []string) error {
-	in := s.incr
+func (a *adhoc) stop(collections []string) error {
 	var m signal.Matcher
 	if len(collections) > 0 {
 		var err error
 		if m, err = signal.NewMatcher(collections); err != nil {
-			s.log.Warn("signal skipped", "error", err.Error())
+			a.log.Warn("signal skipped", "error", err.Error())
 			return nil
 		}
 	}
@@ -297,17 +340,17 @@ func (s *Stream) stopIncremental(collections []string) error {
 		}
 		return out
 	}
-	if in.queued != nil {
-		rest := keep(in.queued.Tables[in.queued.Table:])
+	if a.queued != nil {
+		rest := keep(a.queued.Tables[a.queued.Table:])
 		if len(rest) == 0 {
-			in.queued = nil
+			a.queued = nil
 		} else {
-			in.queued = &snapshot.Progress{Tables: rest}
+			a.queued = &snapshot.Progress{Tables: rest}
 		}
 	}
-	r := s.incrementalRunning()
+	r := a.running()
 	if r == nil {
-		return s.markDirty()
+		return a.loop.markDirty()
 	}
 	start := r.start()
 	rest := keep(r.prog.Tables[start:])
@@ -323,24 +366,25 @@ func (s *Stream) stopIncremental(collections []string) error {
 	if start < len(r.prog.Tables) && len(rest) > 0 && rest[0] == r.prog.Tables[start] && r.prog.Table == start {
 		p.After, p.TableRows = r.prog.After, r.prog.TableRows
 	}
-	s.snap = nil
+	a.loop.setSnapshot(nil)
 	if len(rest) > 0 {
-		s.snap = s.newIncrementalRun(p)
+		a.loop.setSnapshot(a.newRun(p))
 	}
-	s.log.Info("incremental snapshot: stopped", "tables_left", len(rest))
-	return s.markDirty()
+	a.log.Info("incremental snapshot: stopped", "tables_left", len(rest))
+	return a.loop.markDirty()
 }
 
-// addIncrementalState adds the ad-hoc snapshot state to a state to store.
-func (s *Stream) addIncrementalState(st *State) {
-	if s.incr == nil {
+// addState adds the ad-hoc snapshot state to a state to store. a may be
+// nil (no ad-hoc snapshots).
+func (a *adhoc) addState(st *State) {
+	if a == nil {
 		return
 	}
-	if s.incr.queued != nil {
-		p := *s.incr.queued
+	if a.queued != nil {
+		p := *a.queued
 		st.Incremental = &p
 	}
-	st.IncrementalPaused = s.incr.paused && (st.Incremental != nil)
-	st.SignalOffset = s.incr.signalOffset
-	st.Lists = s.incr.cfg.Lists
+	st.IncrementalPaused = a.paused && (st.Incremental != nil)
+	st.SignalOffset = a.signalOffset
+	st.Lists = a.cfg.Lists
 }

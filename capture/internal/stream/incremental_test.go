@@ -88,7 +88,7 @@ func (f *signalFixture) state(t *testing.T) State {
 }
 
 func runningTables(s *Stream) []string {
-	if r := s.incrementalRunning(); r != nil {
+	if r := s.incr.running(); r != nil {
 		return r.prog.Tables[r.start():]
 	}
 	return nil
@@ -105,7 +105,7 @@ func TestSignalsBadOnesSkipped(t *testing.T) {
 	f.send("p", `{"type":"teleport"}`)
 	f.send("p", `{"type":"pause-snapshot"}`) // nothing runs: skipped
 	last := f.send("p", `{"type":"execute-snapshot","data":{"data-collections":["db.(b"]}}`)
-	if err := f.s.signalStep(t.Context()); err != nil {
+	if err := f.s.incr.step(t.Context()); err != nil {
 		t.Fatalf("bad signals stopped the stream: %v", err)
 	}
 	if f.s.snap != nil {
@@ -132,7 +132,7 @@ func TestSignalsBadOnesSkipped(t *testing.T) {
 func TestSignalsExecuteStopPause(t *testing.T) {
 	f := newSignalFixture(t, nil)
 	f.send("p", `{"id":"s1","type":"execute-snapshot","data":{"data-collections":["db.a","missing.x"],"type":"incremental"}}`)
-	if err := f.s.signalStep(t.Context()); err != nil {
+	if err := f.s.incr.step(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if got := runningTables(f.s); !slices.Equal(got, []string{"db.a"}) {
@@ -144,7 +144,7 @@ func TestSignalsExecuteStopPause(t *testing.T) {
 	// More tables join the running snapshot, db.a not twice.
 	f.send("p", `{"type":"execute-snapshot","data":{"data-collections":["db\\.[a-c]"]}}`)
 	f.send("p", `{"type":"pause-snapshot"}`)
-	if err := f.s.signalStep(t.Context()); err != nil {
+	if err := f.s.incr.step(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if got := runningTables(f.s); !slices.Equal(got, []string{"db.a", "db.b", "db.c"}) {
@@ -157,7 +157,7 @@ func TestSignalsExecuteStopPause(t *testing.T) {
 	if st.Lists == nil || st.Lists.DatabaseInclude != "db" {
 		t.Fatalf("lists not stored: %+v", st.Lists)
 	}
-	if did, err := f.s.snapStep(t.Context()); did || err != nil {
+	if did, err := f.s.snap.step(t.Context()); did || err != nil {
 		t.Fatalf("a paused snapshot read a chunk (did=%v err=%v)", did, err)
 	}
 	// Committed with the position, in one transaction.
@@ -178,7 +178,7 @@ func TestSignalsExecuteStopPause(t *testing.T) {
 
 	f.send("p", `{"type":"resume-snapshot"}`)
 	f.send("p", `{"type":"stop-snapshot","data":{"data-collections":["db.b"],"type":"incremental"}}`)
-	if err := f.s.signalStep(t.Context()); err != nil {
+	if err := f.s.incr.step(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if got := runningTables(f.s); !slices.Equal(got, []string{"db.a", "db.c"}) {
@@ -188,7 +188,7 @@ func TestSignalsExecuteStopPause(t *testing.T) {
 		t.Fatal("resume-snapshot did not resume")
 	}
 	f.send("p", `{"type":"stop-snapshot","data":{"type":"incremental"}}`)
-	if err := f.s.signalStep(t.Context()); err != nil {
+	if err := f.s.incr.step(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if f.s.snap != nil {
@@ -205,7 +205,7 @@ func TestSignalsExecuteStopPause(t *testing.T) {
 func TestSignalsWaitForInitialSnapshot(t *testing.T) {
 	f := newSignalFixture(t, &SnapshotConfig{Progress: snapshot.Progress{Tables: []string{"db.z"}}})
 	f.send("p", `{"type":"execute-snapshot","data":{"data-collections":["db.b"]}}`)
-	if err := f.s.signalStep(t.Context()); err != nil {
+	if err := f.s.incr.step(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if f.s.snap == nil || f.s.snap.incremental {
@@ -216,7 +216,7 @@ func TestSignalsWaitForInitialSnapshot(t *testing.T) {
 		t.Fatalf("stored snapshot %+v incremental %+v", st.Snapshot, st.Incremental)
 	}
 	f.s.snap.done = true
-	if err := f.s.signalStep(t.Context()); err != nil {
+	if err := f.s.incr.step(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if got := runningTables(f.s); !slices.Equal(got, []string{"db.b"}) {
@@ -230,7 +230,7 @@ func TestSignalsSourceDown(t *testing.T) {
 	f := newSignalFixture(t, nil)
 	f.tblErr = errors.New("connection refused")
 	f.send("p", `{"type":"execute-snapshot","data":{"data-collections":["db.a"]}}`)
-	if err := f.s.signalStep(t.Context()); err == nil {
+	if err := f.s.incr.step(t.Context()); err == nil {
 		t.Fatal("no error")
 	}
 	if st := f.state(t); st.SignalOffset != nil {
@@ -246,7 +246,7 @@ func TestIncrementalReadAhead(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.EnableIncremental(IncrementalConfig{ReadAhead: 5, Resume: IncrementalState{Incremental: &snapshot.Progress{Tables: []string{"db.a"}}}})
-	if r := s.incrementalRunning(); r == nil || r.cfg.ReadAhead != 5 {
+	if r := s.incr.running(); r == nil || r.cfg.ReadAhead != 5 {
 		t.Fatalf("incremental snapshot %+v, want one reading 5 chunks ahead", r)
 	}
 }

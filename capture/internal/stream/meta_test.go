@@ -41,7 +41,7 @@ func TestDropPrefix(t *testing.T) {
 // ends) get no transaction block and are not counted, as in Debezium,
 // while the transaction's own changes are numbered without gaps.
 func TestTxEventSnapshotRows(t *testing.T) {
-	s := &Stream{cfg: Config{TxMetadata: true}}
+	s := &metaWriter{txMetadata: true}
 	s.tx = txState{open: true, id: "0-1-7107", counts: map[string]int64{}}
 	tb := testTable("db", "a")
 	if b := s.txEvent(tb, debezium.OpRead); b != nil {

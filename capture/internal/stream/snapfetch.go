@@ -41,10 +41,10 @@ type chunkFetcher struct {
 	mu     sync.Mutex
 	queued chan struct{}
 
-	t     *table
-	idx   int   // the table's index in Progress.Tables
 	start int64 // seq when the fetcher started
 }
+
+var _ chunkSource = (*chunkFetcher)(nil)
 
 // fetchedChunk is one chunk read and converted by a chunkFetcher.
 type fetchedChunk struct {
@@ -62,7 +62,6 @@ type fetchedChunk struct {
 type fetchConfig struct {
 	db        *sql.DB
 	t         *table
-	idx       int
 	after     [][]byte
 	chunkRows int
 	readAhead int
@@ -76,7 +75,7 @@ type fetchConfig struct {
 func startFetcher(ctx context.Context, cfg fetchConfig) *chunkFetcher {
 	ctx, cancel := context.WithCancel(ctx)
 	f := &chunkFetcher{cancel: cancel, out: make(chan *fetchedChunk, max(cfg.readAhead, 1)),
-		queued: make(chan struct{}), t: cfg.t, idx: cfg.idx, start: cfg.seq.Load()}
+		queued: make(chan struct{}), start: cfg.seq.Load()}
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()

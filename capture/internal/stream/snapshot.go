@@ -3,11 +3,13 @@ package stream
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync/atomic"
 	"time"
+
+	"github.com/go-mysql-org/go-mysql/replication"
 
 	"github.com/binlake/binlake/capture/internal/binlog"
 	"github.com/binlake/binlake/capture/internal/schemahist"
@@ -37,6 +39,10 @@ import (
 // one emitted. One row is held back until the next one survives, so the
 // last row of each table and of the snapshot can carry Debezium's
 // last_in_data_collection and last markers.
+//
+// The reconciler does all of this; the loop tells it about every change,
+// DDL and binlog transaction boundary it reads (trackChange, trackTable,
+// boundary) and lets it step between binlog transactions.
 
 // errChunkReady ends a binlog read when the chunk the snapshot waits for
 // has been read.
@@ -61,33 +67,34 @@ type SnapshotConfig struct {
 	StopWhenDone bool
 }
 
-// State is the record stored under the capture id: the binlog position
-// and, while a snapshot runs, its progress.
-type State struct {
-	binlog.Position
-	Snapshot *snapshot.Progress `json:"snapshot,omitempty"`
-	IncrementalState
-}
-
-// MarshalState encodes a state for the offsets topic.
-func MarshalState(s State) ([]byte, error) { return json.Marshal(s) }
-
-// UnmarshalState decodes a stored state (a bare position decodes too).
-func UnmarshalState(b []byte) (State, error) {
-	p, err := binlog.UnmarshalPosition(b)
-	if err != nil {
-		return State{}, err
-	}
-	var s State
-	if err := json.Unmarshal(b, &s); err != nil {
-		return State{}, fmt.Errorf("%w: %v", binlog.ErrInvalidPosition, err)
-	}
-	s.Position = p
-	return s, nil
-}
-
-type snapRun struct {
+// reconciler runs one snapshot (the initial one, or an ad-hoc one) inside
+// the loop and reconciles its chunks with the binlog.
+//
+// Rules:
+//   - Watermarks: a chunk is emitted only once the loop has read the
+//     binlog up to the chunk's high watermark (the server's position just
+//     after its SELECT), and only at a binlog transaction boundary.
+//   - Per-key drop: a chunk row whose key the loop changed after the
+//     chunk's low mark (seq sampled before the previous SELECT) is
+//     dropped: the loop already emitted the key's newer state.
+//   - Table changes: a chunk read before a TRUNCATE or DDL of its table
+//     that the loop read since is never emitted; the table is read again
+//     from the row after the last one emitted (rewind).
+//   - Held row: the last surviving row is held back until the next one
+//     survives (or the table or snapshot ends), so the last row of each
+//     table and of the snapshot carries Debezium's markers; a held row
+//     whose key or table changed meanwhile is dropped like a chunk row.
+//   - Progress (prog) counts only rows emitted; it is stored with the
+//     position by the loop's next commit (storeRead), in the same Kafka
+//     transaction as the rows.
+type reconciler struct {
 	cfg    SnapshotConfig
+	loop   snapLoop
+	chunks chunkReader
+	log    *slog.Logger
+	m      *Metrics
+	src    debezium.Source // the source block's constant fields
+
 	prog   snapshot.Progress // as of the last row emitted
 	tables map[string]bool
 	index  map[string]int // position of each table in Progress.Tables
@@ -104,9 +111,10 @@ type snapRun struct {
 	seq          atomic.Int64
 	changes      map[string]map[string]int64
 	tableChanged map[string]int64
-	fetch        *chunkFetcher
+	fetch        *fetching
 	lastLow      int64           // low mark of the last chunk taken from a fetcher
 	fetchWait    <-chan struct{} // ready when the fetcher may have the next chunk
+	readMoved    bool            // the loop read a binlog transaction since the pending chunk was last checked
 
 	pending *pendingChunk
 	held    *heldRow
@@ -117,6 +125,64 @@ type snapRun struct {
 	// incremental: an ad-hoc snapshot (incremental.go): every row is
 	// marked "incremental" and none is held back.
 	incremental bool
+}
+
+// snapLoop is what a reconciler needs of the loop.
+type snapLoop interface {
+	// lookup returns the compiled table db.tbl, as the loop encodes it.
+	lookup(ctx context.Context, db, tbl string, tm *replication.TableMapEvent) (*table, error)
+	// current is the loop's compiled table "db.table" now (nil: none).
+	current(key string) *table
+	convert(t *table, row []any) (debezium.Struct, error)
+	// emitRead produces a snapshot row (op=r) into the open Kafka transaction.
+	emitRead(ctx context.Context, t *table, after debezium.Struct, src debezium.Source) error
+	// begin opens a Kafka transaction if none is open.
+	begin() error
+	// readPosition is the position after the last binlog transaction read.
+	readPosition() binlog.Position
+	// storeRead makes the next commit store readPosition with the progress.
+	storeRead()
+	// snapshotPaused reports whether a pause-snapshot signal holds an
+	// ad-hoc snapshot.
+	snapshotPaused() bool
+}
+
+// chunkReader reads the chunks of a table with a primary key: from the
+// source by default (sqlChunks), scripted in tests.
+type chunkReader interface {
+	// estimate is the server's estimate of a table's rows.
+	estimate(ctx context.Context, db, table string) int64
+	// start begins reading cfg.t's chunks after key cfg.after, ahead of the loop.
+	start(ctx context.Context, cfg fetchConfig) chunkSource
+}
+
+// chunkSource hands out one table's chunks in key order (chunkFetcher).
+type chunkSource interface {
+	// next returns the next chunk if it is ready; if not, a channel that
+	// is closed when the loop should look again.
+	next() (*fetchedChunk, <-chan struct{})
+	// stop ends the reading and drops what was read.
+	stop()
+}
+
+// fetching is the chunk source of the table being read.
+type fetching struct {
+	chunkSource
+	t     *table
+	idx   int   // the table's index in Progress.Tables
+	start int64 // seq when it started
+}
+
+// sqlChunks reads chunks from the source database.
+type sqlChunks struct{ db *sql.DB }
+
+func (c sqlChunks) estimate(ctx context.Context, db, table string) int64 {
+	return snapshot.EstimateRows(ctx, c.db, db, table)
+}
+
+func (c sqlChunks) start(ctx context.Context, cfg fetchConfig) chunkSource {
+	cfg.db = c.db
+	return startFetcher(ctx, cfg)
 }
 
 type pendingChunk struct {
@@ -142,14 +208,16 @@ type heldRow struct {
 	src      debezium.Source
 }
 
-func newSnapRun(cfg SnapshotConfig) *snapRun {
+// newReconciler returns a reconciler of the snapshot cfg describes, in
+// loop s (nil in tests that call no step).
+func newReconciler(cfg SnapshotConfig, s *Stream) *reconciler {
 	if cfg.ChunkRows <= 0 {
 		cfg.ChunkRows = 10000
 	}
 	if cfg.ReadAhead <= 0 {
 		cfg.ReadAhead = 2
 	}
-	r := &snapRun{cfg: cfg, prog: cfg.Progress, tables: map[string]bool{},
+	r := &reconciler{cfg: cfg, chunks: sqlChunks{cfg.DB}, prog: cfg.Progress, tables: map[string]bool{},
 		cur: cfg.Progress.Table, after: cfg.Progress.After,
 		changes: map[string]map[string]int64{}, tableChanged: map[string]int64{}, tableStart: time.Now()}
 	r.index = map[string]int{}
@@ -157,71 +225,79 @@ func newSnapRun(cfg SnapshotConfig) *snapRun {
 		r.tables[t] = true
 		r.index[t] = i
 	}
+	if s != nil {
+		r.loop, r.log, r.m = s, s.log, s.cfg.Metrics
+		r.src = debezium.Source{Version: s.cfg.Version, Connector: s.cfg.Flavor, Name: s.cfg.Prefix}
+	}
 	return r
 }
 
-// snapshotting reports whether the stream must track changes of db.table.
-func (s *Stream) snapshotting(key string) bool {
-	return s.snap != nil && !s.snap.done && s.snap.tables[key]
-}
+// running reports whether r is a snapshot still running; r may be nil.
+func (r *reconciler) running() bool { return r != nil && !r.done }
 
 // trackChange remembers that the stream changed a key of a snapshotted table.
 // It runs for every row: without a snapshot it must not build the table's
 // name.
-func (s *Stream) trackChange(t *table, row debezium.Struct) {
-	if s.snap == nil || s.snap.done || t.Key == nil {
+func (r *reconciler) trackChange(t *table, row debezium.Struct) {
+	if !r.running() || t.Key == nil {
 		return
 	}
 	key := tableKey(t.Def.DB, t.Def.Table)
-	if !s.snap.tables[key] {
+	if !r.tables[key] {
 		return
 	}
-	m := s.snap.changes[key]
+	m := r.changes[key]
 	if m == nil {
 		m = map[string]int64{}
-		s.snap.changes[key] = m
+		r.changes[key] = m
 	}
 	// The transaction being read: one more than those read completely.
-	m[keyString(t, row)] = s.snap.seq.Load() + 1
+	m[keyString(t, row)] = r.seq.Load() + 1
 }
 
 // trackTable remembers that a snapshotted table was truncated or altered.
-func (s *Stream) trackTable(db, tbl string) {
-	key := tableKey(db, tbl)
-	if s.snapshotting(key) {
-		s.snap.tableChanged[key] = s.snap.seq.Load() + 1
+func (r *reconciler) trackTable(db, tbl string) {
+	if !r.running() {
+		return
+	}
+	if key := tableKey(db, tbl); r.tables[key] {
+		r.tableChanged[key] = r.seq.Load() + 1
 	}
 }
 
-// snapKeylessAhead reports whether t is a table without a primary key
+// keylessAhead reports whether t is a table without a primary key
 // whose snapshot has not been emitted yet. Its changes are not streamed
 // until then: the snapshot, consistent with a later binlog position,
 // already holds them, and rows without a key cannot be reconciled.
-func (s *Stream) snapKeylessAhead(t *table) bool {
-	if t.Key != nil || s.snap == nil || s.snap.done {
+func (r *reconciler) keylessAhead(t *table) bool {
+	if t.Key != nil || !r.running() {
 		return false
 	}
-	i, ok := s.snap.index[tableKey(t.Def.DB, t.Def.Table)]
-	return ok && i >= s.snap.prog.Table
+	i, ok := r.index[tableKey(t.Def.DB, t.Def.Table)]
+	return ok && i >= r.prog.Table
 }
 
-// trackBoundary counts a binlog transaction read completely.
-func (s *Stream) trackBoundary() {
-	if s.snap != nil && !s.snap.done {
-		s.snap.seq.Add(1)
+// boundary counts a binlog transaction read completely.
+func (r *reconciler) boundary() {
+	if r == nil {
+		return
+	}
+	r.readMoved = true
+	if !r.done {
+		r.seq.Add(1)
 	}
 }
 
 // keyChangedSince reports whether the stream changed the key of row h
 // after h's low mark.
-func (r *snapRun) keyChangedSince(h *heldRow) bool {
+func (r *reconciler) keyChangedSince(h *heldRow) bool {
 	m := r.changes[tableKey(h.t.Def.DB, h.t.Def.Table)]
 	return len(m) > 0 && h.t.Key != nil && m[keyString(h.t, h.after)] > h.low
 }
 
 // heldTableChanged reports whether the held row's table was truncated or
 // altered after the row was read.
-func (r *snapRun) heldTableChanged() bool {
+func (r *reconciler) heldTableChanged() bool {
 	return r.held != nil && r.tableChanged[tableKey(r.held.t.Def.DB, r.held.t.Def.Table)] > r.held.tableLow
 }
 
@@ -231,7 +307,7 @@ func (r *snapRun) heldTableChanged() bool {
 // of the table while it was read: after a TRUNCATE the rows are gone,
 // after an ALTER they are still there, unchanged, with no binlog event
 // to carry them, so they must be read again.
-func (r *snapRun) rewind(idx int) {
+func (r *reconciler) rewind(idx int) {
 	r.stopFetch()
 	if r.pending != nil && r.pending.consistent != nil {
 		r.pending.consistent.Close()
@@ -247,7 +323,7 @@ func (r *snapRun) rewind(idx int) {
 }
 
 // prune forgets changes no chunk still to be emitted can be invalidated by.
-func (r *snapRun) prune(low int64) {
+func (r *reconciler) prune(low int64) {
 	if r.held != nil {
 		low = min(low, r.held.low)
 	}
@@ -261,30 +337,29 @@ func (r *snapRun) prune(low int64) {
 }
 
 // stopFetch stops the chunk fetcher, if one runs, dropping what it read.
-func (r *snapRun) stopFetch() {
+func (r *reconciler) stopFetch() {
 	if r.fetch != nil {
 		r.fetch.stop()
 		r.fetch = nil
 	}
 }
 
-// snapWake returns a channel that is ready when the chunk the snapshot
+// wake returns a channel that is ready when the chunk the snapshot
 // waits for has been read, or nil if it waits for nothing: the loop must
-// not sit in a read of an idle binlog meanwhile.
-func (s *Stream) snapWake() <-chan struct{} {
-	r := s.snap
-	if r == nil || r.done || r.pending != nil || r.fetch == nil || (r.incremental && s.incrPaused()) {
+// not sit in a read of an idle binlog meanwhile. r may be nil.
+func (r *reconciler) wake() <-chan struct{} {
+	if !r.running() || r.pending != nil || r.fetch == nil || (r.incremental && r.loop.snapshotPaused()) {
 		// A paused snapshot takes no chunk: waking up for one would spin.
 		return nil
 	}
 	return r.fetchWait
 }
 
-// snapStep advances the snapshot by at most one chunk read or emission.
-// It returns whether it did anything.
-func (s *Stream) snapStep(ctx context.Context) (bool, error) {
-	r := s.snap
-	if r == nil || r.done {
+// step advances the snapshot by at most one chunk read or emission. The
+// loop calls it only at binlog transaction boundaries. It returns whether
+// it did anything.
+func (r *reconciler) step(ctx context.Context) (bool, error) {
+	if !r.running() {
 		return false, nil
 	}
 	if r.fetch != nil && r.tableChanged[tableKey(r.fetch.t.Def.DB, r.fetch.t.Def.Table)] > r.fetch.start {
@@ -293,31 +368,30 @@ func (s *Stream) snapStep(ctx context.Context) (bool, error) {
 		r.rewind(r.fetch.idx)
 	}
 	if r.pending == nil {
-		if r.incremental && s.incrPaused() {
+		if r.incremental && r.loop.snapshotPaused() {
 			return false, nil
 		}
 		if r.cur >= len(r.prog.Tables) {
-			return true, s.snapFinish(ctx)
+			return true, r.finish(ctx)
 		}
-		return s.snapRead(ctx)
+		return r.read(ctx)
 	}
-	if !s.readMoved && r.pending.checked {
+	if !r.readMoved && r.pending.checked {
 		return false, nil
 	}
-	s.readMoved, r.pending.checked = false, true
-	if !snapshot.Reached(s.readPos, r.pending.high) {
+	r.readMoved, r.pending.checked = false, true
+	if !snapshot.Reached(r.loop.readPosition(), r.pending.high) {
 		return false, nil
 	}
-	return true, s.snapEmit(ctx)
+	return true, r.emit(ctx)
 }
 
-func (s *Stream) snapRead(ctx context.Context) (bool, error) {
-	r := s.snap
+func (r *reconciler) read(ctx context.Context) (bool, error) {
 	name := r.prog.Tables[r.cur]
 	db, tbl := snapshot.SplitTable(name)
-	t, err := s.lookup(ctx, db, tbl, nil)
+	t, err := r.loop.lookup(ctx, db, tbl, nil)
 	if errors.Is(err, schemahist.ErrNoTable) {
-		s.log.Warn("snapshot: table no longer exists, skipped", "table", name)
+		r.log.Warn("snapshot: table no longer exists, skipped", "table", name)
 		r.cur, r.after = r.cur+1, nil
 		return true, nil
 	}
@@ -329,19 +403,20 @@ func (s *Stream) snapRead(ctx context.Context) (bool, error) {
 	}
 	if r.fetch == nil && r.after == nil && r.tableRows == 0 {
 		r.tableStart = time.Now()
-		s.cfg.Metrics.SnapshotRowsEstimated.WithLabelValues(name).Set(float64(snapshot.EstimateRows(ctx, r.cfg.DB, db, tbl)))
+		r.m.SnapshotRowsEstimated.WithLabelValues(name).Set(float64(r.chunks.estimate(ctx, db, tbl)))
 	}
 	if len(t.Def.PrimaryKey) > 0 {
-		return s.snapTake(ctx, t, name)
+		return r.take(ctx, t, name)
 	}
 	// Tables without a primary key: one consistent read, on the loop.
 	p := &pendingChunk{t: t, idx: r.cur, startAfter: r.after, low: r.seq.Load()}
 	p.tableLow = p.low
-	c, err := snapshot.OpenConsistent(ctx, r.cfg.DB, s.readPos.Flavor)
+	readPos := r.loop.readPosition()
+	c, err := snapshot.OpenConsistent(ctx, r.cfg.DB, readPos.Flavor)
 	if err != nil {
 		return false, fmt.Errorf("snapshot of %s: %w", name, err)
 	}
-	if snapshot.Reached(s.readPos, c.At) && !snapshot.Same(s.readPos, c.At) {
+	if snapshot.Reached(readPos, c.At) && !snapshot.Same(readPos, c.At) {
 		// The stream already read past the snapshot's position (a
 		// transaction in the binlog not yet committed in the engine):
 		// try again at the next boundary.
@@ -355,14 +430,14 @@ func (s *Stream) snapRead(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
-// snapTake takes the next chunk of table t from the fetcher (starting one
+// take takes the next chunk of table t from the fetcher (starting one
 // at the read cursor if none runs), if it is ready.
-func (s *Stream) snapTake(ctx context.Context, t *table, name string) (bool, error) {
-	r := s.snap
+func (r *reconciler) take(ctx context.Context, t *table, name string) (bool, error) {
 	if r.fetch == nil {
-		r.fetch = startFetcher(ctx, fetchConfig{
-			db: r.cfg.DB, t: t, idx: r.cur, after: r.after, chunkRows: r.cfg.ChunkRows, readAhead: r.cfg.ReadAhead,
-			flavor: s.readPos.Flavor, seq: &r.seq, low0: r.lastLow, rowsRead: s.cfg.Metrics.SnapshotRows.WithLabelValues(name), convert: s.convert,
+		r.fetch = &fetching{t: t, idx: r.cur, start: r.seq.Load()}
+		r.fetch.chunkSource = r.chunks.start(ctx, fetchConfig{
+			t: t, after: r.after, chunkRows: r.cfg.ChunkRows, readAhead: r.cfg.ReadAhead,
+			flavor: r.loop.readPosition().Flavor, seq: &r.seq, low0: r.lastLow, rowsRead: r.m.SnapshotRows.WithLabelValues(name), convert: r.loop.convert,
 		})
 	}
 	fc, wait := r.fetch.next()
@@ -387,12 +462,11 @@ func (s *Stream) snapTake(ctx context.Context, t *table, name string) (bool, err
 	return true, nil
 }
 
-func (s *Stream) snapEmit(ctx context.Context) error {
-	r := s.snap
+func (r *reconciler) emit(ctx context.Context) error {
 	p := r.pending
 	r.pending = nil
 	name := tableKey(p.t.Def.DB, p.t.Def.Table)
-	if err := s.begin(); err != nil {
+	if err := r.loop.begin(); err != nil {
 		return err
 	}
 	if r.heldTableChanged() {
@@ -400,7 +474,7 @@ func (s *Stream) snapEmit(ctx context.Context) error {
 		r.rewind(r.held.idx)
 		return nil
 	}
-	if r.tableChanged[name] > p.tableLow || (p.consistent == nil && s.tables[name] != p.t) {
+	if r.tableChanged[name] > p.tableLow || (p.consistent == nil && r.loop.current(name) != p.t) {
 		// Truncated or altered while read (or the definition was replaced):
 		// read it again, from where the snapshot's emitted rows end.
 		r.pending = p
@@ -411,26 +485,24 @@ func (s *Stream) snapEmit(ctx context.Context) error {
 		r.held = nil // the stream carried the key's newer state
 	}
 	// The current definition: a DDL in the window would have restarted the chunk.
-	t := s.tables[name]
+	t := r.loop.current(name)
 	if t == nil {
 		t = p.t
 	}
 	readAt := time.Now()
-	src := debezium.Source{
-		Version: s.cfg.Version, Connector: s.cfg.Flavor, Name: s.cfg.Prefix,
-		TsMs: readAt.UnixMilli(), TsUs: readAt.UnixMicro(), TsNs: readAt.UnixNano(),
-		DB: t.Def.DB, Table: t.Def.Table, File: p.high.File, Pos: int64(p.high.Pos),
-	}
+	src := r.src
+	src.TsMs, src.TsUs, src.TsNs = readAt.UnixMilli(), readAt.UnixMicro(), readAt.UnixNano()
+	src.DB, src.Table, src.File, src.Pos = t.Def.DB, t.Def.Table, p.high.File, int64(p.high.Pos)
 	if p.consistent != nil {
 		var rows int64
 		err := p.consistent.Rows(ctx, t.Def.DB, t.Def.Table, columnNames(t), func(row []any) error {
-			after, err := s.convert(t, row)
+			after, err := r.loop.convert(t, row)
 			if err != nil {
 				return err
 			}
-			s.cfg.Metrics.SnapshotRows.WithLabelValues(name).Inc()
+			r.m.SnapshotRows.WithLabelValues(name).Inc()
 			rows++
-			return s.snapSurvivor(ctx, &heldRow{t: t, idx: p.idx, low: p.low, tableLow: p.tableLow, after: after, src: src})
+			return r.survivor(ctx, &heldRow{t: t, idx: p.idx, low: p.low, tableLow: p.tableLow, after: after, src: src})
 		})
 		p.consistent.Close()
 		if err != nil {
@@ -439,7 +511,7 @@ func (s *Stream) snapEmit(ctx context.Context) error {
 		// Flush the held row so the table is done in this transaction: a
 		// table without a key cannot resume part-way.
 		if r.held != nil {
-			if err := s.snapEmitHeld(ctx, r.held.idx == len(r.prog.Tables)-1, true); err != nil {
+			if err := r.emitHeld(ctx, r.held.idx == len(r.prog.Tables)-1, true); err != nil {
 				return err
 			}
 		}
@@ -452,7 +524,7 @@ func (s *Stream) snapEmit(ctx context.Context) error {
 			if len(changes) > 0 && changes[keyString(t, after)] > p.low {
 				continue
 			}
-			if err := s.snapSurvivor(ctx, &heldRow{t: t, idx: p.idx, key: p.chunk.Keys[i], low: p.low, tableLow: p.tableLow, after: after, src: src}); err != nil {
+			if err := r.survivor(ctx, &heldRow{t: t, idx: p.idx, key: p.chunk.Keys[i], low: p.low, tableLow: p.tableLow, after: after, src: src}); err != nil {
 				return err
 			}
 		}
@@ -461,14 +533,13 @@ func (s *Stream) snapEmit(ctx context.Context) error {
 	r.tableRows += int64(len(p.chunk.Keys))
 	if p.chunk.Last {
 		el := time.Since(r.tableStart)
-		s.log.Info("snapshot: table done", "table", name, "rows", r.tableRows,
+		r.log.Info("snapshot: table done", "table", name, "rows", r.tableRows,
 			"rows_per_sec", int64(float64(r.tableRows)/max(el.Seconds(), 0.001)), "elapsed", el.Round(time.Millisecond))
-		s.cfg.Metrics.SnapshotTableDone.WithLabelValues(name).Set(1)
+		r.m.SnapshotTableDone.WithLabelValues(name).Set(1)
 		r.tableRows = 0
 		r.tableStart = time.Now()
 	}
-	pos := s.readPos
-	s.pendingPos = &pos
+	r.loop.storeRead()
 	return nil
 }
 
@@ -480,22 +551,21 @@ func columnNames(t *table) []string {
 	return cols
 }
 
-// snapSurvivor emits the held row (now known not to be the last) and holds row.
-func (s *Stream) snapSurvivor(ctx context.Context, row *heldRow) error {
-	if s.snap.held != nil {
-		if err := s.snapEmitHeld(ctx, false, s.snap.held.idx != row.idx); err != nil {
+// survivor emits the held row (now known not to be the last) and holds row.
+func (r *reconciler) survivor(ctx context.Context, row *heldRow) error {
+	if r.held != nil {
+		if err := r.emitHeld(ctx, false, r.held.idx != row.idx); err != nil {
 			return err
 		}
 	}
-	s.snap.held = row
-	if s.snap.incremental {
-		return s.snapEmitHeld(ctx, false, false)
+	r.held = row
+	if r.incremental {
+		return r.emitHeld(ctx, false, false)
 	}
 	return nil
 }
 
-func (s *Stream) snapEmitHeld(ctx context.Context, lastOverall, lastInTable bool) error {
-	r := s.snap
+func (r *reconciler) emitHeld(ctx context.Context, lastOverall, lastInTable bool) error {
 	h := r.held
 	r.held = nil
 	if r.prog.Table != h.idx {
@@ -518,7 +588,7 @@ func (s *Stream) snapEmitHeld(ctx context.Context, lastOverall, lastInTable bool
 	}
 	src := h.src
 	src.Snapshot = m
-	if err := s.emit(ctx, h.t, debezium.OpRead, nil, h.after, src, s.cfg.Now(), nil); err != nil {
+	if err := r.loop.emitRead(ctx, h.t, h.after, src); err != nil {
 		return err
 	}
 	r.prog.After = h.key
@@ -527,9 +597,8 @@ func (s *Stream) snapEmitHeld(ctx context.Context, lastOverall, lastInTable bool
 	return nil
 }
 
-func (s *Stream) snapFinish(ctx context.Context) error {
-	r := s.snap
-	if err := s.begin(); err != nil {
+func (r *reconciler) finish(ctx context.Context) error {
+	if err := r.loop.begin(); err != nil {
 		return err
 	}
 	if r.heldTableChanged() {
@@ -539,7 +608,7 @@ func (s *Stream) snapFinish(ctx context.Context) error {
 	if r.held != nil {
 		if r.keyChangedSince(r.held) {
 			r.held = nil
-		} else if err := s.snapEmitHeld(ctx, true, true); err != nil {
+		} else if err := r.emitHeld(ctx, true, true); err != nil {
 			return err
 		}
 	}
@@ -547,27 +616,11 @@ func (s *Stream) snapFinish(ctx context.Context) error {
 	r.done = true
 	r.stopFetch()
 	r.changes, r.tableChanged = nil, nil
-	pos := s.readPos
-	s.pendingPos = &pos
+	r.loop.storeRead()
 	if r.incremental {
-		s.log.Info("incremental snapshot: finished", "tables", len(r.prog.Tables), "rows", r.prog.Rows)
+		r.log.Info("incremental snapshot: finished", "tables", len(r.prog.Tables), "rows", r.prog.Rows)
 		return nil
 	}
-	s.log.Info("snapshot: done", "tables", len(r.prog.Tables), "rows", r.prog.Rows)
+	r.log.Info("snapshot: done", "tables", len(r.prog.Tables), "rows", r.prog.Rows)
 	return nil
-}
-
-// stateBytes encodes pos with the snapshot's progress, if one runs.
-func (s *Stream) stateBytes(pos binlog.Position) ([]byte, error) {
-	st := State{Position: pos}
-	if s.snap != nil && !s.snap.done {
-		p := s.snap.prog
-		if s.snap.incremental {
-			st.Incremental = &p
-		} else {
-			st.Snapshot = &p
-		}
-	}
-	s.addIncrementalState(&st)
-	return MarshalState(st)
 }

@@ -37,7 +37,7 @@ func TestSnapRewind(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.prog.Tables = []string{"db.a", "db.b"}
-			r := newSnapRun(SnapshotConfig{Progress: tc.prog})
+			r := newReconciler(SnapshotConfig{Progress: tc.prog}, nil)
 			r.held = tc.held
 			r.pending = &pendingChunk{t: b, idx: 1, startAfter: [][]byte{[]byte("100")}}
 			r.cur, r.after = 2, nil
@@ -58,7 +58,7 @@ func TestSnapRewind(t *testing.T) {
 // TestSnapPrune checks that pruning keeps every change that a chunk still
 // to be emitted, or the held row, could be invalidated by.
 func TestSnapPrune(t *testing.T) {
-	r := newSnapRun(SnapshotConfig{Progress: snapshot.Progress{Tables: []string{"db.a"}}})
+	r := newReconciler(SnapshotConfig{Progress: snapshot.Progress{Tables: []string{"db.a"}}}, nil)
 	r.changes["db.a"] = map[string]int64{"k1": 3, "k2": 5, "k3": 8}
 	r.prune(4)
 	if _, ok := r.changes["db.a"]["k1"]; ok || len(r.changes["db.a"]) != 2 {
@@ -81,18 +81,18 @@ func TestSnapPrune(t *testing.T) {
 func TestSnapKeylessAhead(t *testing.T) {
 	keyless, keyed := testTable("db", "nk"), testTable("db", "k")
 	keyed.Key = &debezium.Schema{Type: debezium.STRUCT}
-	s := &Stream{snap: newSnapRun(SnapshotConfig{Progress: snapshot.Progress{Tables: []string{"db.k", "db.nk"}}})}
-	if !s.snapKeylessAhead(keyless) {
+	r := newReconciler(SnapshotConfig{Progress: snapshot.Progress{Tables: []string{"db.k", "db.nk"}}}, nil)
+	if !r.keylessAhead(keyless) {
 		t.Errorf("keyless table before its snapshot: its changes must wait")
 	}
-	if s.snapKeylessAhead(keyed) {
+	if r.keylessAhead(keyed) {
 		t.Errorf("keyed table: its changes are reconciled by key, never held back")
 	}
-	if s.snapKeylessAhead(testTable("db", "other")) {
+	if r.keylessAhead(testTable("db", "other")) {
 		t.Errorf("a table outside the snapshot streams")
 	}
-	s.snap.prog.Table = 2 // both emitted
-	if s.snapKeylessAhead(keyless) {
+	r.prog.Table = 2 // both emitted
+	if r.keylessAhead(keyless) {
 		t.Errorf("keyless table after its snapshot: its changes stream")
 	}
 }
@@ -104,6 +104,6 @@ func BenchmarkTrackChangeNoSnapshot(b *testing.B) {
 	tb := testTable("inventory", "customers")
 	b.ReportAllocs()
 	for b.Loop() {
-		s.trackChange(tb, nil)
+		s.snap.trackChange(tb, nil)
 	}
 }

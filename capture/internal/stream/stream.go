@@ -19,7 +19,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-mysql-org/go-mysql/replication"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/binlake/binlake/capture/internal/binlog"
@@ -35,19 +34,21 @@ type Registry interface {
 	Register(ctx context.Context, subject string, schema []byte) (int, error)
 }
 
-// Definitions loads table definitions from the source (information_schema).
-type Definitions interface {
-	Load(ctx context.Context, db, table string) (schemahist.Definition, error)
+// Source is where the loop reads the binlog: a *binlog.Reader, or in
+// tests recorded or generated events. Events come in binlog order, whole
+// transactions (KindBegin … KindCommit, or one KindQuery) one after the
+// other, and each KindCommit and KindQuery carries the position after
+// its transaction.
+type Source interface {
+	// Position is the position after the last transaction returned in
+	// full: where the loop starts.
+	Position() binlog.Position
+	// Next returns the next event, blocking until one arrives or ctx
+	// ends. An error other than ctx's is final.
+	Next(ctx context.Context) (binlog.Event, error)
 }
 
-// CollationSource is implemented by Definitions that can list the
-// server's collation ids; with it, the character set of each column is
-// taken from the table map event its rows come with
-// (binlog_row_metadata=FULL), so a charset-changing ALTER never makes rows
-// decode with the wrong character set.
-type CollationSource interface {
-	Collations(ctx context.Context) (schemahist.Collations, error)
-}
+var _ Source = (*binlog.Reader)(nil)
 
 // Config configures a Stream.
 type Config struct {
@@ -97,7 +98,23 @@ type Config struct {
 	HeartbeatPrefix   string
 }
 
-// Stream is the capture loop.
+// Stream is the loop that turns binlog transactions into Kafka
+// transactions: it reads a Source, encodes each change as a Debezium
+// event of its table, and lets the snapshot reconciler (snapshot.go), the
+// ad-hoc snapshot signals (incremental.go) and the metadata writer
+// (meta.go) act between binlog transactions.
+//
+// Rules:
+//   - A Kafka transaction is committed only at a binlog transaction
+//     boundary (no source transaction is open), with the position after
+//     that transaction as its last record (State, through
+//     publish.Commit); so a source transaction is visible whole or not at
+//     all, whatever its size against max-buffered-bytes.
+//   - It commits when max-txn-records is reached or commit-interval has
+//     passed, at the next boundary; an idle binlog ends the interval too.
+//   - On return the open Kafka transaction is committed if the loop
+//     stopped cleanly at a boundary and aborted otherwise; any commit
+//     error (ErrFenced included) stops it.
 type Stream struct {
 	cfg  Config
 	pub  *publish.Publisher
@@ -116,26 +133,15 @@ type Stream struct {
 	atBoundary bool             // no binlog transaction is open
 	wait       readWait         // what a binlog read at a boundary waits for besides the binlog
 
-	readPos   binlog.Position // after the last complete binlog transaction read
-	readMoved bool            // readPos changed since the snapshot last looked
-	snap      *snapRun        // nil: no snapshot
-	incr      *incrState      // nil: no ad-hoc snapshots (incremental.go)
+	readPos binlog.Position // after the last complete binlog transaction read
+	snap    *reconciler     // nil: no snapshot (snapshot.go)
+	incr    *adhoc          // nil: no ad-hoc snapshots (incremental.go)
 
-	// schema-change, transaction and heartbeat topics (meta.go)
-	schemaIDs, txIDs, hbIDs metaIDs
-	models                  map[string]*schemahist.Model // db.table → Debezium's table model
-	charsets                map[string]string            // database → default charset
-	tx                      txState
-	lastRow                 int32 // Debezium's source.row of DDL and TRUNCATE: the last row event's last row
-	nextHeartbeat           time.Time
-	nextSignalPoll          time.Time
-}
-
-type table struct {
-	*schemahist.Table
-	keyID, valueID int
-	topic          string
-	ready          bool
+	meta           *metaWriter                  // schema-change, transaction and heartbeat topics (meta.go)
+	models         map[string]*schemahist.Model // db.table → Debezium's table model
+	charsets       map[string]string            // database → default charset
+	lastRow        int32                        // Debezium's source.row of DDL and TRUNCATE: the last row event's last row
+	nextSignalPoll time.Time
 }
 
 // New returns a Stream. history holds the definitions recorded before the
@@ -157,9 +163,9 @@ func New(cfg Config, pub *publish.Publisher, reg Registry, defs Definitions, his
 		cfg.HeartbeatPrefix = "__debezium-heartbeat"
 	}
 	s := &Stream{cfg: cfg, pub: pub, reg: reg, defs: defs, log: cfg.Logger, tables: map[string]*table{},
-		models: map[string]*schemahist.Model{}, charsets: map[string]string{}, nextHeartbeat: time.Now().Add(cfg.HeartbeatInterval)}
+		models: map[string]*schemahist.Model{}, charsets: map[string]string{}}
 	if cfg.Snapshot != nil && !cfg.Snapshot.Progress.Done() {
-		s.snap = newSnapRun(*cfg.Snapshot)
+		s.snap = newReconciler(*cfg.Snapshot, s)
 	}
 	s.contextHeaders = []kgo.RecordHeader{
 		{Key: "__debezium.context.connectorLogicalName", Value: []byte(cfg.Prefix)},
@@ -167,6 +173,7 @@ func New(cfg Config, pub *publish.Publisher, reg Registry, defs Definitions, his
 		{Key: "__debezium.context.connectorName", Value: []byte(cfg.Flavor)},
 		{Key: "__debezium.context.runId", Value: []byte(cfg.RunID)},
 	}
+	s.meta = newMetaWriter(cfg, reg, pub, s.contextHeaders, s.produce)
 	for key, def := range history {
 		if !cfg.Filter.Table(def.DB, def.Table) {
 			continue
@@ -183,30 +190,10 @@ func New(cfg Config, pub *publish.Publisher, reg Registry, defs Definitions, his
 	return s, nil
 }
 
-func tableKey(db, tbl string) string { return db + "." + tbl }
-
-// compile compiles a definition with the table model known for it (the
-// model decides the key and the types of aliased columns, as Debezium's
-// does).
-func (s *Stream) compile(def schemahist.Definition) (*table, error) {
-	if def.Model == nil {
-		def.Model = s.models[tableKey(def.DB, def.Table)]
-	}
-	var include func(string) bool
-	if s.cfg.Filter.HasColumnLists() {
-		include = func(col string) bool { return s.cfg.Filter.Column(def.DB, def.Table, col) }
-	}
-	t, err := schemahist.Compile(def, s.cfg.Prefix, s.cfg.Flavor, s.cfg.Types, s.cfg.Naming, include, s.cfg.KeyColumns)
-	if err != nil {
-		return nil, err
-	}
-	return &table{Table: t, topic: t.ID.Topic()}, nil
-}
-
 // Run reads r until ctx ends or an error occurs. On return the open
 // Kafka transaction has been committed (clean stop at a boundary) or
 // aborted.
-func (s *Stream) Run(ctx context.Context, r *binlog.Reader) (err error) {
+func (s *Stream) Run(ctx context.Context, r Source) (err error) {
 	defer func() {
 		s.wait.stop()
 		if s.snap != nil {
@@ -234,12 +221,12 @@ func (s *Stream) Run(ctx context.Context, r *binlog.Reader) (err error) {
 	s.readPos = r.Position()
 	for {
 		if s.atBoundary {
-			if err := s.signalStep(ctx); err != nil {
+			if err := s.incr.step(ctx); err != nil {
 				return err
 			}
 		}
 		if s.snap != nil && s.atBoundary {
-			did, err := s.snapStep(ctx)
+			did, err := s.snap.step(ctx)
 			if err != nil {
 				return err
 			}
@@ -272,7 +259,7 @@ func (s *Stream) Run(ctx context.Context, r *binlog.Reader) (err error) {
 			}
 			// A deadline passed while idle at a boundary: the commit
 			// window, a heartbeat, or a look at the signals (at the top).
-			hb := s.heartbeatDue()
+			hb := s.meta.heartbeatDue()
 			if hb {
 				if err := s.heartbeat(ctx); err != nil {
 					return err
@@ -311,7 +298,7 @@ func (s *Stream) readContext(ctx context.Context) context.Context {
 		earliest(s.txnStart.Add(s.cfg.CommitInterval))
 	}
 	if s.cfg.HeartbeatInterval > 0 {
-		earliest(s.nextHeartbeat)
+		earliest(s.meta.nextHeartbeat)
 	}
 	if s.pollsSignals() {
 		if now := time.Now(); !now.Before(s.nextSignalPoll) {
@@ -319,7 +306,7 @@ func (s *Stream) readContext(ctx context.Context) context.Context {
 		}
 		earliest(s.nextSignalPoll)
 	}
-	return s.wait.context(ctx, at, s.snapWake())
+	return s.wait.context(ctx, at, s.snap.wake())
 }
 
 // errReadDeadline ends a binlog read at the loop's next deadline.
@@ -377,6 +364,36 @@ func (w *readWait) stop() {
 	*w = readWait{}
 }
 
+// emitRead produces a snapshot row (the reconciler's snapLoop).
+func (s *Stream) emitRead(ctx context.Context, t *table, after debezium.Struct, src debezium.Source) error {
+	return s.emit(ctx, t, debezium.OpRead, nil, after, src, s.cfg.Now(), nil)
+}
+
+// current is the compiled table "db.table" now (the reconciler's snapLoop).
+func (s *Stream) current(key string) *table { return s.tables[key] }
+
+// readPosition is the position after the last binlog transaction read.
+func (s *Stream) readPosition() binlog.Position { return s.readPos }
+
+// storeRead makes the next commit store the position read so far.
+func (s *Stream) storeRead() {
+	pos := s.readPos
+	s.pendingPos = &pos
+}
+
+var _ snapLoop = (*Stream)(nil)
+
+// produce puts a record into the open Kafka transaction, opening one if
+// none is open, and counts it.
+func (s *Stream) produce(ctx context.Context, r *kgo.Record) error {
+	if err := s.begin(); err != nil {
+		return err
+	}
+	s.pub.Produce(ctx, r)
+	s.txnRecords++
+	return nil
+}
+
 func (s *Stream) begin() error {
 	if s.pub.InTxn() {
 		return nil
@@ -418,7 +435,7 @@ func (s *Stream) handle(ctx context.Context, ev binlog.Event) error {
 		if err := s.begin(); err != nil {
 			return err
 		}
-		return s.txBegin(ctx, ev)
+		return s.meta.txBegin(ctx, ev)
 	case binlog.KindRows:
 		s.atBoundary = false
 		if err := s.begin(); err != nil {
@@ -426,7 +443,7 @@ func (s *Stream) handle(ctx context.Context, ev binlog.Event) error {
 		}
 		return s.rows(ctx, ev)
 	case binlog.KindCommit:
-		if err := s.txEnd(ctx, ev); err != nil {
+		if err := s.meta.txEnd(ctx, ev); err != nil {
 			return err
 		}
 		return s.boundary(ctx, ev)
@@ -437,7 +454,7 @@ func (s *Stream) handle(ctx context.Context, ev binlog.Event) error {
 		if ev.GTID != "" && s.cfg.Flavor == debezium.FlavorMariaDB {
 			// MariaDB: Debezium begins a transaction at every GTID event,
 			// DDL included (and never ends it: there is no commit event).
-			if err := s.txBegin(ctx, ev); err != nil {
+			if err := s.meta.txBegin(ctx, ev); err != nil {
 				return err
 			}
 		}
@@ -458,10 +475,10 @@ func (s *Stream) boundary(ctx context.Context, ev binlog.Event) error {
 	pos := ev.Position
 	s.pendingPos = &pos
 	s.atBoundary = true
-	s.readPos, s.readMoved = pos, true
-	s.trackBoundary()
+	s.readPos = pos
+	s.snap.boundary()
 	s.cfg.Metrics.observeSource(ev.Timestamp, s.cfg.Now())
-	if s.heartbeatDue() {
+	if s.meta.heartbeatDue() {
 		if err := s.heartbeat(ctx); err != nil {
 			return err
 		}
@@ -473,164 +490,6 @@ func (s *Stream) boundary(ctx context.Context, ev binlog.Event) error {
 		return err
 	}
 	return nil
-}
-
-// lookup returns the compiled table for a rows event (tm) or a TRUNCATE
-// (tm nil), loading its definition on first sight and checking it against
-// the table map. When the definition held does not match the table map,
-// the one in information_schema is tried, and if the table changed again
-// since the event was written, the definition is derived from the table
-// map itself (binlog_row_metadata=FULL), so rows are always decoded with
-// the structure they were written with.
-func (s *Stream) lookup(ctx context.Context, db, tbl string, tm *replication.TableMapEvent) (*table, error) {
-	key := tableKey(db, tbl)
-	t := s.tables[key]
-	if tm != nil && s.colls == nil {
-		if src, ok := s.defs.(CollationSource); ok {
-			colls, err := src.Collations(ctx)
-			if err != nil {
-				return nil, err
-			}
-			s.colls = colls
-		}
-	}
-	matches := func(t *schemahist.Table, tm *replication.TableMapEvent) error {
-		if err := matches(t, tm); err != nil {
-			return err
-		}
-		return t.MatchesCharsets(tm, s.colls)
-	}
-	if t != nil && (tm == nil || matches(t.Table, tm) == nil) {
-		if !t.ready {
-			if err := s.prepare(ctx, t); err != nil {
-				return nil, err
-			}
-		}
-		return t, nil
-	}
-	s.model(ctx, db, tbl) // Debezium's model of a table first seen: SHOW CREATE TABLE
-	def, err := s.defs.Load(ctx, db, tbl)
-	if err != nil && !(errors.Is(err, schemahist.ErrNoTable) && tm != nil) {
-		return nil, err
-	}
-	nt, cerr := s.compile(def)
-	if err != nil || cerr != nil || (tm != nil && matches(nt.Table, tm) != nil) {
-		if tm == nil {
-			return nil, errors.Join(err, cerr)
-		}
-		hint := def
-		if t != nil && len(def.Columns) == 0 {
-			hint = t.Def
-		}
-		derived, derr := schemahist.FromTableMapCharsets(tm, hint, s.colls)
-		if derr != nil {
-			return nil, derr
-		}
-		if nt, err = s.compile(derived); err != nil {
-			return nil, err
-		}
-		def = derived
-		s.log.Warn("table definition taken from the binlog: the table changed after this event was written; defaults and comments come from its current definition where the column still exists",
-			"table", key)
-	}
-	if err := s.recordHistory(ctx, def); err != nil {
-		return nil, err
-	}
-	s.tables[key] = nt
-	if err := s.prepare(ctx, nt); err != nil {
-		return nil, err
-	}
-	return nt, nil
-}
-
-// matches checks a compiled table against a table map event.
-func matches(t *schemahist.Table, tm *replication.TableMapEvent) error {
-	names := tm.ColumnNameString()
-	if len(names) == 0 {
-		if int(tm.ColumnCount) != len(t.Def.Columns) {
-			return fmt.Errorf("%w: %s.%s has %d columns in the binlog and %d in the definition",
-				schemahist.ErrSchemaMismatch, t.Def.DB, t.Def.Table, tm.ColumnCount, len(t.Def.Columns))
-		}
-		return nil
-	}
-	return t.MatchesMap(tm)
-}
-
-// prepare registers a table's schemas and creates its topic.
-func (s *Stream) prepare(ctx context.Context, t *table) error {
-	if t.Key != nil {
-		ks, err := debezium.AvroSchema(t.Key)
-		if err != nil {
-			return err
-		}
-		if t.keyID, err = s.reg.Register(ctx, t.topic+"-key", ks); err != nil {
-			return fmt.Errorf("registering the key schema of %s: %w", t.topic, err)
-		}
-	}
-	vs, err := debezium.AvroSchema(t.Envelope)
-	if err != nil {
-		return err
-	}
-	if t.valueID, err = s.reg.Register(ctx, t.topic+"-value", vs); err != nil {
-		return fmt.Errorf("registering the value schema of %s: %w", t.topic, err)
-	}
-	if err := s.pub.EnsureTopic(ctx, t.topic, nil, 0); err != nil {
-		return err
-	}
-	t.ready = true
-	return nil
-}
-
-// historyRecord is one entry of the schema history topic.
-type historyRecord struct {
-	Definition schemahist.Definition `json:"definition"`
-	Dropped    bool                  `json:"dropped,omitempty"`
-}
-
-func (s *Stream) recordHistory(ctx context.Context, def schemahist.Definition) error {
-	if m := s.models[tableKey(def.DB, def.Table)]; m != nil {
-		def.Model = m
-	}
-	return s.writeHistory(ctx, historyRecord{Definition: def})
-}
-
-func (s *Stream) writeHistory(ctx context.Context, rec historyRecord) error {
-	if s.cfg.HistoryTopic == "" {
-		return nil
-	}
-	if err := s.begin(); err != nil {
-		return err
-	}
-	b, err := json.Marshal(rec)
-	if err != nil {
-		return err
-	}
-	s.pub.Produce(ctx, &kgo.Record{Topic: s.cfg.HistoryTopic, Key: []byte(tableKey(rec.Definition.DB, rec.Definition.Table)), Value: b, Partition: 0})
-	return nil
-}
-
-// LoadHistory reads the schema history topic: the latest definition of
-// every table recorded before the committed position.
-func LoadHistory(ctx context.Context, pub *publish.Publisher, topic string) (map[string]schemahist.Definition, error) {
-	out := map[string]schemahist.Definition{}
-	var bad error
-	err := pub.ReadCommitted(ctx, topic, func(r *kgo.Record) {
-		var rec historyRecord
-		if err := json.Unmarshal(r.Value, &rec); err != nil {
-			bad = fmt.Errorf("decoding schema history record at %s[%d]@%d: %w", r.Topic, r.Partition, r.Offset, err)
-			return
-		}
-		key := tableKey(rec.Definition.DB, rec.Definition.Table)
-		if rec.Dropped {
-			delete(out, key)
-		} else {
-			out[key] = rec.Definition
-		}
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, bad
 }
 
 func (s *Stream) source(ev binlog.Event, db, tbl string, row int) debezium.Source {
@@ -666,7 +525,7 @@ func (s *Stream) rows(ctx context.Context, ev binlog.Event) error {
 	if err != nil {
 		return err
 	}
-	if s.snapKeylessAhead(t) {
+	if s.snap.keylessAhead(t) {
 		return nil
 	}
 	now := s.cfg.Now()
@@ -683,7 +542,7 @@ func (s *Stream) rows(ctx context.Context, ev binlog.Event) error {
 			if err != nil {
 				return err
 			}
-			s.trackChange(t, after)
+			s.snap.trackChange(t, after)
 			if err := s.emit(ctx, t, debezium.OpCreate, nil, after, src, now, nil); err != nil {
 				return err
 			}
@@ -692,7 +551,7 @@ func (s *Stream) rows(ctx context.Context, ev binlog.Event) error {
 			if err != nil {
 				return err
 			}
-			s.trackChange(t, before)
+			s.snap.trackChange(t, before)
 			if err := s.emit(ctx, t, debezium.OpDelete, before, nil, src, now, nil); err != nil {
 				return err
 			}
@@ -705,8 +564,8 @@ func (s *Stream) rows(ctx context.Context, ev binlog.Event) error {
 			if err != nil {
 				return err
 			}
-			s.trackChange(t, before)
-			s.trackChange(t, after)
+			s.snap.trackChange(t, before)
+			s.snap.trackChange(t, after)
 			if t.Key != nil && !sameKey(t, before, after) {
 				// A primary-key change: delete (+ tombstone) of the old key,
 				// then a create of the new one, as Debezium does.
@@ -789,6 +648,7 @@ type recordDesc struct {
 	row debezium.Struct
 }
 
+// Describe returns the table and the rendered key (publish.Describer).
 func (d recordDesc) Describe() (string, string) {
 	key := "(none)"
 	if d.t.Key != nil {
@@ -820,7 +680,9 @@ func keyString(t *table, row debezium.Struct) string {
 	return b.String()
 }
 
-func (s *Stream) frame(id int) []byte {
+// frame returns the Confluent wire header of schema id, with room for the
+// Avro data after it.
+func frame(id int) []byte {
 	b := make([]byte, 5, 256)
 	b[1], b[2], b[3], b[4] = byte(id>>24), byte(id>>16), byte(id>>8), byte(id)
 	return b
@@ -835,14 +697,14 @@ func (s *Stream) emit(ctx context.Context, t *table, op debezium.Op, before, aft
 	if t.Key != nil {
 		ks := keyStruct(t, row)
 		var err error
-		key, err = debezium.AppendAvro(s.frame(t.keyID), t.Key, ks)
+		key, err = debezium.AppendAvro(frame(t.keyID), t.Key, ks)
 		if err != nil {
 			return fmt.Errorf("encoding a key of %s: %w", t.topic, err)
 		}
 	}
 	env := debezium.Envelope{Before: before, After: after, Source: src, Op: op,
-		TsMs: now.UnixMilli(), TsUs: now.UnixMicro(), TsNs: now.UnixNano(), Transaction: s.txEvent(t, op)}
-	val, err := env.AppendAvro(s.frame(t.valueID), t.Envelope)
+		TsMs: now.UnixMilli(), TsUs: now.UnixMicro(), TsNs: now.UnixNano(), Transaction: s.meta.txEvent(t, op)}
+	val, err := env.AppendAvro(frame(t.valueID), t.Envelope)
 	if err != nil {
 		return fmt.Errorf("encoding a change of %s: %w", t.topic, err)
 	}
@@ -861,188 +723,6 @@ func (s *Stream) emit(ctx context.Context, t *table, op debezium.Op, before, aft
 		// (null for tables without a primary key) and the same headers.
 		s.pub.Produce(rctx, &kgo.Record{Topic: t.topic, Key: key, Headers: hs})
 		s.txnRecords++
-	}
-	return nil
-}
-
-// query handles a statement outside row transactions: DDL and TRUNCATE.
-// The names of the tables a DDL changes are checked before its
-// schema-change event is written, so that a table capture cannot carry
-// (a column name Avro rejects) stops capture before anything of the DDL
-// is produced; their definitions are compiled after it, with the table
-// model the event brought up to date.
-func (s *Stream) query(ctx context.Context, ev binlog.Event) error {
-	ddl := schemahist.ParseDDL(ev.Schema, ev.Query)
-	tableDDL := false
-	var defs map[string]*schemahist.Definition // the DDL's captured tables, nil: gone
-	switch ddl.Kind {
-	case schemahist.DDLCreateTable, schemahist.DDLAlterTable, schemahist.DDLRenameTable, schemahist.DDLDropTable:
-		// Names first, so that a table capture cannot carry stops it
-		// before anything of the DDL is produced; the tables are compiled
-		// after the schema-change event, which brings their table model
-		// (key, alias types, defaults) up to date.
-		tableDDL = true
-		var err error
-		if defs, err = s.checkNames(ctx, ddl); err != nil {
-			return err
-		}
-	}
-	if err := s.ddlEvents(ctx, ev, ddl); err != nil {
-		return err
-	}
-	if tableDDL {
-		return s.reload(ctx, ddl, defs)
-	}
-	if ddl.Kind != schemahist.DDLTruncate {
-		return nil
-	}
-	ref := ddl.Tables[0]
-	s.trackTable(ref.DB, ref.Table)
-	if !s.cfg.Filter.Table(ref.DB, ref.Table) || s.cfg.SkipTruncate {
-		return nil
-	}
-	t, err := s.lookup(ctx, ref.DB, ref.Table, nil)
-	if errors.Is(err, schemahist.ErrNoTable) {
-		// A table capture never knew and that is gone by the time the
-		// binlog is read (an ETL staging table created, truncated and
-		// dropped while capture lagged): no definition to encode its
-		// event with, and no row of it can be on its topic. Stopping
-		// here would stop at the same event after every restart.
-		s.log.Warn("truncate of a table that no longer exists and whose definition capture does not know: skipped",
-			"table", tableKey(ref.DB, ref.Table), "binlog_file", ev.Position.File, "binlog_pos", ev.Position.Pos)
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	src := s.source(ev, ref.DB, ref.Table, int(s.lastRow))
-	now := s.cfg.Now()
-	env := debezium.Envelope{Source: src, Op: debezium.OpTruncate, TsMs: now.UnixMilli(), TsUs: now.UnixMicro(), TsNs: now.UnixNano(),
-		Transaction: s.txEvent(t, debezium.OpTruncate)}
-	val, err := env.AppendAvro(s.frame(t.valueID), t.Envelope)
-	if err != nil {
-		return err
-	}
-	s.pub.Produce(ctx, &kgo.Record{Topic: t.topic, Value: val, Headers: s.contextHeaders})
-	s.txnRecords++
-	s.cfg.Metrics.event(t.topic, debezium.OpTruncate, len(val))
-	return nil
-}
-
-// reload reads and compiles the definitions of the tables a DDL statement
-// creates, alters, renames or drops.
-// defs holds the definitions checkNames read (nil for a table that is
-// gone).
-func (s *Stream) reload(ctx context.Context, ddl schemahist.DDL, defs map[string]*schemahist.Definition) error {
-	if err := s.snapshotRenamedIn(ddl); err != nil {
-		return err
-	}
-	for _, ref := range ddl.Tables {
-		s.trackTable(ref.DB, ref.Table)
-		if !s.cfg.Filter.Table(ref.DB, ref.Table) {
-			continue
-		}
-		key := tableKey(ref.DB, ref.Table)
-		d, ok := defs[key]
-		if !ok {
-			return fmt.Errorf("reloading %s: the definition was not read before the schema change", key)
-		}
-		if d == nil {
-			if _, known := s.tables[key]; known {
-				delete(s.tables, key)
-				if err := s.writeHistory(ctx, historyRecord{Definition: schemahist.Definition{DB: ref.DB, Table: ref.Table}, Dropped: true}); err != nil {
-					return err
-				}
-			}
-			continue
-		}
-		def := *d
-		t, err := s.compile(def)
-		if err != nil {
-			return err
-		}
-		s.tables[key] = t
-		if err := s.recordHistory(ctx, def); err != nil {
-			return err
-		}
-		s.log.Info("table definition changed", "table", key, "columns", len(def.Columns))
-	}
-	return nil
-}
-
-// Check loads the definitions of tables (db, table pairs) and checks their names
-// without writing anything, so that a table capture cannot carry (see
-// schemahist.CheckNames) stops it at start-up.
-func (s *Stream) Check(ctx context.Context, tables [][2]string) error {
-	for _, ref := range tables {
-		def, err := s.defs.Load(ctx, ref[0], ref[1])
-		if errors.Is(err, schemahist.ErrNoTable) {
-			continue // dropped since it was listed
-		}
-		if err != nil {
-			return err
-		}
-		if err := s.checkDef(def); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// checkNames reads the definitions of the captured tables a DDL statement
-// creates, alters, renames or drops, and checks their names
-// (schemahist.CheckNames). It returns them by db.table (nil: the table is
-// gone) for reload, so that each is read once.
-func (s *Stream) checkNames(ctx context.Context, ddl schemahist.DDL) (map[string]*schemahist.Definition, error) {
-	defs := map[string]*schemahist.Definition{}
-	for _, ref := range ddl.Tables {
-		if !s.cfg.Filter.Table(ref.DB, ref.Table) {
-			continue
-		}
-		key := tableKey(ref.DB, ref.Table)
-		def, err := s.defs.Load(ctx, ref.DB, ref.Table)
-		if errors.Is(err, schemahist.ErrNoTable) {
-			defs[key] = nil
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if err := s.checkDef(def); err != nil {
-			return nil, err
-		}
-		defs[key] = &def
-	}
-	return defs, nil
-}
-
-func (s *Stream) checkDef(def schemahist.Definition) error {
-	var include func(string) bool
-	if s.cfg.Filter.HasColumnLists() {
-		include = func(col string) bool { return s.cfg.Filter.Column(def.DB, def.Table, col) }
-	}
-	return schemahist.CheckNames(def, s.cfg.Prefix, s.cfg.Naming, include, s.cfg.KeyColumns)
-}
-
-// snapshotRenamedIn queues an incremental snapshot of each table a rename
-// moves into the include lists: its rows were never captured, and no
-// change event will bring them. The queued snapshot is stored with the
-// position in the transaction of this statement, so it runs once, after a
-// crash too.
-func (s *Stream) snapshotRenamedIn(ddl schemahist.DDL) error {
-	if ddl.Kind != schemahist.DDLRenameTable || s.incr == nil {
-		return nil
-	}
-	for i := 0; i+1 < len(ddl.Tables); i += 2 {
-		from, to := ddl.Tables[i], ddl.Tables[i+1]
-		if s.cfg.Filter.Table(from.DB, from.Table) || !s.cfg.Filter.Table(to.DB, to.Table) {
-			continue
-		}
-		s.log.Info("table renamed into the include lists, snapshotting it", "table", tableKey(to.DB, to.Table), "from", tableKey(from.DB, from.Table))
-		s.addIncremental([]string{to.DB + "." + to.Table})
-		if err := s.markDirty(); err != nil {
-			return err
-		}
 	}
 	return nil
 }

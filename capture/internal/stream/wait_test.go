@@ -24,8 +24,8 @@ func newWaitStream(t testing.TB, commit time.Duration) *Stream {
 // waiting makes s's snapshot wait for a chunk the fetcher has not read.
 func waiting(s *Stream) chan struct{} {
 	ch := make(chan struct{})
-	s.snap = newSnapRun(SnapshotConfig{Progress: snapshot.Progress{Tables: []string{"db.a"}}})
-	s.snap.fetch = &chunkFetcher{}
+	s.snap = newReconciler(SnapshotConfig{Progress: snapshot.Progress{Tables: []string{"db.a"}}}, s)
+	s.snap.fetch = &fetching{chunkSource: &chunkFetcher{}}
 	s.snap.fetchWait = ch
 	return ch
 }
@@ -90,7 +90,7 @@ func TestReadContext(t *testing.T) {
 
 	// A paused incremental snapshot takes no chunk: no wake-up for one.
 	s.snap.incremental = true
-	s.incr = &incrState{paused: true}
+	s.incr = &adhoc{paused: true}
 	if got := s.readContext(ctx); got != ctx {
 		t.Error("a paused incremental snapshot wakes the loop for a chunk it will not take")
 	}
