@@ -24,6 +24,7 @@ APICURIO_VERSION=3.3.3         # needs Java 21+; 3.0.9 runs on Java 17 (fallback
 APICURIO_VERSION_JAVA17=3.0.9
 MINIO_MODULE=github.com/minio/minio@latest
 PYICEBERG_VERSION=0.12.0       # test reader (PyPI), installed in a venv under $STACK/python
+DUCKDB_VERSION=1.5.5           # test reader (PyPI duckdb and its packaged iceberg, avro, httpfs extensions), same venv
 
 # Ports (fixed, non-default, loopback only).
 MARIADB_PORT=13306
@@ -399,18 +400,23 @@ export BINLAKE_PYTHON='$STACK/python/bin/python'
 EOF
 }
 
-# python_up installs the Python test reader (pyiceberg) in a venv under
-# $STACK/python; the tests run it as $BINLAKE_PYTHON.
+# python_up installs the Python test readers (pyiceberg; DuckDB with its
+# iceberg, avro and httpfs extensions, packaged on PyPI because DuckDB cannot
+# download extensions here) in a venv under $STACK/python; the tests run it
+# as $BINLAKE_PYTHON.
 python_up() {
   local venv=$STACK/python
-  if [[ -x $venv/bin/python ]] && "$venv/bin/python" -c "import pyiceberg, pyarrow, sys; sys.exit(pyiceberg.__version__ != '$PYICEBERG_VERSION')" 2>/dev/null; then
+  if [[ -x $venv/bin/python ]] && "$venv/bin/python" -c "
+import sys, pyiceberg, pyarrow, duckdb, duckdb_extension_iceberg, duckdb_extension_avro, duckdb_extension_httpfs
+sys.exit(pyiceberg.__version__ != '$PYICEBERG_VERSION' or duckdb.__version__ != '$DUCKDB_VERSION')" 2>/dev/null; then
     return
   fi
-  command -v python3 >/dev/null || die "python3 is needed for the pyiceberg test reader"
-  log "installing pyiceberg $PYICEBERG_VERSION into $venv"
-  python3 -m venv "$venv" || die "python3 -m venv $venv failed (Debian: apt-get install python3-venv)"
-  "$venv/bin/pip" install -q --disable-pip-version-check "pyiceberg[pyarrow]==$PYICEBERG_VERSION" >"$STACK/logs/pip.log" 2>&1 ||
-    die "pip install pyiceberg[pyarrow]==$PYICEBERG_VERSION failed; see $STACK/logs/pip.log"
+  command -v python3 >/dev/null || die "python3 is needed for the pyiceberg and DuckDB test readers"
+  log "installing pyiceberg $PYICEBERG_VERSION and DuckDB $DUCKDB_VERSION into $venv"
+  [[ -x $venv/bin/python ]] || python3 -m venv "$venv" || die "python3 -m venv $venv failed (Debian: apt-get install python3-venv)"
+  "$venv/bin/pip" install -q --disable-pip-version-check "pyiceberg[pyarrow]==$PYICEBERG_VERSION" "duckdb==$DUCKDB_VERSION" \
+    "duckdb-extension-iceberg==$DUCKDB_VERSION" "duckdb-extension-avro==$DUCKDB_VERSION" "duckdb-extension-httpfs==$DUCKDB_VERSION" >"$STACK/logs/pip.log" 2>&1 ||
+    die "pip install of pyiceberg $PYICEBERG_VERSION and duckdb $DUCKDB_VERSION (with extensions) failed; see $STACK/logs/pip.log"
 }
 
 cmd_up() {

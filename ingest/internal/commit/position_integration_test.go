@@ -29,8 +29,8 @@ import (
 // position mode (format v2) and dv mode (format v3) (inserts, updates, deletes, key changes, re-inserts, keys
 // updated in many commits, a restart with the index removed), then checks
 // that no snapshot ever held an equality delete and that the Java
-// reference reader and pyiceberg 0.12 (which refuses equality deletes)
-// both read exactly the expected rows.
+// reference reader, pyiceberg 0.12 (which refuses equality deletes) and
+// DuckDB 1.5.5's iceberg extension each read exactly the expected rows.
 func TestPositionModeReaders(t *testing.T) {
 	bucket4 := iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{1}, FieldID: 1000, Name: "id_bucket", Transform: iceberg.BucketTransform{NumBuckets: 4}})
 	for _, tc := range []struct {
@@ -133,6 +133,9 @@ func TestPositionModeReaders(t *testing.T) {
 			if d := cmp.Diff(want, readPyIceberg(t, ident)); d != "" {
 				t.Errorf("pyiceberg rows (-want +got):\n%s", d)
 			}
+			if d := cmp.Diff(want, readDuckDB(t, ident)); d != "" {
+				t.Errorf("duckdb rows (-want +got):\n%s", d)
+			}
 		})
 	}
 }
@@ -190,6 +193,30 @@ for row in tbl.scan().to_arrow().to_pylist():
     print(json.dumps(row))
 `
 
+// duckScan reads a table with DuckDB's iceberg extension through the REST
+// catalog and prints its rows as JSON lines. DuckDB cannot download
+// extensions here: stack.sh installs them from PyPI and they are loaded by
+// path, avro and httpfs before iceberg.
+const duckScan = `
+import glob, json, os, site, sys, urllib.parse
+import duckdb
+con = duckdb.connect()
+exts = []
+for d in site.getsitepackages():
+    exts += glob.glob(os.path.join(d, "duckdb_extension_*", "extensions", "*", "*.duckdb_extension"))
+if len(exts) != 3:
+    sys.exit("want the iceberg, avro and httpfs extensions, found %s" % exts)
+for e in sorted(exts, key=lambda p: os.path.basename(p).startswith("iceberg")):
+    con.execute("LOAD '%s'" % e)
+ep = urllib.parse.urlparse(os.environ["BINLAKE_S3_ENDPOINT"])
+con.execute("CREATE SECRET s3 (TYPE s3, KEY_ID ?, SECRET ?, ENDPOINT ?, URL_STYLE 'path', USE_SSL ?, REGION ?)",
+            [os.environ["AWS_ACCESS_KEY_ID"], os.environ["AWS_SECRET_ACCESS_KEY"], ep.netloc, ep.scheme == "https", os.environ["AWS_REGION"]])
+con.execute("ATTACH 'warehouse' AS ice (TYPE iceberg, ENDPOINT ?, AUTHORIZATION_TYPE 'none')", [os.environ["BINLAKE_ICEBERG_URI"]])
+q = lambda n: '"' + n.replace('"', '""') + '"'
+for id_, name in con.execute("SELECT id, name FROM ice.%s.%s" % (q(sys.argv[1]), q(sys.argv[2]))).fetchall():
+    print(json.dumps({"id": id_, "name": name}))
+`
+
 // readPyIceberg reads the table with pyiceberg (0.12 refuses any table
 // whose scan meets an equality delete).
 func readPyIceberg(t *testing.T, ident table.Identifier) map[int64]string {
@@ -203,21 +230,38 @@ func readPyIceberg(t *testing.T, ident table.Identifier) map[int64]string {
 
 func pyIceberg(t *testing.T, ident table.Identifier) (map[int64]string, error) {
 	t.Helper()
+	return pythonReader(t, "pyiceberg", pyScan, ident)
+}
+
+// readDuckDB reads the table with DuckDB 1.5.5's iceberg extension.
+func readDuckDB(t *testing.T, ident table.Identifier) map[int64]string {
+	t.Helper()
+	got, err := pythonReader(t, "duckdb", duckScan, ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// pythonReader runs script (one of the Python readers) on the table and
+// returns its rows, id → name, failing on a key read twice.
+func pythonReader(t *testing.T, reader, script string, ident table.Identifier) (map[int64]string, error) {
+	t.Helper()
 	testenv.IcebergEnv(t) // skips without the stack
-	// stack.sh installs pyiceberg in a venv and names its interpreter
-	// BINLAKE_PYTHON; without it, python3 must have pyiceberg itself.
+	// stack.sh installs the readers in a venv and names its interpreter
+	// BINLAKE_PYTHON; without it, python3 must have them itself.
 	python := os.Getenv("BINLAKE_PYTHON")
 	if python == "" {
 		python = "python3"
 	}
-	cmd := exec.CommandContext(t.Context(), python, "-c", pyScan, ident[0], ident[1])
+	cmd := exec.CommandContext(t.Context(), python, "-c", script, ident[0], ident[1])
 	out, err := cmd.Output()
 	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
-			return nil, fmt.Errorf("pyiceberg: %w\n%s", err, ee.Stderr)
+			return nil, fmt.Errorf("%s: %w\n%s", reader, err, ee.Stderr)
 		}
-		return nil, fmt.Errorf("pyiceberg with %s (deploy/local/stack.sh up installs it and exports BINLAKE_PYTHON): %w", python, err)
+		return nil, fmt.Errorf("%s with %s (deploy/local/stack.sh up installs it and exports BINLAKE_PYTHON): %w", reader, python, err)
 	}
 	got := map[int64]string{}
 	dec := json.NewDecoder(bytes.NewReader(out))
@@ -227,10 +271,10 @@ func pyIceberg(t *testing.T, ident table.Identifier) (map[int64]string, error) {
 			Name *string `json:"name"`
 		}
 		if err := dec.Decode(&r); err != nil {
-			return nil, fmt.Errorf("pyiceberg output: %w\n%s", err, out)
+			return nil, fmt.Errorf("%s output: %w\n%s", reader, err, out)
 		}
 		if _, dup := got[r.ID]; dup {
-			return nil, fmt.Errorf("pyiceberg: key %d twice", r.ID)
+			return nil, fmt.Errorf("%s: key %d twice", reader, r.ID)
 		}
 		got[r.ID] = deref(r.Name)
 	}
