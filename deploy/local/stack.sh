@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # deploy/local/stack.sh: the local binlake stack, as plain processes on loopback.
 #
-#   stack.sh up       install what is missing, start what is not running (idempotent)
+#   stack.sh up [component...]   install what is missing, start what is not running
+#                     (idempotent; all components, or only those named)
 #   stack.sh down     stop every component (data is kept)
 #   stack.sh wipe     stop and delete all data, downloads and logs under the stack folder
 #   stack.sh status   print each component as healthy or not; exit 1 if any is not
@@ -27,7 +28,7 @@ PYICEBERG_VERSION=0.12.0       # test reader (PyPI), installed in a venv under $
 DUCKDB_VERSION=1.5.5           # test reader (PyPI duckdb and its packaged iceberg, avro, httpfs extensions), same venv
 
 # Ports (fixed, non-default, loopback only).
-MARIADB_PORT=13306
+MARIADB_PORT=${BINLAKE_MARIADB_PORT:-13306}
 KAFKA_PORT=19092
 KAFKA_CONTROLLER_PORT=19093
 REGISTRY_PORT=18081
@@ -150,22 +151,34 @@ mariadb_sock() { echo "$MARIADB_DIR/mariadbd.sock"; }
 mariadb_root() { mariadb --no-defaults --socket="$(mariadb_sock)" -uroot "$@"; }
 mariadb_ok() { mariadb-admin --no-defaults --socket="$(mariadb_sock)" -uroot ping >/dev/null 2>&1; }
 
+# The server runs as the invoking user, so that its data can live under the
+# clone wherever that is: as root (which mariadbd refuses without saying so)
+# --user=root; dropping to the mysql user instead failed in any directory
+# that user cannot enter (a clone under /root, or a mode 0700 mktemp -d).
+mariadb_user_args() { if [[ $(id -u) == 0 ]]; then echo --user=root; fi; }
+
 mariadb_up() {
   if running mariadb && mariadb_ok; then log "mariadb already running"; mariadb_plugins; return; fi
   mkdir -p "$MARIADB_DIR"
-  chown mysql:mysql "$MARIADB_DIR" 2>/dev/null || true
   local fresh=0
   if [[ ! -d $MARIADB_DIR/db/mysql ]]; then
     log "initialising mariadb datadir"
-    mariadb-install-db --no-defaults --user=mysql --datadir="$MARIADB_DIR/db" \
-      --auth-root-authentication-method=normal --skip-test-db >"$(logfile mariadb-install)" 2>&1 ||
-      die "mariadb-install-db failed (log: $(logfile mariadb-install))"
+    # shellcheck disable=SC2046 # mariadb_user_args prints zero or one word
+    if ! mariadb-install-db --no-defaults $(mariadb_user_args) --datadir="$MARIADB_DIR/db" \
+      --auth-root-authentication-method=normal --skip-test-db >"$(logfile mariadb-install)" 2>&1; then
+      tail -n 15 "$(logfile mariadb-install)" >&2 || true
+      if grep -qi "permission denied" "$(logfile mariadb-install)"; then
+        die "mariadb-install-db cannot write $MARIADB_DIR/db as $(id -un): set BINLAKE_STACK_DIR to a directory this user owns"
+      fi
+      die "mariadb-install-db failed (the lines above; log: $(logfile mariadb-install))"
+    fi
     fresh=1
   fi
   # The settings a CDC reader needs (README, "Local stack"): ROW images with full
   # metadata, GTID strict mode, no annotate events.
   port_free mariadb $MARIADB_PORT
-  start_bg mariadb mariadbd --no-defaults --user=mysql --datadir="$MARIADB_DIR/db" \
+  # shellcheck disable=SC2046
+  start_bg mariadb mariadbd --no-defaults $(mariadb_user_args) --datadir="$MARIADB_DIR/db" \
     --socket="$(mariadb_sock)" --pid-file="$MARIADB_DIR/mariadbd.pid" \
     --port=$MARIADB_PORT --bind-address=127.0.0.1 --skip-name-resolve \
     --server-id=1 --log-bin="$MARIADB_DIR/db/mysql-bin" --binlog-format=ROW \
@@ -419,17 +432,17 @@ sys.exit(pyiceberg.__version__ != '$PYICEBERG_VERSION' or duckdb.__version__ != 
     die "pip install of pyiceberg $PYICEBERG_VERSION and duckdb $DUCKDB_VERSION (with extensions) failed; see $STACK/logs/pip.log"
 }
 
-cmd_up() {
-  local t0=$SECONDS
+cmd_up() { # cmd_up [component...]: all of them (and the Python readers) when none is named
+  local t0=$SECONDS c
+  local want=("$@")
+  for c in "${want[@]}"; do
+    [[ " ${COMPONENTS[*]} python " == *" $c "* ]] || die "unknown component $c (components: ${COMPONENTS[*]} python)"
+  done
+  ((${#want[@]})) || want=("${COMPONENTS[@]}" python)
   need_tools
   mkdir -p "$STACK/run" "$STACK/logs" "$STACK/bin"
   go_check none >/dev/null || die "building test/stackcheck failed"
-  mariadb_up
-  minio_up
-  kafka_up
-  registry_up
-  iceberg_up
-  python_up
+  for c in "${want[@]}"; do "${c}_up"; done
   log "stack up in $((SECONDS - t0))s"
 }
 
@@ -451,7 +464,7 @@ cmd_logs() {
 }
 
 case ${1:-} in
-up) cmd_up ;;
+up) shift; cmd_up "$@" ;;
 down) cmd_down ;;
 wipe) cmd_wipe ;;
 status) cmd_status ;;

@@ -44,17 +44,13 @@ func PrivateMariaDB(t testing.TB, cfg PrivateMariaDBConfig) MariaDB {
 			t.Skipf("%s not found: install mariadb-server and mariadb-client", bin)
 		}
 	}
-	// Not t.TempDir: the server drops to the mysql user, which must be able
-	// to enter the directory.
-	base, err := os.MkdirTemp("", "binlake-mariadb-")
-	if err != nil {
-		t.Fatal(err)
+	// The server runs as the invoking user, as the stack's does
+	// (deploy/local/stack.sh): as root it must be told so.
+	var user []string
+	if os.Geteuid() == 0 {
+		user = []string{"--user=root"}
 	}
-	t.Cleanup(func() { _ = os.RemoveAll(base) })
-	if err := os.Chmod(base, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	_ = exec.Command("chown", "mysql:mysql", base).Run() // best effort: root runs as mysql
+	base := t.TempDir()
 	datadir := filepath.Join(base, "db")
 	sock := filepath.Join(base, "mariadbd.sock")
 	run := func(stdin []byte, name string, args ...string) {
@@ -67,17 +63,17 @@ func PrivateMariaDB(t testing.TB, cfg PrivateMariaDBConfig) MariaDB {
 			t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
 		}
 	}
-	run(nil, "mariadb-install-db", "--no-defaults", "--user=mysql", "--datadir="+datadir,
-		"--auth-root-authentication-method=normal", "--skip-test-db")
+	run(nil, "mariadb-install-db", append([]string{"--no-defaults"}, append(user, "--datadir="+datadir,
+		"--auth-root-authentication-method=normal", "--skip-test-db")...)...)
 
 	port := freePort(t)
-	srv := exec.Command("mariadbd", "--no-defaults", "--user=mysql", "--datadir="+datadir, "--socket="+sock,
+	srv := exec.Command("mariadbd", append(append([]string{"--no-defaults"}, user...), "--datadir="+datadir, "--socket="+sock,
 		"--pid-file="+filepath.Join(base, "mariadbd.pid"), "--log-error="+filepath.Join(base, "error.log"),
 		fmt.Sprintf("--port=%d", port), "--bind-address=127.0.0.1", "--skip-name-resolve", "--server-id=1",
 		"--log-bin="+filepath.Join(datadir, "mysql-bin"), "--binlog-format=ROW", "--binlog-row-image=FULL",
 		"--binlog-row-metadata=FULL", "--gtid-strict-mode=ON", "--binlog-annotate-row-events=OFF",
 		"--max-allowed-packet=256M", "--character-set-server=utf8mb4", "--collation-server=utf8mb4_general_ci",
-		"--innodb-buffer-pool-size=64M", "--innodb-flush-log-at-trx-commit=2", "--sync-binlog=0")
+		"--innodb-buffer-pool-size=64M", "--innodb-flush-log-at-trx-commit=2", "--sync-binlog=0")...)
 	zone := cfg.SystemZone
 	if zone == "" {
 		zone = "UTC"
