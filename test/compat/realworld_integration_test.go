@@ -5,7 +5,6 @@ package compat
 import (
 	"path/filepath"
 	"sort"
-	"strings"
 	"testing"
 
 	"github.com/binlake/binlake/test/debezium"
@@ -38,7 +37,7 @@ func TestCompatRealWorld(t *testing.T) {
 	if len(files) == 0 {
 		t.Fatalf("no workloads in %s", realWorldDir)
 	}
-	groups, err := workload.GroupFiles(files, settingsKey)
+	groups, err := workload.GroupFiles(files, workload.DebeziumSettings|workload.CaptureSettings)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,15 +64,3 @@ func TestCompatRealWorld(t *testing.T) {
 	}
 }
 
-// settingsKey identifies a workload's connector settings.
-func settingsKey(w workload.File) string {
-	var parts []string
-	for k, v := range w.Debezium {
-		parts = append(parts, "dbz:"+k+"="+v)
-	}
-	for _, e := range w.CaptureEnv {
-		parts = append(parts, "cap:"+e)
-	}
-	sort.Strings(parts)
-	return strings.Join(parts, "\n")
-}

@@ -67,7 +67,7 @@ func TestLakeRealWorld(t *testing.T) {
 	// and one pipeline (a subtest named after its files, joined by "+"),
 	// as TestCompatRealWorld groups them: each pipeline costs a capture, an
 	// ingest and a wait for both to catch up.
-	groups, err := realworld.GroupFiles(files, lakeSettingsKey)
+	groups, err := realworld.GroupFiles(files, realworld.CaptureSettings|realworld.IngestSettings)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,19 +86,6 @@ func TestLakeRealWorld(t *testing.T) {
 			}
 		})
 	}
-}
-
-// lakeSettingsKey identifies a workload's capture and ingest settings.
-func lakeSettingsKey(w realworld.File) string {
-	var parts []string
-	for _, e := range w.CaptureEnv {
-		parts = append(parts, "cap:"+e)
-	}
-	for _, e := range w.IngestEnv {
-		parts = append(parts, "ing:"+e)
-	}
-	sort.Strings(parts)
-	return strings.Join(parts, "\n")
 }
 
 // lakeResult is what runLakeWorkloads compared.

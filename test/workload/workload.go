@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 )
 
@@ -107,10 +108,43 @@ type Group struct {
 // Name joins the group's file names with "+" (the harnesses' subtest name).
 func (g Group) Name() string { return strings.Join(g.Names, "+") }
 
-// GroupFiles reads and parses the workload files at paths and groups them by
-// key (a file's settings, as the harness sees them), the groups in the order
-// of their first file.
-func GroupFiles(paths []string, key func(File) string) ([]Group, error) {
+// Settings selects the kinds of a file's settings a harness runs it with.
+type Settings int
+
+const (
+	DebeziumSettings Settings = 1 << iota // "-- debezium:" properties
+	CaptureSettings                       // "-- capture-env:"
+	IngestSettings                        // "-- ingest-env:"
+)
+
+// SettingsKey renders the file's settings of the kinds in s as one string,
+// independent of their order in the file: files with equal keys can share
+// one run of a harness that uses only those kinds.
+func (f File) SettingsKey(s Settings) string {
+	var parts []string
+	if s&DebeziumSettings != 0 {
+		for k, v := range f.Debezium {
+			parts = append(parts, "dbz:"+k+"="+v)
+		}
+	}
+	if s&CaptureSettings != 0 {
+		for _, e := range f.CaptureEnv {
+			parts = append(parts, "cap:"+e)
+		}
+	}
+	if s&IngestSettings != 0 {
+		for _, e := range f.IngestEnv {
+			parts = append(parts, "ing:"+e)
+		}
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, "\n")
+}
+
+// GroupFiles reads and parses the workload files at paths and groups those
+// with equal settings of the kinds in s (File.SettingsKey), the groups in
+// the order of their first file.
+func GroupFiles(paths []string, s Settings) ([]Group, error) {
 	var out []Group
 	index := map[string]int{}
 	for _, p := range paths {
@@ -122,7 +156,7 @@ func GroupFiles(paths []string, key func(File) string) ([]Group, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", p, err)
 		}
-		k := key(f)
+		k := f.SettingsKey(s)
 		i, ok := index[k]
 		if !ok {
 			i = len(out)

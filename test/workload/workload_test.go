@@ -82,10 +82,9 @@ func TestGroupFiles(t *testing.T) {
 	paths := []string{
 		write("00_a.sql", "CREATE TABLE a (id INT PRIMARY KEY);\n"),
 		write("10_b.sql", "-- capture-env: X=1\nCREATE TABLE b (id INT PRIMARY KEY);\n"),
-		write("20_c.sql", "CREATE TABLE c (id INT PRIMARY KEY);\n"),
+		write("20_c.sql", "-- ingest-env: Y=2\nCREATE TABLE c (id INT PRIMARY KEY);\n"),
 	}
-	key := func(f File) string { return strings.Join(f.CaptureEnv, ",") }
-	groups, err := GroupFiles(paths, key)
+	groups, err := GroupFiles(paths, CaptureSettings)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +101,28 @@ func TestGroupFiles(t *testing.T) {
 	if s := groups[0].Files[1].Stmts; len(s) != 1 || !strings.Contains(s[0], "TABLE c") {
 		t.Errorf("group 00_a+20_c's second file holds %q, want 20_c's statement", s)
 	}
-	if _, err := GroupFiles([]string{write("30_bad.sql", "-- debezium: novalue\n")}, key); err == nil || !strings.Contains(err.Error(), "30_bad.sql") {
+	if _, err := GroupFiles([]string{write("30_bad.sql", "-- debezium: novalue\n")}, CaptureSettings); err == nil || !strings.Contains(err.Error(), "30_bad.sql") {
 		t.Errorf("a malformed file: err %v, want one naming the file", err)
+	}
+}
+
+// TestSettingsKey checks that a key holds the kinds asked for, and only
+// those, whatever the order of the lines.
+func TestSettingsKey(t *testing.T) {
+	a, err := Parse("-- debezium: d=1\n-- capture-env: B=2\n-- capture-env: A=1\n-- ingest-env: I=1\nSELECT 1;\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Parse("-- capture-env: A=1\n-- capture-env: B=2\nSELECT 1;\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.SettingsKey(CaptureSettings) != b.SettingsKey(CaptureSettings) {
+		t.Errorf("equal capture settings in another order: keys %q and %q", a.SettingsKey(CaptureSettings), b.SettingsKey(CaptureSettings))
+	}
+	for _, s := range []Settings{DebeziumSettings | CaptureSettings, CaptureSettings | IngestSettings} {
+		if a.SettingsKey(s) == b.SettingsKey(s) {
+			t.Errorf("settings %b: files differing in them share key %q", s, a.SettingsKey(s))
+		}
 	}
 }
