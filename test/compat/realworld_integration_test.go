@@ -63,4 +63,3 @@ func TestCompatRealWorld(t *testing.T) {
 		})
 	}
 }
-
