@@ -17,7 +17,7 @@ import (
 )
 
 // Ad-hoc snapshots: the signal channel and the tables the include lists
-// newly capture (README "Snapshots").
+// newly capture (capture/README.md, "Snapshots").
 
 // signalChannels parses signal-enabled-channels (Debezium's
 // signal.enabled.channels): binlake reads signals from Kafka only.

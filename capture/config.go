@@ -90,7 +90,7 @@ type Config struct {
 func (c *Config) bind(f *envFlags) {
 	f.String(&c.MySQLAddr, "mysql-addr", "127.0.0.1:3306", "source MySQL/MariaDB server, host:port")
 	f.String(&c.MySQLUser, "mysql-user", "binlake_capture", "replication user (grants: REPLICATION SLAVE, REPLICATION CLIENT, SELECT)")
-	f.Secret(&c.MySQLPassword, "mysql-password")
+	f.Secret(&c.MySQLPassword, "mysql-password", "the replication user's password")
 	f.Int(&c.ServerID, "server-id", 0, "replica server id, unique among the source's replicas (Debezium database.server.id); 0 derives one from the capture id")
 	f.String(&c.Flavor, "flavor", "auto", "source flavor for the binlog protocol and the source block: auto, mysql or mariadb")
 	f.String(&c.StartPosition, "start-position", "current", "where to start when no position is stored: current (the end of the binlog), earliest, gtid:<set> or file:<name>:<pos>")
@@ -98,7 +98,7 @@ func (c *Config) bind(f *envFlags) {
 	f.Int(&c.SnapshotChunkRows, "snapshot-chunk-rows", 10000, "rows per snapshot SELECT (primary-key ordered chunk); the snapshot can resume after each chunk")
 	f.Int(&c.SnapshotReadAhead, "snapshot-read-ahead", 2, "snapshot chunks read and converted (in parallel) ahead of the one being emitted; with snapshot-chunk-rows it bounds the snapshot's memory")
 	f.String(&c.SignalEnabledChannels, "signal-enabled-channels", "", "Debezium signal.enabled.channels: kafka reads ad-hoc snapshot signals from signal-kafka-topic (the only channel supported); empty: none")
-	f.String(&c.SignalKafkaTopic, "signal-kafka-topic", "", "Debezium signal.kafka.topic: topic of signals such as execute-snapshot, read from partition 0 (default <prefix>-signal when the kafka channel is enabled)")
+	f.String(&c.SignalKafkaTopic, "signal-kafka-topic", "", "Debezium signal.kafka.topic: topic of signals such as execute-snapshot, read from partition 0 with the kafka channel (default <prefix>-signal)")
 	f.String(&c.TopicPrefix, "topic-prefix", "", "Debezium topic.prefix: change topics are <prefix>.<db>.<table> (required)")
 	f.String(&c.ID, "id", "", "capture id: its Kafka transactional id is binlake-capture-<id> and its position is stored under it (default: the topic prefix)")
 	f.String(&c.KafkaBrokers, "kafka-brokers", "127.0.0.1:9092", "comma-separated Kafka seed brokers")

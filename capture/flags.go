@@ -18,7 +18,12 @@ type envFlags struct {
 	prefix string
 	getenv func(string) string
 	errs   []error
+	// secrets lists the Secret settings (their variable and usage), for
+	// the documentation: they have no flag.
+	secrets []secretSetting
 }
+
+type secretSetting struct{ env, usage string }
 
 func (f *envFlags) envName(name string) string {
 	r := strings.NewReplacer("-", "_", ".", "_")
@@ -74,8 +79,9 @@ func (f *envFlags) Duration(p *time.Duration, name string, def time.Duration, us
 
 // Secret reads a secret from <PREFIX><NAME> or from the file named by
 // <PREFIX><NAME>_FILE. It never has a flag, so it never shows in `ps`.
-func (f *envFlags) Secret(p *string, name string) {
+func (f *envFlags) Secret(p *string, name, usage string) {
 	key := f.envName(name)
+	f.secrets = append(f.secrets, secretSetting{key, usage})
 	if v := f.getenv(key); v != "" {
 		*p = v
 		return

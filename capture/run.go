@@ -40,18 +40,26 @@ const version = "binlake-0.1.0"
 // errHelp reports that --help was answered; main exits 0 on it.
 var errHelp = flag.ErrHelp
 
+// bindFlags is the flag set of capture: every setting of Config (each with
+// its environment variable) and --check-config. The configuration table of
+// capture/README.md is rendered from it (TestConfigurationTable).
+func bindFlags(getenv func(string) string) (*envFlags, *Config, *bool) {
+	ef := &envFlags{fs: flag.NewFlagSet("capture", flag.ContinueOnError), prefix: "CAPTURE_", getenv: getenv}
+	cfg := &Config{}
+	cfg.bind(ef)
+	checkOnly := ef.fs.Bool("check-config", false, "validate the configuration and exit")
+	return ef, cfg, checkOnly
+}
+
 // run is the whole program: it parses the settings and wires the components
 // together. main only provides the process environment.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) > 1 && args[1] == "snapshot" {
 		return runSnapshotCommand(ctx, args, getenv, stdout)
 	}
-	fs := flag.NewFlagSet("capture", flag.ContinueOnError)
+	ef, cfg, checkOnly := bindFlags(getenv)
+	fs := ef.fs
 	fs.SetOutput(stdout)
-	ef := &envFlags{fs: fs, prefix: "CAPTURE_", getenv: getenv}
-	var cfg Config
-	cfg.bind(ef)
-	checkOnly := fs.Bool("check-config", false, "validate the configuration and exit")
 	fs.Usage = func() {
 		fmt.Fprintf(stdout, "Usage: capture [flags]\n       capture snapshot --tables db.t1,db.t2 [flags]   (ad-hoc snapshot: see capture snapshot --help)\n\n"+
 			"capture streams MySQL/MariaDB binlog changes to Kafka as Debezium-compatible Avro events.\n"+
@@ -81,7 +89,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	logger := newLogger(logOut, cfg.LogFormat, cfg.LogLevel)
 	logger.Info("starting capture", cfg.redacted()...)
-	err := capture(ctx, cfg, logger, term)
+	err := capture(ctx, *cfg, logger, term)
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 		logger.Info("stopped")
 		return nil

@@ -88,30 +88,6 @@ func TestSecretFromFile(t *testing.T) {
 	}
 }
 
-// TestREADMEDocumentsEveryFlag keeps README's configuration table true.
-func TestREADMEDocumentsEveryFlag(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	_ = run(t.Context(), []string{"capture", "--help"}, env(nil), &out, &out)
-	n := 0
-	for _, line := range strings.Split(out.String(), "\n") {
-		if !strings.HasPrefix(line, "  -") {
-			continue
-		}
-		name := strings.Fields(line)[0][1:]
-		n++
-		if !strings.Contains(string(readme), "`--"+name+"`") {
-			t.Errorf("README does not document --%s", name)
-		}
-	}
-	if n < 10 {
-		t.Fatalf("found only %d flags in the help text", n)
-	}
-}
-
 // TestNameAdjustmentModes checks the two name-adjustment settings: Debezium's
 // values (case-insensitive), the defaults Debezium 3.5 applies with an Avro
 // converter (avro for fields, none for schema names), and a clear error

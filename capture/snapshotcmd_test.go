@@ -19,7 +19,7 @@ import (
 )
 
 func TestSnapshotCommandFlagsDocumented(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("README.md")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -74,7 +74,7 @@ func (k *KafkaSecurity) bind(f *envFlags) {
 	f.String(&k.TLSServerName, "kafka-tls-server-name", "", "name expected in the brokers' certificates (default: each broker's host name)")
 	f.String((*string)(&k.SASLMechanism), "kafka-sasl-mechanism", string(SASLNone), "Kafka SASL mechanism: none, plain, scram-sha-256, scram-sha-512 or aws-msk-iam (credentials from the AWS default chain)")
 	f.String(&k.SASLUsername, "kafka-sasl-username", "", "SASL user for plain and scram-*; the password comes from INGEST_KAFKA_SASL_PASSWORD or INGEST_KAFKA_SASL_PASSWORD_FILE")
-	f.Secret(&k.SASLPassword, "kafka-sasl-password")
+	f.Secret(&k.SASLPassword, "kafka-sasl-password", "the Kafka SASL password (plain, scram-*)")
 	k.awsRegionEnv = f.getenv("AWS_REGION")
 	if k.awsRegionEnv == "" {
 		k.awsRegionEnv = f.getenv("AWS_DEFAULT_REGION")
@@ -201,7 +201,7 @@ func (k *KafkaSecurity) explain(err error) (_ error, refused bool) {
 	case errors.Is(err, kerr.SaslAuthenticationFailed):
 		hint = fmt.Sprintf("the broker refused the SASL credentials: check kafka-sasl-username (%q) and the password in INGEST_KAFKA_SASL_PASSWORD or the file named by INGEST_KAFKA_SASL_PASSWORD_FILE", k.SASLUsername)
 	case errors.Is(err, kerr.UnsupportedSaslMechanism), errors.Is(err, kerr.IllegalSaslState):
-		hint = fmt.Sprintf("the broker does not take kafka-sasl-mechanism %s on this port: check the mechanism against the port (see MSK in README)", k.SASLMechanism)
+		hint = fmt.Sprintf("the broker does not take kafka-sasl-mechanism %s on this port: check the mechanism against the port (see Kafka and MSK in deploy/README.md)", k.SASLMechanism)
 	case errors.As(err, &unknown):
 		hint = "the broker's certificate is signed by a CA not trusted here: set kafka-tls-ca-file to its CA bundle"
 	case errors.As(err, &hostname):

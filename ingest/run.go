@@ -33,15 +33,23 @@ import (
 // errHelp reports that --help was answered; main exits 0 on it.
 var errHelp = flag.ErrHelp
 
+// bindFlags is the flag set of ingest: every setting of Config (each with
+// its environment variable) and --check-config. The configuration table of
+// ingest/README.md is rendered from it (TestConfigurationTable).
+func bindFlags(getenv func(string) string) (*envFlags, *Config, *bool) {
+	ef := &envFlags{fs: flag.NewFlagSet("ingest", flag.ContinueOnError), prefix: "INGEST_", getenv: getenv}
+	cfg := &Config{}
+	cfg.bind(ef)
+	checkOnly := ef.fs.Bool("check-config", false, "validate the configuration and exit")
+	return ef, cfg, checkOnly
+}
+
 // run is the whole program: it parses the settings and wires the components
 // together. main only provides the process environment.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("ingest", flag.ContinueOnError)
+	ef, cfg, checkOnly := bindFlags(getenv)
+	fs := ef.fs
 	fs.SetOutput(stdout)
-	ef := &envFlags{fs: fs, prefix: "INGEST_", getenv: getenv}
-	var cfg Config
-	cfg.bind(ef)
-	checkOnly := fs.Bool("check-config", false, "validate the configuration and exit")
 	fs.Usage = func() {
 		fmt.Fprintf(stdout, "Usage: ingest [flags]\n\n"+
 			"ingest upserts Debezium change events from Kafka into Apache Iceberg tables, exactly once.\n"+
@@ -67,7 +75,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	logger := newLogger(stderr, cfg.LogFormat, cfg.LogLevel)
 	logger.Info("starting ingest", cfg.redacted()...)
-	if err := ingest(ctx, cfg, logger); err != nil {
+	if err := ingest(ctx, *cfg, logger); err != nil {
 		return err
 	}
 	logger.Info("stopped")

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"os"
 	"strings"
 	"testing"
 )
@@ -71,31 +70,3 @@ func TestSecretsHaveNoFlag(t *testing.T) {
 	}
 }
 
-// TestREADMEDocumentsEveryFlag keeps README's ingest configuration table
-// true: every flag has its row, with its environment variable.
-func TestREADMEDocumentsEveryFlag(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	_ = run(context.Background(), []string{"ingest", "-help"}, env(nil), &out, &out)
-	n := 0
-	for _, line := range strings.Split(out.String(), "\n") {
-		if !strings.HasPrefix(line, "  -") {
-			continue
-		}
-		name := strings.Fields(line)[0][1:]
-		n++
-		row := "| `--" + name + "` | "
-		if name != "check-config" {
-			row += "`INGEST_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_")) + "` |"
-		}
-		if !strings.Contains(string(readme), row) {
-			t.Errorf("README has no row %q", row)
-		}
-	}
-	if n < 10 {
-		t.Fatalf("found only %d flags in the help text", n)
-	}
-}

@@ -174,7 +174,7 @@ mariadb_up() {
     fi
     fresh=1
   fi
-  # The settings a CDC reader needs (README, "Local stack"): ROW images with full
+  # The settings a CDC reader needs (deploy/README.md, "The local stack"): ROW images with full
   # metadata, GTID strict mode, no annotate events.
   port_free mariadb $MARIADB_PORT
   # shellcheck disable=SC2046

@@ -32,7 +32,7 @@ func TestIngestBothProducersJavaReader(t *testing.T) {
 		"TRUNCATE TABLE pairs",
 		"INSERT INTO pairs VALUES (5, 'q', 5)",
 		// No DEFAULT: MariaDB fills a default into existing rows without
-		// writing row events, which no binlog reader can see (README, ingest).
+		// writing row events, which no binlog reader can see (ingest/README.md).
 		"ALTER TABLE items ADD COLUMN extra VARCHAR(10)",
 		"INSERT INTO items (id, name, extra) VALUES (4, 'four', 'x'), (5, 'five', DEFAULT)",
 		"UPDATE items SET extra = 'set' WHERE id = 20",

@@ -84,7 +84,7 @@ var typesWorkload = []string{
 	"DELETE FROM nums WHERE id = 7",
 	"UPDATE nums SET id = 9223372036854775807 WHERE id = 9223372036854775808",
 	// No DEFAULT: MariaDB fills a default into existing rows without
-	// writing row events, which no binlog reader can see (README, ingest).
+	// writing row events, which no binlog reader can see (ingest/README.md).
 	"ALTER TABLE nums ADD COLUMN extra VARCHAR(10)",
 	"INSERT INTO nums (id, d10, extra) VALUES (5, 1.25, 'new'), (6, NULL, DEFAULT)",
 	"UPDATE nums SET extra = 'set' WHERE id = 18446744073709551615",

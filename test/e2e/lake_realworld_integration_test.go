@@ -156,7 +156,7 @@ func startIngest(t *testing.T, c *captureEnv, ingEnv []string) *lakeRun {
 		"INGEST_KAFKA_BROKERS=" + strings.Join(testenv.KafkaBrokers(t), ","),
 		"INGEST_GROUP_ID=" + testenv.Unique(t, "g"),
 		// The schema-change topic <prefix> too: ingest follows renames
-		// from it (README, Renames).
+		// from it (ingest/README.md, "Renames").
 		"INGEST_TOPIC_REGEX=" + regexp.QuoteMeta(c.prefix) + "(" + regexp.QuoteMeta("."+c.dbName+".") + ".*)?",
 		"INGEST_SCHEMA_REGISTRY_URL=" + testenv.RegistryURL(t),
 		"INGEST_CATALOG_URI=" + ice.URI, "INGEST_S3_ENDPOINT=" + ice.S3Endpoint, "INGEST_S3_REGION=" + ice.Region,

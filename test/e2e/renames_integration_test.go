@@ -160,7 +160,7 @@ func runRenames(t *testing.T, o renameOpts) {
 		}
 		waitJavaEqual(t, ing, cat, c.db.AdminDB(t, db2), ns2, "m2")
 		if p == c.prefix {
-			// Renamed in: capture snapshots it (Debezium does not; see README).
+			// Renamed in: capture snapshots it (Debezium does not; see capture/README.md).
 			waitJavaEqual(t, ing, cat, c.db.AdminDB(t, db1), ns1, "i")
 		}
 		for _, gone := range []string{"a", "s3", "x", "m"} {

@@ -34,7 +34,7 @@ const (
 // of the event before (events are at least 19 bytes).
 //
 // The order is that of one server's binlog: after a failover to another
-// server, positions start from that server's files (see README, source
+// server, positions start from that server's files (see ingest/README.md, source
 // order). ok is false when file or pos is missing or out of range.
 func SourceOrder(file string, pos int64, row int32, snapshot bool) (int64, bool) {
 	seq, ok := fileSeq(file)

@@ -425,7 +425,7 @@ func testPositionIndexRebuiltAfterRollback(t *testing.T, mode DeleteMode) {
 		t.Fatal(err)
 	}
 	// The offsets go back with the table, as an operator rolling back
-	// sets them (README, offsets storage).
+	// sets them (ingest/README.md, "Offsets storage").
 	if err := tx.SetProperties(iceberg.Properties{OffsetsKeyPrefix + posTopic: `{"0":2}`}); err != nil {
 		t.Fatal(err)
 	}
