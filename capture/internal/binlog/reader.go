@@ -154,6 +154,27 @@ func Open(ctx context.Context, cfg Config, start Position) (*Reader, error) {
 	return r, nil
 }
 
+// ErrPurged reports that the server no longer has the binlog capture must
+// read next: it was purged (binlog retention, PURGE BINARY LOGS) while
+// capture was stopped or lagging, and the changes in it are lost to it.
+var ErrPurged = errors.New("binlog: the server no longer has the binlog to read")
+
+// erFatalReadingBinlog is the server's error 1236 (ER_MASTER_FATAL_ERROR_READING_BINLOG),
+// which MySQL and MariaDB send when the requested file or GTID is gone.
+const erFatalReadingBinlog = 1236
+
+// readError explains an error of the binlog stream after position at.
+func readError(at Position, err error) error {
+	var me *mysql.MyError
+	if errors.As(err, &me) && me.Code == erFatalReadingBinlog {
+		return fmt.Errorf("%w after %s (server error %d: %s): the changes since are lost to this capture. "+
+			"Restart it once with snapshot-mode=when_needed to take a new snapshot (or reset it with a new id), "+
+			"and keep the binlog longer than capture may be stopped (RDS/Aurora MySQL: CALL mysql.rds_set_configuration('binlog retention hours', 168))",
+			ErrPurged, at, me.Code, me.Message)
+	}
+	return fmt.Errorf("reading binlog after %s: %w", at, err)
+}
+
 // syncerConfig is how go-mysql connects and decodes. Tests build a parser
 // with the same decoding settings from it.
 func syncerConfig(cfg Config, host string, port uint16, hb time.Duration, logger *slog.Logger) replication.BinlogSyncerConfig {
@@ -209,7 +230,7 @@ func (r *Reader) Next(ctx context.Context) (Event, error) {
 			if ctx.Err() != nil {
 				return Event{}, ctx.Err()
 			}
-			return Event{}, fmt.Errorf("reading binlog after %s: %w", r.Position(), err)
+			return Event{}, readError(r.Position(), err)
 		}
 		if err := r.decode(raw); err != nil {
 			return Event{}, err

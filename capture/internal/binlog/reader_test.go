@@ -1,6 +1,9 @@
 package binlog
 
 import (
+	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -164,4 +167,25 @@ func FuzzUnmarshalPosition(f *testing.F) {
 			t.Fatalf("round trip %+v -> %+v, %v", p, p2, err)
 		}
 	})
+}
+
+// TestReadErrorPurged checks that the server's error 1236 (the binlog to
+// read is gone) becomes ErrPurged with the way out, and that other errors
+// keep their cause.
+func TestReadErrorPurged(t *testing.T) {
+	at := Position{Flavor: FlavorMariaDB, GTIDSet: "0-1-42", File: "mysql-bin.000003", Pos: 400}
+	purged := &mysql.MyError{Code: 1236, State: "HY000", Message: "Could not find GTID state requested by slave in any binlog files"}
+	err := readError(at, fmt.Errorf("sync: %w", purged))
+	if !errors.Is(err, ErrPurged) {
+		t.Fatalf("error 1236: %v, want ErrPurged", err)
+	}
+	for _, want := range []string{"0-1-42", "Could not find GTID state", "snapshot-mode=when_needed", "binlog retention"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	other := &mysql.MyError{Code: 1045, Message: "Access denied"}
+	if err := readError(at, other); errors.Is(err, ErrPurged) || !errors.Is(err, other) {
+		t.Errorf("error 1045: %v, want it wrapped, not ErrPurged", err)
+	}
 }
