@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -21,6 +22,9 @@ func main() {
 	if err != nil {
 		if err != errHelp {
 			fmt.Fprintln(os.Stderr, "ingest:", err)
+			if errors.Is(err, errStale) {
+				os.Exit(3) // ingest status: a table is behind its max-lag
+			}
 			os.Exit(1)
 		}
 	}

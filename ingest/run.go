@@ -47,6 +47,9 @@ func bindFlags(getenv func(string) string) (*envFlags, *Config, *bool) {
 // run is the whole program: it parses the settings and wires the components
 // together. main only provides the process environment.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) > 1 && args[1] == "status" {
+		return runStatus(ctx, args[1:], getenv, stdout)
+	}
 	ef, cfg, checkOnly := bindFlags(getenv)
 	fs := ef.fs
 	fs.SetOutput(stdout)

@@ -69,4 +69,3 @@ func TestSecretsHaveNoFlag(t *testing.T) {
 		}
 	}
 }
-
