@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -21,6 +22,9 @@ func main() {
 	if err != nil {
 		if err != errHelp {
 			fmt.Fprintln(os.Stderr, "capture:", err)
+			if errors.Is(err, errStale) {
+				os.Exit(3) // capture status: behind its max-lag, or nothing stored
+			}
 			os.Exit(1)
 		}
 	}

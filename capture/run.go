@@ -57,6 +57,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if len(args) > 1 && args[1] == "snapshot" {
 		return runSnapshotCommand(ctx, args, getenv, stdout)
 	}
+	if len(args) > 1 && args[1] == "status" {
+		return runStatus(ctx, args[1:], getenv, stdout)
+	}
 	ef, cfg, checkOnly := bindFlags(getenv)
 	fs := ef.fs
 	fs.SetOutput(stdout)

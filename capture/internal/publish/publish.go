@@ -179,8 +179,39 @@ func (p *Publisher) EnsureTopic(ctx context.Context, topic string, configs map[s
 // transactions itself from their commit and abort markers: a record counts
 // only once its producer's commit marker follows it.
 func (p *Publisher) LoadPosition(ctx context.Context, key string) (value []byte, found bool, err error) {
+	return loadPosition(ctx, p.adm, p.cfg.Brokers, p.cfg.Opts, p.cfg.OffsetsTopic, key)
+}
+
+// Reader reads capture's stored positions without a producer: status
+// views use it beside a running capture, which a Publisher (transactional,
+// with capture's id) would fence.
+type Reader struct {
+	brokers []string
+	opts    []kgo.Opt
+	cl      *kgo.Client
+	adm     *kadm.Client
+}
+
+// NewReader connects to brokers with opts (TLS, SASL).
+func NewReader(brokers []string, opts []kgo.Opt) (*Reader, error) {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...)}, opts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("creating kafka client: %w", err)
+	}
+	return &Reader{brokers: brokers, opts: opts, cl: cl, adm: kadm.NewClient(cl)}, nil
+}
+
+// Close releases the connections.
+func (r *Reader) Close() { r.cl.Close() }
+
+// LoadPosition is Publisher.LoadPosition on topic.
+func (r *Reader) LoadPosition(ctx context.Context, topic, key string) ([]byte, bool, error) {
+	return loadPosition(ctx, r.adm, r.brokers, r.opts, topic, key)
+}
+
+func loadPosition(ctx context.Context, adm *kadm.Client, brokers []string, opts []kgo.Opt, topic, key string) (value []byte, found bool, err error) {
 	pending := map[int64][]*kgo.Record{} // producer id → records of its open transaction
-	err = p.read(ctx, p.cfg.OffsetsTopic, false, func(r *kgo.Record) {
+	err = readTopic(ctx, adm, brokers, opts, topic, false, func(r *kgo.Record) {
 		switch {
 		case r.Attrs.IsControl():
 			recs := pending[r.ProducerID]
@@ -215,15 +246,19 @@ func (p *Publisher) ReadCommitted(ctx context.Context, topic string, fn func(*kg
 // last stable offset (committed) or the high watermark (!committed, read
 // uncommitted).
 func (p *Publisher) read(ctx context.Context, topic string, committed bool, fn func(*kgo.Record)) error {
-	list, iso := p.adm.ListCommittedOffsets, kgo.ReadCommitted()
+	return readTopic(ctx, p.adm, p.cfg.Brokers, p.cfg.Opts, topic, committed, fn)
+}
+
+func readTopic(ctx context.Context, adm *kadm.Client, brokers []string, opts []kgo.Opt, topic string, committed bool, fn func(*kgo.Record)) error {
+	list, iso := adm.ListCommittedOffsets, kgo.ReadCommitted()
 	if !committed {
-		list, iso = p.adm.ListEndOffsets, kgo.ReadUncommitted()
+		list, iso = adm.ListEndOffsets, kgo.ReadUncommitted()
 	}
 	ends, err := list(ctx, topic)
 	if err != nil {
 		return fmt.Errorf("listing offsets of %s: %w", topic, err)
 	}
-	starts, err := p.adm.ListStartOffsets(ctx, topic)
+	starts, err := adm.ListStartOffsets(ctx, topic)
 	if err != nil {
 		return fmt.Errorf("listing offsets of %s: %w", topic, err)
 	}
@@ -242,14 +277,14 @@ func (p *Publisher) read(ctx context.Context, topic string, committed bool, fn f
 		return nil
 	}
 	rd, err := kgo.NewClient(append([]kgo.Opt{
-		kgo.SeedBrokers(p.cfg.Brokers...),
+		kgo.SeedBrokers(brokers...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}),
 		kgo.FetchIsolationLevel(iso),
 		// Transaction markers occupy offsets; keeping them lets the read
 		// see that it reached the last stable offset.
 		kgo.KeepControlRecords(),
 		kgo.FetchMaxWait(200 * time.Millisecond),
-	}, p.cfg.Opts...)...)
+	}, opts...)...)
 	if err != nil {
 		return err
 	}
