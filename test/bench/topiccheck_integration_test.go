@@ -62,7 +62,7 @@ func checkSnapshotTopic(t *testing.T, brokers []string, dec *kafkatest.Decoder, 
 		walkers[id] = w
 		return w
 	}
-	c.records = int64(kafkatest.Consume(t, brokers, topic, n, 3*time.Second, timeout, func(r *kgo.Record) {
+	c.records = int64(kafkatest.Consume(t, brokers, topic, n, timeout, func(r *kgo.Record) {
 		if r.Value == nil {
 			c.ops[""]++
 			return

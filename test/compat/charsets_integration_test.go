@@ -207,6 +207,7 @@ func TestCharsetsAgainstConvert(t *testing.T) {
 			}
 		}
 	}
+	capturedUpTo(t, db, prefix, 2*time.Minute) // the reads below end at the topics' end offsets
 	dec, err := kafkatest.NewDecoder(testenv.RegistryURL(t))
 	if err != nil {
 		t.Fatal(err)
@@ -214,7 +215,7 @@ func TestCharsetsAgainstConvert(t *testing.T) {
 	checked, values := 0, 0
 	for _, ct := range tables {
 		want := 2 * len(ct.texts)
-		recs := kafkatest.ReadAll(t, testenv.KafkaBrokers(t), dec, prefix+"."+db+"."+ct.name, want, 500*time.Millisecond, 2*time.Minute)
+		recs := kafkatest.ReadAll(t, testenv.KafkaBrokers(t), dec, prefix+"."+db+"."+ct.name, want, 2*time.Minute)
 		if len(recs) != want {
 			b, _ := os.ReadFile(logPath)
 			t.Fatalf("%s: %d records, want %d; capture log:\n%s", ct.name, len(recs), want, b)
@@ -306,7 +307,7 @@ func TestUnsupportedCharsetStops(t *testing.T) {
 	}
 	if topics := kafkatest.ListTopics(t, testenv.KafkaBrokers(t)); slicesContains(topics, prefix+"."+db+".legacy") {
 		dec, _ := kafkatest.NewDecoder(testenv.RegistryURL(t))
-		if recs := kafkatest.ReadAll(t, testenv.KafkaBrokers(t), dec, prefix+"."+db+".legacy", 0, time.Second, 10*time.Second); len(recs) > 0 {
+		if recs := kafkatest.ReadAll(t, testenv.KafkaBrokers(t), dec, prefix+"."+db+".legacy", 0, 10*time.Second); len(recs) > 0 {
 			t.Errorf("capture wrote %d records of the swe7 table", len(recs))
 		}
 	}
@@ -366,13 +367,14 @@ func TestCharsetAlterWhileBehind(t *testing.T) {
 	}
 	prefix := testenv.Unique(t, "csalter")
 	logPath := startCaptureOnly(t, db, prefix, "CAPTURE_SNAPSHOT_MODE=never", "CAPTURE_START_POSITION=gtid:"+gtid)
+	capturedUpTo(t, db, prefix, 2*time.Minute) // the reads below end at the topics' end offsets
 	dec, err := kafkatest.NewDecoder(testenv.RegistryURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []struct{ v, e string }{{"café", "thé"}, {"Grüße ąę", "café"}, {"Łódź", "thé"}, {"caféé", "thé"}}
 	for _, tbl := range []string{"t", "u"} {
-		recs := kafkatest.ReadAll(t, testenv.KafkaBrokers(t), dec, prefix+"."+db+"."+tbl, 4, time.Second, 2*time.Minute)
+		recs := kafkatest.ReadAll(t, testenv.KafkaBrokers(t), dec, prefix+"."+db+"."+tbl, 4, 2*time.Minute)
 		if len(recs) != len(want) {
 			t.Fatalf("%s: %d records, want %d", tbl, len(recs), len(want))
 		}

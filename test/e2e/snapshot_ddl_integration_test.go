@@ -42,7 +42,7 @@ func TestSnapshotAlterWhileReading(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs := kafkatest.ReadAll(t, testenv.KafkaBrokers(t), dec, c.topic("t"), n, 5*time.Second, 5*time.Minute)
+	recs := kafkatest.ReadAll(t, testenv.KafkaBrokers(t), dec, c.topic("t"), n, 5*time.Minute)
 	p.stop(t, 30*time.Second)
 	seen := make([]int, n+1)
 	withExtra, without := 0, 0
