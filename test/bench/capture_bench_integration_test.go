@@ -145,7 +145,12 @@ func waitEnd(t *testing.T, brokers []string, topic string, want int64, timeout t
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	testenv.Eventually(t, timeout, 100*time.Millisecond, func() bool { return endOffset(t, adm, topic, false) >= want }, "records on "+topic)
+	testenv.CheckFor(t, timeout, 100*time.Millisecond, func() error {
+		if end := endOffset(t, adm, topic, false); end < want {
+			return fmt.Errorf("%s ends at offset %d, want %d", topic, end, want)
+		}
+		return nil
+	})
 }
 
 // measure polls a topic's end offset every 50 ms and returns the seconds

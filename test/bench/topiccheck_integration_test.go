@@ -35,7 +35,8 @@ func (c snapshotCheck) String() string {
 }
 
 // checkSnapshotTopic reads topic from the start (kafkatest.Consume) until
-// it has n records and nothing new for 3 s, and counts the op=r records of
+// it has n records and then up to the end offsets listed at that point,
+// and counts the op=r records of
 // each id 1..n of a table keyed by one BIGINT column: a complete snapshot
 // has exactly one per id and nothing else. Values are not decoded whole
 // (millions of records): an Avro walker driven by the registered writer

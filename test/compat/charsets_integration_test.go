@@ -196,10 +196,7 @@ func TestCharsetsAgainstConvert(t *testing.T) {
 	}
 	prefix := testenv.Unique(t, "cscap")
 	logPath := startCaptureOnly(t, db, prefix, "CAPTURE_SNAPSHOT_MODE=initial")
-	testenv.Eventually(t, 2*time.Minute, 200*time.Millisecond, func() bool {
-		b, _ := os.ReadFile(logPath)
-		return strings.Contains(string(b), "Connected to server")
-	}, "capture to stream")
+	waitLogFile(t, logPath, "Connected to server", 2*time.Minute)
 	for _, ct := range tables {
 		for _, s := range ct.inserts(1000) {
 			if _, err := admin.ExecContext(t.Context(), s); err != nil {
@@ -272,10 +269,7 @@ func TestUnsupportedCharsetStops(t *testing.T) {
 	admin := m.AdminDB(t, db)
 	prefix := testenv.Unique(t, "csbad")
 	logPath, cmd := startCaptureCmd(t, db, prefix, "CAPTURE_SNAPSHOT_MODE=no_data")
-	testenv.Eventually(t, 2*time.Minute, 200*time.Millisecond, func() bool {
-		b, _ := os.ReadFile(logPath)
-		return strings.Contains(string(b), "Connected to server")
-	}, "capture to stream")
+	waitLogFile(t, logPath, "Connected to server", 2*time.Minute)
 	for _, s := range []string{
 		"CREATE TABLE legacy (id INT PRIMARY KEY, name VARCHAR(20) CHARACTER SET swe7)",
 		"INSERT INTO legacy VALUES (1, 'abc')",

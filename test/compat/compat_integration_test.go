@@ -169,10 +169,7 @@ func (r *run) startCapture() {
 			t.Logf("capture log (end):\n%s", b)
 		}
 	})
-	testenv.Eventually(t, 30*time.Second, 100*time.Millisecond, func() bool {
-		b, _ := os.ReadFile(r.capLog)
-		return strings.Contains(string(b), "Connected to server")
-	}, "capture to connect")
+	waitLogFile(t, r.capLog, "Connected to server", 30*time.Second)
 }
 
 // stopCapture stops capture with SIGTERM and checks it exits cleanly.

@@ -3,6 +3,9 @@
 package compat
 
 import (
+	"fmt"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,4 +48,17 @@ func capturedUpTo(t *testing.T, db, prefix string, timeout time.Duration) {
 		t.Fatal(err)
 	}
 	kafkatest.ReadAll(t, testenv.KafkaBrokers(t), dec, prefix+"."+db+".zz_caught_up", n, timeout)
+}
+
+// waitLogFile waits until the log file at path contains text; a timeout
+// reports how the log ends.
+func waitLogFile(t *testing.T, path, text string, timeout time.Duration) {
+	t.Helper()
+	testenv.CheckFor(t, timeout, 100*time.Millisecond, func() error {
+		b, _ := os.ReadFile(path)
+		if strings.Contains(string(b), text) {
+			return nil
+		}
+		return fmt.Errorf("no %q in %s yet; it ends:\n%s", text, path, b[max(0, len(b)-2000):])
+	})
 }

@@ -90,9 +90,12 @@ func runAdhoc(t *testing.T, rows, kills, chunk int) {
 		// Kill a random moment after this process emitted snapshot rows
 		// (its own metrics), so that kills land on the running snapshot
 		// after progress it may have committed.
-		testenv.Eventually(t, 2*time.Minute, 20*time.Millisecond, func() bool {
-			return p.exited() || emittedReads(f.metrics) > 0 || strings.Contains(p.fullLog(t), "incremental snapshot: finished")
-		}, "capture to emit snapshot rows")
+		testenv.CheckFor(t, 2*time.Minute, 20*time.Millisecond, func() error {
+			if p.exited() || emittedReads(f.metrics) > 0 || strings.Contains(p.fullLog(t), "incremental snapshot: finished") {
+				return nil
+			}
+			return fmt.Errorf("capture %d has emitted no snapshot rows; its log ends:\n%s", i, p.output())
+		})
 		time.Sleep(time.Duration(50+rng.IntN(600)) * time.Millisecond) // a random kill moment: pacing, not a wait
 		if p.exited() {
 			t.Fatalf("capture exited on its own before kill %d: %v\n%s", i, p.err, p.output())
