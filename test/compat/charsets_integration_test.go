@@ -301,7 +301,7 @@ func TestUnsupportedCharsetStops(t *testing.T) {
 	}
 	if topics := kafkatest.ListTopics(t, testenv.KafkaBrokers(t)); slicesContains(topics, prefix+"."+db+".legacy") {
 		dec, _ := kafkatest.NewDecoder(testenv.RegistryURL(t))
-		if recs := kafkatest.ReadAll(t, testenv.KafkaBrokers(t), dec, prefix+"."+db+".legacy", 0, 10*time.Second); len(recs) > 0 {
+		if recs := kafkatest.ReadAll(t, testenv.KafkaBrokers(t), dec, prefix+"."+db+".legacy", 0, time.Minute); len(recs) > 0 {
 			t.Errorf("capture wrote %d records of the swe7 table", len(recs))
 		}
 	}

@@ -47,7 +47,7 @@ func TestCaptureRecordTooLarge(t *testing.T) {
 	}
 	// Row 1 may or may not have been committed before the failure, rows 2
 	// and 3 must not have been.
-	before := kafkatest.ReadAll(t, testenv.KafkaBrokers(t), dec, c.topic("big"), 0, 10*time.Second)
+	before := kafkatest.ReadAll(t, testenv.KafkaBrokers(t), dec, c.topic("big"), 0, time.Minute)
 	for _, r := range before {
 		if id := r.Key["id"]; id != int32(1) {
 			t.Fatalf("record with id %v published although the transaction failed", id)
