@@ -84,7 +84,7 @@ func TestBenchIngest(t *testing.T) {
 			b, _ := os.ReadFile(logPath)
 			t.Fatalf("ingest counted %.0f of %d events (buffered %.0f) in time; log:\n%s", rows, events, buffered, tail(b))
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // polling interval: the loop re-reads the metrics
 		ms, err := scrape("http://" + metricsAddr + "/metrics")
 		if err != nil {
 			continue

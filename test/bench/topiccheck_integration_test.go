@@ -35,7 +35,8 @@ func (c snapshotCheck) String() string {
 }
 
 // checkSnapshotTopic reads topic from the start (kafkatest.Consume) until
-// it has n records and nothing new for 3 s, and counts the op=r records of
+// it has n records and then up to the end offsets listed at that point,
+// and counts the op=r records of
 // each id 1..n of a table keyed by one BIGINT column: a complete snapshot
 // has exactly one per id and nothing else. Values are not decoded whole
 // (millions of records): an Avro walker driven by the registered writer
@@ -62,7 +63,7 @@ func checkSnapshotTopic(t *testing.T, brokers []string, dec *kafkatest.Decoder, 
 		walkers[id] = w
 		return w
 	}
-	c.records = int64(kafkatest.Consume(t, brokers, topic, n, 3*time.Second, timeout, func(r *kgo.Record) {
+	c.records = int64(kafkatest.Consume(t, brokers, topic, n, timeout, func(r *kgo.Record) {
 		if r.Value == nil {
 			c.ops[""]++
 			return

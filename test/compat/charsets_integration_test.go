@@ -196,10 +196,7 @@ func TestCharsetsAgainstConvert(t *testing.T) {
 	}
 	prefix := testenv.Unique(t, "cscap")
 	logPath := startCaptureOnly(t, db, prefix, "CAPTURE_SNAPSHOT_MODE=initial")
-	testenv.Eventually(t, 2*time.Minute, 200*time.Millisecond, func() bool {
-		b, _ := os.ReadFile(logPath)
-		return strings.Contains(string(b), "Connected to server")
-	}, "capture to stream")
+	waitLogFile(t, logPath, "Connected to server", 2*time.Minute)
 	for _, ct := range tables {
 		for _, s := range ct.inserts(1000) {
 			if _, err := admin.ExecContext(t.Context(), s); err != nil {
@@ -207,6 +204,7 @@ func TestCharsetsAgainstConvert(t *testing.T) {
 			}
 		}
 	}
+	capturedUpTo(t, db, prefix, 2*time.Minute) // the reads below end at the topics' end offsets
 	dec, err := kafkatest.NewDecoder(testenv.RegistryURL(t))
 	if err != nil {
 		t.Fatal(err)
@@ -214,7 +212,7 @@ func TestCharsetsAgainstConvert(t *testing.T) {
 	checked, values := 0, 0
 	for _, ct := range tables {
 		want := 2 * len(ct.texts)
-		recs := kafkatest.ReadAll(t, testenv.KafkaBrokers(t), dec, prefix+"."+db+"."+ct.name, want, 500*time.Millisecond, 2*time.Minute)
+		recs := kafkatest.ReadAll(t, testenv.KafkaBrokers(t), dec, prefix+"."+db+"."+ct.name, want, 2*time.Minute)
 		if len(recs) != want {
 			b, _ := os.ReadFile(logPath)
 			t.Fatalf("%s: %d records, want %d; capture log:\n%s", ct.name, len(recs), want, b)
@@ -271,10 +269,7 @@ func TestUnsupportedCharsetStops(t *testing.T) {
 	admin := m.AdminDB(t, db)
 	prefix := testenv.Unique(t, "csbad")
 	logPath, cmd := startCaptureCmd(t, db, prefix, "CAPTURE_SNAPSHOT_MODE=no_data")
-	testenv.Eventually(t, 2*time.Minute, 200*time.Millisecond, func() bool {
-		b, _ := os.ReadFile(logPath)
-		return strings.Contains(string(b), "Connected to server")
-	}, "capture to stream")
+	waitLogFile(t, logPath, "Connected to server", 2*time.Minute)
 	for _, s := range []string{
 		"CREATE TABLE legacy (id INT PRIMARY KEY, name VARCHAR(20) CHARACTER SET swe7)",
 		"INSERT INTO legacy VALUES (1, 'abc')",
@@ -306,7 +301,7 @@ func TestUnsupportedCharsetStops(t *testing.T) {
 	}
 	if topics := kafkatest.ListTopics(t, testenv.KafkaBrokers(t)); slicesContains(topics, prefix+"."+db+".legacy") {
 		dec, _ := kafkatest.NewDecoder(testenv.RegistryURL(t))
-		if recs := kafkatest.ReadAll(t, testenv.KafkaBrokers(t), dec, prefix+"."+db+".legacy", 0, time.Second, 10*time.Second); len(recs) > 0 {
+		if recs := kafkatest.ReadAll(t, testenv.KafkaBrokers(t), dec, prefix+"."+db+".legacy", 0, time.Minute); len(recs) > 0 {
 			t.Errorf("capture wrote %d records of the swe7 table", len(recs))
 		}
 	}
@@ -366,13 +361,14 @@ func TestCharsetAlterWhileBehind(t *testing.T) {
 	}
 	prefix := testenv.Unique(t, "csalter")
 	logPath := startCaptureOnly(t, db, prefix, "CAPTURE_SNAPSHOT_MODE=never", "CAPTURE_START_POSITION=gtid:"+gtid)
+	capturedUpTo(t, db, prefix, 2*time.Minute) // the reads below end at the topics' end offsets
 	dec, err := kafkatest.NewDecoder(testenv.RegistryURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []struct{ v, e string }{{"café", "thé"}, {"Grüße ąę", "café"}, {"Łódź", "thé"}, {"caféé", "thé"}}
 	for _, tbl := range []string{"t", "u"} {
-		recs := kafkatest.ReadAll(t, testenv.KafkaBrokers(t), dec, prefix+"."+db+"."+tbl, 4, time.Second, 2*time.Minute)
+		recs := kafkatest.ReadAll(t, testenv.KafkaBrokers(t), dec, prefix+"."+db+"."+tbl, 4, 2*time.Minute)
 		if len(recs) != len(want) {
 			t.Fatalf("%s: %d records, want %d", tbl, len(recs), len(want))
 		}

@@ -169,10 +169,7 @@ func (r *run) startCapture() {
 			t.Logf("capture log (end):\n%s", b)
 		}
 	})
-	testenv.Eventually(t, 30*time.Second, 100*time.Millisecond, func() bool {
-		b, _ := os.ReadFile(r.capLog)
-		return strings.Contains(string(b), "Connected to server")
-	}, "capture to connect")
+	waitLogFile(t, r.capLog, "Connected to server", 30*time.Second)
 }
 
 // stopCapture stops capture with SIGTERM and checks it exits cleanly.
@@ -207,10 +204,15 @@ func (r *run) compare(minTables int) {
 	ctx := t.Context()
 	marker := fmt.Sprintf("zz_marker_%d", time.Now().UnixNano()%1_000_000)
 	r.exec("CREATE TABLE "+marker+" (id INT PRIMARY KEY)", "INSERT INTO "+marker+" VALUES (1)")
-	kafkatest.ReadAll(t, r.brokers, r.dec, r.dbzPrefix+"."+r.db+"."+marker, 1, 0, 2*time.Minute)
-	kafkatest.ReadAll(t, r.brokers, r.dec, r.capPrefix+"."+r.db+"."+marker, 1, 0, 2*time.Minute)
+	// Each connector writes a table's topic with its first event, and the
+	// marker after every event of the workload: once both markers are read,
+	// every topic and record the comparison needs exists.
+	markerRecs := kafkatest.ReadAll(t, r.brokers, r.dec, r.dbzPrefix+"."+r.db+"."+marker, 1, 2*time.Minute)
+	kafkatest.ReadAll(t, r.brokers, r.dec, r.capPrefix+"."+r.db+"."+marker, 1, 2*time.Minute)
+	markerSrc, _ := markerRecs[0].Value["source"].(map[string]any)
+	markerGTID, _ := markerSrc["gtid"].(string)
 
-	dbzTopics := debezium.ReadPrefixUntilIdle(t, r.brokers, r.dbzPrefix+"."+r.db+".", 3*time.Second)
+	dbzTopics := debezium.ReadPrefix(t, r.brokers, r.dbzPrefix+"."+r.db+".", time.Minute)
 	var tables []string
 	for topic := range dbzTopics {
 		tables = append(tables, strings.TrimPrefix(topic, r.dbzPrefix+"."))
@@ -219,7 +221,7 @@ func (r *run) compare(minTables int) {
 	if len(tables) < minTables {
 		t.Fatalf("Debezium wrote %d table topics (%v), want at least %d", len(tables), tables, minTables)
 	}
-	capTopics := debezium.ReadPrefixUntilIdle(t, r.brokers, r.capPrefix+"."+r.db+".", time.Second)
+	capTopics := debezium.ReadPrefix(t, r.brokers, r.capPrefix+"."+r.db+".", time.Minute)
 	for topic := range capTopics {
 		if _, ok := dbzTopics[r.dbzPrefix+strings.TrimPrefix(topic, r.capPrefix)]; !ok {
 			t.Errorf("capture wrote topic %s, Debezium has no such table topic", topic)
@@ -257,7 +259,7 @@ func (r *run) compare(minTables int) {
 	// Both prefixes' table topics were read whole above, each with one
 	// client (capture's are complete: its marker transaction committed
 	// after every change before it); decoding them here saves a consumer
-	// and its quiet period per table.
+	// per table.
 	decodeAll := func(recs []debezium.Record) []kafkatest.Record {
 		out := make([]kafkatest.Record, len(recs))
 		for i, rec := range recs {
@@ -283,8 +285,8 @@ func (r *run) compare(minTables int) {
 
 	// The schema-change topic <prefix>: every event, the schema snapshot
 	// included.
-	wantSC := kafkatest.ReadAll(t, r.brokers, r.dec, r.dbzPrefix, 1, 2*time.Second, time.Minute)
-	gotSC := kafkatest.ReadAll(t, r.brokers, r.dec, r.capPrefix, 1, 2*time.Second, time.Minute)
+	wantSC := kafkatest.ReadAll(t, r.brokers, r.dec, r.dbzPrefix, 1, time.Minute)
+	gotSC := kafkatest.ReadAll(t, r.brokers, r.dec, r.capPrefix, 1, time.Minute)
 	noteGTID(wantSC)
 	compareList("<prefix> (schema changes)", wantSC, gotSC, func(rec, _ kafkatest.Record) map[string]string {
 		if src, _ := rec.Value["source"].(map[string]any); src != nil && src["snapshot"] != "false" {
@@ -307,8 +309,24 @@ func (r *run) compare(minTables int) {
 		}
 		return out
 	}
-	wantTx := ofDB(kafkatest.ReadAll(t, r.brokers, r.dec, r.dbzPrefix+".transaction", 1, 2*time.Second, time.Minute))
-	capTx := kafkatest.ReadAll(t, r.brokers, r.dec, r.capPrefix+".transaction", 1, 2*time.Second, time.Minute)
+	// A connector writes a transaction's END after its events: the END of
+	// the marker's transaction is the last record of this database that
+	// the topic must hold, and reading until it is there bounds the read.
+	readTx := func(topic string) []kafkatest.Record {
+		var recs []kafkatest.Record
+		testenv.CheckFor(t, time.Minute, 500*time.Millisecond, func() error {
+			recs = kafkatest.ReadAll(t, r.brokers, r.dec, topic, 1, time.Minute)
+			for _, rec := range recs {
+				if rec.Key["id"] == markerGTID && rec.Value["status"] == "END" {
+					return nil
+				}
+			}
+			return fmt.Errorf("%s: no END of the marker transaction %q among %d records", topic, markerGTID, len(recs))
+		})
+		return recs
+	}
+	wantTx := ofDB(readTx(r.dbzPrefix + ".transaction"))
+	capTx := readTx(r.capPrefix + ".transaction")
 	gotTx := ofDB(capTx)
 	if len(wantTx) == 0 {
 		mismatches = append(mismatches, "Debezium wrote no transaction records for this database")
@@ -422,7 +440,7 @@ func TestCompatDDLReplay(t *testing.T) {
 	// Let capture see every table once, then stop it.
 	marker := "zz_seen"
 	r.exec("CREATE TABLE "+marker+" (id INT PRIMARY KEY)", "INSERT INTO "+marker+" VALUES (1)")
-	kafkatest.ReadAll(t, r.brokers, r.dec, r.capPrefix+"."+r.db+"."+marker, 1, 0, time.Minute)
+	kafkatest.ReadAll(t, r.brokers, r.dec, r.capPrefix+"."+r.db+"."+marker, 1, time.Minute)
 	r.stopCapture()
 
 	r.exec(

@@ -93,7 +93,7 @@ func TestCompatTemporalZones(t *testing.T) {
 
 	byID := func(table, op string) map[string]map[string]any {
 		out := map[string]map[string]any{}
-		for _, rec := range kafkatest.ReadAll(t, r.brokers, r.dec, r.capPrefix+"."+r.db+"."+table, len(want), time.Second, time.Minute) {
+		for _, rec := range kafkatest.ReadAll(t, r.brokers, r.dec, r.capPrefix+"."+r.db+"."+table, len(want), time.Minute) {
 			if rec.Op() != op {
 				t.Errorf("%s: op %q, want %q", table, rec.Op(), op)
 				continue
@@ -118,7 +118,7 @@ func TestCompatTemporalZones(t *testing.T) {
 	}
 	// A TIMESTAMP default written in the Berlin session, in the repeated
 	// hour: the schema default must be the instant MariaDB fills in.
-	defs := kafkatest.ReadAll(t, r.brokers, r.dec, r.capPrefix+"."+r.db+".z_def", 2, time.Second, time.Minute)
+	defs := kafkatest.ReadAll(t, r.brokers, r.dec, r.capPrefix+"."+r.db+".z_def", 2, time.Minute)
 	after, _ := defs[0].Value["after"].(map[string]any)
 	filled, _ := after["ts"].(string)
 	schema, err := r.dec.Schema(t.Context(), defs[0].ValueID)

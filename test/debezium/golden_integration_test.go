@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -75,7 +76,7 @@ func TestRecordGoldens(t *testing.T) {
 	c := debezium.Run(t, stream)
 	runWorkload(t, admin, string(sqlText))
 	waitMarker(t, brokers, goldenPrefix, streamEnds)
-	recs := since(debezium.ReadPrefixUntilIdle(t, brokers, goldenPrefix+".", 5*time.Second), streamEnds)
+	recs := since(debezium.ReadPrefix(t, brokers, goldenPrefix+".", time.Minute), streamEnds)
 	writeGoldens(t, reg, "streaming", recs)
 	writeProperties(t, "streaming.properties", c.Props)
 	c.Stop(t)
@@ -84,8 +85,8 @@ func TestRecordGoldens(t *testing.T) {
 	snap := debezium.Config{Database: goldenDB, TopicPrefix: goldenSnapPrefix, ServerID: goldenServerID + 1,
 		SnapshotMode: "initial", Extra: goldenExtra}
 	c = debezium.Run(t, snap)
-	waitMarker(t, brokers, goldenSnapPrefix, snapEnds)
-	recs = since(debezium.ReadPrefixUntilIdle(t, brokers, goldenSnapPrefix+".", 5*time.Second), snapEnds)
+	waitSnapshotEnd(t, brokers, reg, goldenSnapPrefix, snapEnds)
+	recs = since(debezium.ReadPrefix(t, brokers, goldenSnapPrefix+".", time.Minute), snapEnds)
 	writeGoldens(t, reg, "snapshot", recs)
 	writeProperties(t, "snapshot.properties", c.Props)
 }
@@ -237,4 +238,44 @@ func waitMarker(t *testing.T, brokers []string, prefix string, ends map[string]m
 	t.Helper()
 	topic := prefix + "." + goldenDB + ".marker"
 	debezium.ReadTopic(t, brokers, topic, int(ends[topic][0])+1, 2*time.Minute)
+}
+
+// waitSnapshotEnd waits until the snapshot run has published the record
+// that Debezium marks source.snapshot=last, the end of its snapshot (the
+// marker table is not the last one snapshotted).
+func waitSnapshotEnd(t *testing.T, brokers []string, reg *debezium.Registry, prefix string, ends map[string]map[int32]int64) {
+	t.Helper()
+	testenv.CheckFor(t, 2*time.Minute, time.Second, func() error {
+		n := 0
+		for _, rs := range since(debezium.ReadPrefix(t, brokers, prefix+".", time.Minute), ends) {
+			for _, r := range rs {
+				n++
+				v, err := reg.Decode(t.Context(), r.Value)
+				if err != nil {
+					t.Fatalf("%s@%d value: %v", r.Topic, r.Offset, err)
+				}
+				if snapshotMark(v.Native) == "last" {
+					return nil
+				}
+			}
+		}
+		return fmt.Errorf("%d records under %s., none with source.snapshot=last", n, prefix)
+	})
+}
+
+// snapshotMark returns the source.snapshot field of a decoded envelope, ""
+// for a tombstone; goavro wraps a union's value in a one-entry map.
+func snapshotMark(native any) string {
+	unwrap := func(v any) any {
+		if m, ok := v.(map[string]any); ok && len(m) == 1 {
+			for _, inner := range m {
+				return inner
+			}
+		}
+		return v
+	}
+	env, _ := native.(map[string]any)
+	src, _ := unwrap(env["source"]).(map[string]any)
+	mark, _ := unwrap(src["snapshot"]).(string)
+	return mark
 }

@@ -4,20 +4,19 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/linkedin/goavro/v2"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/binlake/binlake/test/kafkatest"
 )
 
 // Header is one Kafka record header.
@@ -49,33 +48,6 @@ func ReadTopic(t testing.TB, brokers []string, topic string, n int, timeout time
 	return recs
 }
 
-// ReadTopicUntilIdle reads topic from the earliest offset until no record
-// arrives for idle (or max records are read), and returns what it read. For
-// tests that do not know the count in advance.
-func ReadTopicUntilIdle(t testing.TB, brokers []string, topic string, max int, idle time.Duration) []Record {
-	t.Helper()
-	cl, err := newReader(brokers, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	var out []Record
-	for len(out) < max {
-		ctx, cancel := context.WithTimeout(t.Context(), idle)
-		fs := cl.PollFetches(ctx)
-		cancel()
-		got := 0
-		fs.EachRecord(func(r *kgo.Record) { out = append(out, toRecord(r)); got++ })
-		if got == 0 {
-			if err := fetchErr(fs); err != nil {
-				t.Fatalf("reading %s: %v", topic, err)
-			}
-			break
-		}
-	}
-	return out
-}
-
 func newReader(brokers []string, topic string) (*kgo.Client, error) {
 	return kgo.NewClient(
 		kgo.SeedBrokers(brokers...),
@@ -86,16 +58,6 @@ func newReader(brokers []string, topic string) (*kgo.Client, error) {
 		kgo.AllowAutoTopicCreation(),
 		kgo.MetadataMinAge(250*time.Millisecond),
 	)
-}
-
-func fetchErr(fs kgo.Fetches) error {
-	var errs []error
-	fs.EachError(func(topic string, p int32, err error) {
-		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-			errs = append(errs, fmt.Errorf("%s/%d: %w", topic, p, err))
-		}
-	})
-	return errors.Join(errs...)
 }
 
 func readTopic(ctx context.Context, brokers []string, topic string, n int, timeout time.Duration) ([]Record, error) {
@@ -295,63 +257,29 @@ func stripLogicalTypes(schema string) (string, error) {
 	return string(b), err
 }
 
-// ReadPrefixUntilIdle reads every topic whose name starts with prefix from
-// the earliest offset (read_committed) and returns the records grouped by
-// topic. It first waits until the set of such topics has not changed for idle
-// (Connect creates a topic with its first record), then reads until no record
-// arrives for idle.
-func ReadPrefixUntilIdle(t testing.TB, brokers []string, prefix string, idle time.Duration) map[string][]Record {
+// ReadPrefix reads every topic whose name starts with prefix from the
+// earliest offset (read_committed) up to the last stable offsets its
+// partitions have when it starts, and returns the records grouped by
+// topic; it fails the test if they are not reached within timeout.
+//
+// The topics are listed once, and Connect creates a topic only with its
+// first record: the caller must first wait for a condition proving that
+// every record it needs is on its topic, typically a marker written after
+// them and read back.
+func ReadPrefix(t testing.TB, brokers []string, prefix string, timeout time.Duration) map[string][]Record {
 	t.Helper()
-	admCl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admCl.Close()
-	adm := kadm.NewClient(admCl)
 	var topics []string
-	stableSince := time.Now()
-	for time.Since(stableSince) < idle {
-		ts, err := adm.ListTopics(t.Context())
-		if err != nil {
-			t.Fatal(err)
+	for _, n := range kafkatest.ListTopics(t, brokers) {
+		if strings.HasPrefix(n, prefix) {
+			topics = append(topics, n)
 		}
-		var now []string
-		for _, n := range ts.Names() {
-			if strings.HasPrefix(n, prefix) {
-				now = append(now, n)
-			}
-		}
-		slices.Sort(now)
-		if !slices.Equal(now, topics) {
-			topics, stableSince = now, time.Now()
-		}
-		time.Sleep(250 * time.Millisecond)
 	}
 	out := map[string][]Record{}
 	if len(topics) == 0 {
 		return out
 	}
-	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(brokers...),
-		kgo.ConsumeTopics(topics...),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	for {
-		ctx, cancel := context.WithTimeout(t.Context(), idle)
-		fs := cl.PollFetches(ctx)
-		cancel()
-		got := 0
-		fs.EachRecord(func(r *kgo.Record) { out[r.Topic] = append(out[r.Topic], toRecord(r)); got++ })
-		if got == 0 {
-			if err := fetchErr(fs); err != nil {
-				t.Fatalf("reading %v: %v", topics, err)
-			}
-			return out
-		}
-	}
+	kafkatest.ConsumeTopics(t, brokers, topics, 0, timeout, func(r *kgo.Record) {
+		out[r.Topic] = append(out[r.Topic], toRecord(r))
+	})
+	return out
 }

@@ -138,7 +138,11 @@ func run(ctx context.Context) error {
 			_ = cmd.Wait()
 		}
 	}()
-	time.Sleep(3 * time.Second) // capture connects and stores its start position
+	// Capture connects and stores its start position before the writer
+	// starts.
+	if err := waitLog(ctx, filepath.Join(work, "capture.log"), "Connected to server", time.Minute); err != nil {
+		return err
+	}
 
 	say("writing live inserts, updates and deletes for %d s", seconds)
 	n, err := write(ctx, db, time.Duration(seconds)*time.Second)
@@ -168,7 +172,7 @@ func run(ctx context.Context) error {
 				return fmt.Errorf("%s exited: %v (log in %s)", c.Path, c.ProcessState, work)
 			}
 		}
-		time.Sleep(2 * time.Second)
+		time.Sleep(2 * time.Second) // polling interval: the loop compares again
 	}
 	compare(ctx, cat, db, dbName, true)
 	for _, d := range last {
@@ -281,9 +285,31 @@ func write(ctx context.Context, db *sql.DB, d time.Duration) (int, error) {
 			return n, err
 		}
 		n++
-		time.Sleep(time.Duration(rng.IntN(3)) * time.Millisecond)
+		time.Sleep(time.Duration(rng.IntN(3)) * time.Millisecond) // writer pacing, not a wait
 	}
 	return n, nil
+}
+
+// waitLog waits until the log file at path contains text.
+func waitLog(ctx context.Context, path, text string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", path, err)
+		}
+		if strings.Contains(string(b), text) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no %q in %s after %s", text, path, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond): // polling interval
+		}
+	}
 }
 
 func nullable(rng *rand.Rand, s string) any {

@@ -55,7 +55,17 @@ func runAdhoc(t *testing.T, rows, kills, chunk int) {
 	wg.Add(1)
 	go func() { defer wg.Done(); f.write(wctx) }()
 	defer func() { stopWriter(); wg.Wait() }()
-	time.Sleep(time.Second) // streaming before the snapshot
+	// Streaming before the snapshot: capture has published changes of the
+	// writer before the snapshot is asked for.
+	testenv.CheckFor(t, time.Minute, 50*time.Millisecond, func() error {
+		if p.exited() {
+			t.Fatalf("capture exited: %v\n%s", p.err, p.output())
+		}
+		if n := streamedEvents(f.metrics); n < 50 {
+			return fmt.Errorf("capture published %d change events of the writer, want 50 before the snapshot", n)
+		}
+		return nil
+	})
 
 	// No signal channel: the command says what is missing.
 	var noSignal []string
@@ -80,10 +90,13 @@ func runAdhoc(t *testing.T, rows, kills, chunk int) {
 		// Kill a random moment after this process emitted snapshot rows
 		// (its own metrics), so that kills land on the running snapshot
 		// after progress it may have committed.
-		testenv.Eventually(t, 2*time.Minute, 20*time.Millisecond, func() bool {
-			return p.exited() || emittedReads(f.metrics) > 0 || strings.Contains(p.fullLog(t), "incremental snapshot: finished")
-		}, "capture to emit snapshot rows")
-		time.Sleep(time.Duration(50+rng.IntN(600)) * time.Millisecond)
+		testenv.CheckFor(t, 2*time.Minute, 20*time.Millisecond, func() error {
+			if p.exited() || emittedReads(f.metrics) > 0 || strings.Contains(p.fullLog(t), "incremental snapshot: finished") {
+				return nil
+			}
+			return fmt.Errorf("capture %d has emitted no snapshot rows; its log ends:\n%s", i, p.output())
+		})
+		time.Sleep(time.Duration(50+rng.IntN(600)) * time.Millisecond) // a random kill moment: pacing, not a wait
 		if p.exited() {
 			t.Fatalf("capture exited on its own before kill %d: %v\n%s", i, p.err, p.output())
 		}
@@ -122,7 +135,7 @@ func runAdhoc(t *testing.T, rows, kills, chunk int) {
 			t.Log(l)
 		}
 	}
-	time.Sleep(time.Second) // changes after the snapshot stream too
+	waitChanges(t, &f.ops, 50, "the snapshot finished") // changes after the snapshot stream too
 	stopWriter()
 	wg.Wait() // the writer's statements are not cancelled: none is left running
 	f.c.caughtUp(t, 5*time.Minute)
@@ -161,7 +174,7 @@ func runAdhoc(t *testing.T, rows, kills, chunk int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs := kafkatest.ReadAll(t, testenv.KafkaBrokers(t), dec, f.c.topic("big"), cnt.records, 2*time.Second, 2*time.Minute)
+	recs := kafkatest.ReadAll(t, testenv.KafkaBrokers(t), dec, f.c.topic("big"), cnt.records, 2*time.Minute)
 	first, last := -1, -1
 	for i, r := range recs {
 		if r.Op() == "r" {
@@ -228,14 +241,14 @@ func TestAdhocSnapshotWidenedIncludeList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kafkatest.ReadAll(t, testenv.KafkaBrokers(t), dec, c.topic("d"), 50, 0, time.Minute)
+	kafkatest.ReadAll(t, testenv.KafkaBrokers(t), dec, c.topic("d"), 50, time.Minute)
 	p.stop(t, 30*time.Second)
 
 	p = start(t, bin, env2, "capture-3.log")
 	// Streaming and committing (a new row of d published): a snapshot
 	// pending at start would have begun by then.
 	exec1(t, c, "INSERT INTO d VALUES (51, 'd51')")
-	kafkatest.ReadAll(t, testenv.KafkaBrokers(t), dec, c.topic("d"), 51, 0, time.Minute)
+	kafkatest.ReadAll(t, testenv.KafkaBrokers(t), dec, c.topic("d"), 51, time.Minute)
 	p.stop(t, 30*time.Second)
 	if l := p.fullLog(t); strings.Contains(l, "newly captured") || strings.Contains(l, "incremental snapshot: starting") {
 		t.Errorf("a restart with unchanged lists snapshotted again:\n%s", l)
@@ -251,7 +264,7 @@ func TestAdhocSnapshotWidenedIncludeList(t *testing.T) {
 		{"b", 3090, -1, "incremental"},
 		{"d", 51, 0, ""}, // created while captured: no snapshot
 	} {
-		recs := kafkatest.ReadAll(t, testenv.KafkaBrokers(t), dec, c.topic(tc.table), tc.minRecords, 2*time.Second, 2*time.Minute)
+		recs := kafkatest.ReadAll(t, testenv.KafkaBrokers(t), dec, c.topic(tc.table), tc.minRecords, 2*time.Minute)
 		view := map[int32]string{}
 		reads := 0
 		markers := map[string]int{}

@@ -45,12 +45,15 @@ func (c *captureEnv) topic(table string) string { return c.prefix + "." + c.dbNa
 // the process exits first.
 func waitLog(t *testing.T, p *proc, substr string, timeout time.Duration) {
 	t.Helper()
-	testenv.Eventually(t, timeout, 100*time.Millisecond, func() bool {
+	testenv.CheckFor(t, timeout, 100*time.Millisecond, func() error {
 		if p.exited() {
 			t.Fatalf("capture exited: %v\n%s", p.err, p.output())
 		}
-		return strings.Contains(p.fullLog(t), substr)
-	}, "log line "+substr)
+		if !strings.Contains(p.fullLog(t), substr) {
+			return fmt.Errorf("no log line %q yet; the log ends:\n%s", substr, p.output())
+		}
+		return nil
+	})
 }
 
 // caughtUp inserts a row into a marker table of c's database and waits
@@ -69,7 +72,7 @@ func (c *captureEnv) caughtUp(t *testing.T, timeout time.Duration) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kafkatest.ReadAll(t, testenv.KafkaBrokers(t), dec, c.topic("zz_caught_up"), n, 0, timeout)
+	kafkatest.ReadAll(t, testenv.KafkaBrokers(t), dec, c.topic("zz_caught_up"), n, timeout)
 }
 
 func exec1(t *testing.T, c *captureEnv, stmts ...string) {
@@ -105,7 +108,8 @@ func TestCaptureChangeKinds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs := kafkatest.ReadAll(t, testenv.KafkaBrokers(t), dec, c.topic("t"), 10, 2*time.Second, 60*time.Second)
+	c.caughtUp(t, time.Minute) // the read ends at the end offsets: a record written twice included
+	recs := kafkatest.ReadAll(t, testenv.KafkaBrokers(t), dec, c.topic("t"), 10, 60*time.Second)
 	p.stop(t, 30*time.Second)
 
 	type want struct {

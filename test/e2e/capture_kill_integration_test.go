@@ -135,7 +135,7 @@ func TestCaptureKill9ExactlyOnce(t *testing.T) {
 	p := first
 	const kills = 20
 	for i := range kills {
-		time.Sleep(time.Duration(300+rng.IntN(2500)) * time.Millisecond)
+		time.Sleep(time.Duration(300+rng.IntN(2500)) * time.Millisecond) // a random kill moment: pacing, not a wait
 		if p.exited() {
 			t.Fatalf("capture exited on its own before kill %d: %v\n%s", i, p.err, p.output())
 		}
@@ -151,8 +151,12 @@ func TestCaptureKill9ExactlyOnce(t *testing.T) {
 	older := p
 	waitLog(t, older, "Connected to server", time.Minute)
 	lso := lastStable(t, c.topic("kv"))
-	testenv.Eventually(t, time.Minute, 50*time.Millisecond, func() bool { return lastStable(t, c.topic("kv")) > lso },
-		"the running capture to commit")
+	testenv.CheckFor(t, time.Minute, 50*time.Millisecond, func() error {
+		if now := lastStable(t, c.topic("kv")); now <= lso {
+			return fmt.Errorf("the running capture has not committed: last stable offsets still sum to %d", now)
+		}
+		return nil
+	})
 	newer := start(t, bin, c.env, "capture-newer.log")
 	testenv.Eventually(t, 60*time.Second, 100*time.Millisecond, older.exited, "the older capture to stop after being fenced")
 	// The older capture stops either when Kafka fences its producer or,
@@ -161,7 +165,26 @@ func TestCaptureKill9ExactlyOnce(t *testing.T) {
 	if out := older.output(); !strings.Contains(out, "fenced") && !strings.Contains(out, "same server_id") {
 		t.Errorf("older capture exited without reporting fencing:\n%s", out)
 	}
-	time.Sleep(2 * time.Second)
+	// The newer capture streams the writer's changes before the writer
+	// stops: the writer makes more, and the topic's last stable offset
+	// grows well past the markers that ending the older capture's
+	// transaction adds (one per partition).
+	fenced := lastStable(t, c.topic("kv"))
+	w.mu.Lock()
+	made := w.changes
+	w.mu.Unlock()
+	testenv.CheckFor(t, 2*time.Minute, 50*time.Millisecond, func() error {
+		if newer.exited() {
+			t.Fatalf("the newer capture exited: %v\n%s", newer.err, newer.output())
+		}
+		w.mu.Lock()
+		more := w.changes - made
+		w.mu.Unlock()
+		if grown := lastStable(t, c.topic("kv")) - fenced; more < 50 || grown < 50 {
+			return fmt.Errorf("since the fencing the writer made %d changes and the last stable offsets grew by %d, want 50 each", more, grown)
+		}
+		return nil
+	})
 	stopWriter()
 	wg.Wait()
 
@@ -185,7 +208,8 @@ func TestCaptureKill9ExactlyOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs := kafkatest.ReadAll(t, testenv.KafkaBrokers(t), dec, c.topic("kv"), total+deletes, 3*time.Second, 3*time.Minute)
+	c.caughtUp(t, 3*time.Minute) // the read ends at the end offsets: duplicates included
+	recs := kafkatest.ReadAll(t, testenv.KafkaBrokers(t), dec, c.topic("kv"), total+deletes, 3*time.Minute)
 	newer.stop(t, 30*time.Second)
 
 	got := map[int64][]change{}

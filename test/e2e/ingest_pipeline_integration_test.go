@@ -185,7 +185,7 @@ func (r *ingestRun) waitEqual(t *testing.T, timeout time.Duration, p *proc) {
 		if got = r.icebergRows(t); slices.Equal(got, want) {
 			return
 		}
-		time.Sleep(time.Second)
+		time.Sleep(time.Second) // polling interval: the loop compares again
 	}
 	if p != nil {
 		t.Logf("ingest log:\n%s", p.output())
@@ -322,7 +322,7 @@ func runIngestKill(t *testing.T, bin string, n int) (*ingestRun, map[int32]int64
 				return
 			}
 			statements++
-			time.Sleep(time.Duration(rng.IntN(5)) * time.Millisecond)
+			time.Sleep(time.Duration(rng.IntN(5)) * time.Millisecond) // writer pacing, not a wait
 		}
 	}()
 
@@ -330,7 +330,7 @@ func runIngestKill(t *testing.T, bin string, n int) (*ingestRun, map[int32]int64
 	kills := 0
 	for kills < n {
 		ip := r.start(t)
-		time.Sleep(time.Duration(1000+rng.IntN(4000)) * time.Millisecond)
+		time.Sleep(time.Duration(1000+rng.IntN(4000)) * time.Millisecond) // a random kill moment: pacing, not a wait
 		if ip.exited() {
 			cancel()
 			t.Fatalf("ingest exited on its own: %v\n%s", ip.err, ip.output())
@@ -352,7 +352,7 @@ func runIngestKill(t *testing.T, bin string, n int) (*ingestRun, map[int32]int64
 func topicEnds(t *testing.T, topic string) map[int32]int64 {
 	t.Helper()
 	ends := map[int32]int64{}
-	n := kafkatest.Consume(t, testenv.KafkaBrokers(t), topic, 0, 3*time.Second, 2*time.Minute, func(rec *kgo.Record) {
+	n := kafkatest.Consume(t, testenv.KafkaBrokers(t), topic, 0, 2*time.Minute, func(rec *kgo.Record) {
 		if rec.Value != nil { // ingest stores no offset for a trailing tombstone
 			ends[rec.Partition] = max(ends[rec.Partition], rec.Offset+1)
 		}
@@ -376,18 +376,18 @@ func (r *ingestRun) stored(t *testing.T) map[string]int64 {
 // every partition of the topic.
 func (r *ingestRun) waitStored(t *testing.T, ends map[int32]int64, timeout time.Duration, p *proc) {
 	t.Helper()
-	testenv.Eventually(t, timeout, 500*time.Millisecond, func() bool {
+	testenv.CheckFor(t, timeout, 500*time.Millisecond, func() error {
 		if p.exited() {
 			t.Fatalf("ingest exited: %v\n%s", p.err, p.output())
 		}
 		m := r.stored(t)
 		for part, end := range ends {
 			if m[fmt.Sprint(part)] < end {
-				return false
+				return fmt.Errorf("the table stores offsets %v, want the topic's end offsets %v", m, ends)
 			}
 		}
-		return true
-	}, fmt.Sprintf("the table to store the topic's end offsets %v", ends))
+		return nil
+	})
 }
 
 // tiling runs the lake validator over the table's snapshot history.

@@ -303,7 +303,7 @@ func runBothProducers(t *testing.T, c *captureEnv, run bothProducers) (*rest.Cat
 					t.Fatalf("%s.%s differs from MariaDB through the Java reader:\n%s\ningest log:\n%s",
 						ns, tb.name, strings.Join(last, "\n"), ing.output())
 				}
-				time.Sleep(time.Second)
+				time.Sleep(time.Second) // polling interval: the loop compares again
 			}
 		}
 	}

@@ -309,6 +309,7 @@ func (r *lakeRun) compare(t *testing.T) lakeResult {
 		}
 		return len(pending) == 0
 	}
+	// Polls every second until every table's last change is committed.
 	for deadline := time.Now().Add(3 * time.Minute); !caughtUp(); time.Sleep(time.Second) {
 		if time.Now().After(deadline) {
 			t.Fatalf("ingest did not commit every table's last change in 3m: %s\ningest log:\n%s", strings.Join(pending, "; "), r.ing.output())

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
+	"github.com/google/go-cmp/cmp"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -197,13 +199,16 @@ func TestIngestNamesAvro(t *testing.T) {
 		slices.Sort(want)
 		var got []string
 		var cols []string
-		testenv.Eventually(t, 3*time.Minute, time.Second, func() bool {
+		testenv.CheckFor(t, 3*time.Minute, time.Second, func() error {
 			if ingest.exited() || capture.exited() {
 				t.Fatalf("a process exited:\ningest: %v\n%s\ncapture: %v\n%s", ingest.err, ingest.output(), capture.err, capture.output())
 			}
 			cols, got = lakeRows(t, r.cat, c.dbName, tb)
-			return slices.Equal(got, want)
-		}, "Iceberg table for "+tb.name+" to equal MariaDB")
+			if !slices.Equal(got, want) {
+				return fmt.Errorf("Iceberg table for %s differs from MariaDB (-mariadb +iceberg):\n%s", tb.name, cmp.Diff(want, got))
+			}
+			return nil
+		})
 		if !slices.Equal(cols[1:], tb.columns) {
 			t.Errorf("%s: Iceberg columns %q, want %q", tb.name, cols[1:], tb.columns)
 		}

@@ -186,6 +186,30 @@ func metric(addr, series string) int {
 	return int(v)
 }
 
+// metricSum is the sum of the samples on the /metrics page at addr whose
+// name and labels match series (a regular expression), 0 when there is
+// none yet, -1 when the page cannot be read.
+func metricSum(addr, series string) int {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var sum float64
+	for _, m := range regexp.MustCompile(`(?m)^`+series+` ([0-9.e+]+)$`).FindAllSubmatch(b, -1) {
+		v, _ := strconv.ParseFloat(string(m[1]), 64)
+		sum += v
+	}
+	return int(sum)
+}
+
+// streamedEvents is the change events (op c, u, d) a capture process
+// published (its /metrics at addr), -1 if they cannot be read.
+func streamedEvents(addr string) int {
+	return metricSum(addr, `capture_events_total\{op="[cud]",[^}]*\}`)
+}
+
 // emittedReads is the op=r events a capture process published (its
 // /metrics at addr), -1 if they cannot be read.
 func emittedReads(addr string) int { return metric(addr, `capture_events_total\{op="r",[^}]*\}`) }

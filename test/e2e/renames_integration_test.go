@@ -112,12 +112,15 @@ func runRenames(t *testing.T, o renameOpts) {
 	for _, p := range prefixes {
 		for _, tb := range []string{"a", "s1", "s3", "x", "m", "o"} {
 			want := countRows(t, c.db.AdminDB(t, db1), tb)
-			testenv.Eventually(t, 3*time.Minute, time.Second, func() bool {
+			testenv.CheckFor(t, 3*time.Minute, time.Second, func() error {
 				if ing.exited() {
 					t.Fatalf("ingest exited: %v\n%s", ing.err, ing.output())
 				}
-				return lakeRowCount(ctx, cat, table.Identifier{p + "_" + db1, tb}) == want
-			}, p+"_"+db1+"."+tb+" holding its rows before the renames")
+				if got := lakeRowCount(ctx, cat, table.Identifier{p + "_" + db1, tb}); got != want {
+					return fmt.Errorf("%s_%s.%s holds %d rows before the renames, want %d", p, db1, tb, got, want)
+				}
+				return nil
+			})
 		}
 	}
 	oRows := countRows(t, c.db.AdminDB(t, db1), "o")
@@ -239,7 +242,7 @@ func waitJavaEqual(t *testing.T, ing *proc, cat *rest.Catalog, db *sql.DB, ns, n
 		if time.Now().After(deadline) {
 			t.Fatalf("%s.%s differs from MariaDB through the Java reader:\n%s\ningest log:\n%s", ns, name, strings.Join(last, "\n"), ing.output())
 		}
-		time.Sleep(time.Second)
+		time.Sleep(time.Second) // polling interval: the loop compares again
 	}
 }
 

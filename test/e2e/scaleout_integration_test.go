@@ -286,7 +286,7 @@ func TestScaleOut(t *testing.T) {
 	recs := map[string][]kafkatest.Record{}
 	ends := map[string]map[int32]int64{}
 	for _, tp := range topics {
-		recs[tp] = kafkatest.ReadAll(t, testenv.KafkaBrokers(t), dec, tp, 1, 3*time.Second, 3*time.Minute)
+		recs[tp] = kafkatest.ReadAll(t, testenv.KafkaBrokers(t), dec, tp, 1, 3*time.Minute)
 		ends[tp] = map[int32]int64{}
 		for _, r := range recs[tp] {
 			if r.Value != nil { // ingest stores no offset for a trailing tombstone
@@ -294,27 +294,32 @@ func TestScaleOut(t *testing.T) {
 			}
 		}
 	}
-	testenv.Eventually(t, 5*time.Minute, time.Second, func() bool {
+	testenv.CheckFor(t, 5*time.Minute, time.Second, func() error {
 		for _, p := range running {
 			if p.exited() {
 				t.Fatalf("ingest exited: %v\n%s", p.err, p.output())
 			}
 		}
+		var behind []string
 		for i, tb := range scaleTables {
 			tbl, err := cat.LoadTable(t.Context(), table.Identifier{c.dbName, tb.name})
 			if err != nil || tbl.CurrentSnapshot() == nil || tbl.CurrentSnapshot().Summary == nil {
-				return false
+				behind = append(behind, tb.name+": no snapshot yet")
+				continue
 			}
 			var m map[string]int64
 			_ = json.Unmarshal([]byte(tbl.CurrentSnapshot().Summary.Properties[validate.OffsetsKeyPrefix+topics[i]]), &m)
 			for p, end := range ends[topics[i]] {
-				if m[strconv.Itoa(int(p))] < end {
-					return false
+				if got := m[strconv.Itoa(int(p))]; got < end {
+					behind = append(behind, fmt.Sprintf("%s: partition %d stored %d of %d", tb.name, p, got, end))
 				}
 			}
 		}
-		return true
-	}, "every table to store its topic's end offsets")
+		if len(behind) > 0 {
+			return fmt.Errorf("tables behind their topics' end offsets: %s", strings.Join(behind, "; "))
+		}
+		return nil
+	})
 
 	var failures []string
 	admin := c.db.AdminDB(t, c.dbName)

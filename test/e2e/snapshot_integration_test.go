@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"math/big"
 	"math/rand/v2"
@@ -77,24 +78,41 @@ func (f *snapFixture) waitCommittedReads(t *testing.T, p *proc) {
 	t.Helper()
 	commits := func() int { return metric(f.metrics, `capture_transaction_commits_total\{result="ok"\}`) }
 	after := -1 // commits counted once snapshot rows were published
-	testenv.Eventually(t, time.Minute, 20*time.Millisecond, func() bool {
+	testenv.CheckFor(t, time.Minute, 20*time.Millisecond, func() error {
 		if p.exited() || strings.Contains(p.fullLog(t), "snapshot: done") {
-			return true
+			return nil
 		}
 		if after < 0 {
 			if emittedReads(f.metrics) > 0 {
 				after = commits()
 			}
-			return false
+			return errors.New("capture has published no snapshot rows")
 		}
-		return commits() > after
-	}, "capture to commit a transaction after publishing snapshot rows")
+		if now := commits(); now <= after {
+			return fmt.Errorf("capture published snapshot rows at %d committed transactions, and has committed none since (%d)", after, now)
+		}
+		return nil
+	})
 }
 
 // cursor is the capture's snapshot rows read so far (from /metrics), a
 // good guess of the key it reads next since keys are dense.
 func (f *snapFixture) cursor() int {
 	return metric(f.metrics, `capture_snapshot_rows_read_total\{[^}]*\}`)
+}
+
+// waitChanges waits until the writer counting its changes in ops has made
+// n more, so that changes made after a point of the test (the end of a
+// snapshot) are part of the run however slow the machine is.
+func waitChanges(t *testing.T, ops *atomic.Int64, n int64, after string) {
+	t.Helper()
+	from := ops.Load()
+	testenv.CheckFor(t, time.Minute, 10*time.Millisecond, func() error {
+		if made := ops.Load() - from; made < n {
+			return fmt.Errorf("the writer made %d of %d changes after %s", made, n, after)
+		}
+		return nil
+	})
 }
 
 // write makes random single-statement changes until ctx ends: half of them
@@ -187,7 +205,7 @@ func (f *snapFixture) watchLocks(ctx context.Context, t *testing.T) (samples, ca
 			}
 		}
 		samples++
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // sampling pace, not a wait
 	}
 	return samples, capSeen, mdlSeen, bad
 }
@@ -258,7 +276,7 @@ func (f *snapFixture) compacted(t *testing.T, want int) (map[int64]snapRow, snap
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs := kafkatest.ReadAll(t, testenv.KafkaBrokers(t), dec, f.c.topic("big"), want, 5*time.Second, 5*time.Minute)
+	recs := kafkatest.ReadAll(t, testenv.KafkaBrokers(t), dec, f.c.topic("big"), want, 5*time.Minute)
 	view := map[int64]snapRow{}
 	cnt := snapCounts{markers: map[string]int{}, records: len(recs)}
 	once := validate.SnapshotReads()
@@ -357,11 +375,11 @@ func runSnapshot(t *testing.T, kills, chunk int) {
 			// once took longer than the random delay to commit its first
 			// chunk, on 5 restarts in a row), then lands a little later.
 			f.waitCommittedReads(t, p)
-			time.Sleep(time.Duration(rng.IntN(500)) * time.Millisecond)
+			time.Sleep(time.Duration(rng.IntN(500)) * time.Millisecond) // a random kill moment: pacing, not a wait
 		} else {
 			// The others land at a random moment: before the first chunk
 			// commits or after a few.
-			time.Sleep(time.Duration(50+rng.IntN(2200)) * time.Millisecond)
+			time.Sleep(time.Duration(50+rng.IntN(2200)) * time.Millisecond) // a random kill moment: pacing, not a wait
 		}
 		if p.exited() {
 			t.Fatalf("capture exited on its own before kill %d: %v\n%s", i, p.err, p.output())
@@ -394,7 +412,7 @@ func runSnapshot(t *testing.T, kills, chunk int) {
 			t.Errorf("only %d kills hit the running snapshot; want at least %d", during, kills)
 		}
 	}
-	time.Sleep(time.Second) // changes after the snapshot stream too
+	waitChanges(t, &f.ops, 50, "the snapshot finished") // changes after the snapshot stream too
 	stopWriter()
 	wg.Wait()
 	t.Logf("writer made %d changes (%d failed statements) while capture ran", f.ops.Load(), f.writeErr.Load())

@@ -70,7 +70,7 @@ func TestSnapshotKeylessTable(t *testing.T) {
 
 	p := start(t, binary(t, "capture"), c.env, "capture.log")
 	waitLog(t, p, "snapshot: done", 5*time.Minute)
-	time.Sleep(time.Second) // changes after the snapshot stream too
+	waitChanges(t, &ops, 50, "the snapshot finished") // changes after the snapshot stream too
 	stopWriter()
 	wg.Wait()
 	c.caughtUp(t, 5*time.Minute)
@@ -105,7 +105,7 @@ func TestSnapshotKeylessTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs := kafkatest.ReadAll(t, testenv.KafkaBrokers(t), dec, c.topic("nk"), n, 5*time.Second, 5*time.Minute)
+	recs := kafkatest.ReadAll(t, testenv.KafkaBrokers(t), dec, c.topic("nk"), n, 5*time.Minute)
 	p.stop(t, 30*time.Second)
 	rowKey := func(img any) string {
 		m := img.(map[string]any)

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/linkedin/goavro/v2"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
 
@@ -256,13 +258,16 @@ func isUnionBranch(k string) bool {
 }
 
 // ReadAll reads topic from the start with read_committed until it has read
-// at least want records and then nothing new arrives for quiet, or until
-// timeout. It fails the test on any decoding error.
-func ReadAll(t testing.TB, brokers []string, dec *Decoder, topic string, want int, quiet, timeout time.Duration) []Record {
+// at least want records, then on to the end offsets the topic's partitions
+// had at that moment (see Consume), and returns every record it read. It
+// fails the test if fewer than want records arrive within timeout, if the
+// end offsets are not reached within timeout, or on any decoding error.
+// want may be 0: the read then ends at the offsets listed when it starts.
+func ReadAll(t testing.TB, brokers []string, dec *Decoder, topic string, want int, timeout time.Duration) []Record {
 	t.Helper()
 	ctx := t.Context()
 	var out []Record
-	Consume(t, brokers, topic, want, quiet, timeout, func(r *kgo.Record) {
+	Consume(t, brokers, topic, want, timeout, func(r *kgo.Record) {
 		rec, err := dec.DecodeRecord(ctx, r)
 		if err != nil {
 			t.Fatal(err)
@@ -270,7 +275,7 @@ func ReadAll(t testing.TB, brokers []string, dec *Decoder, topic string, want in
 		out = append(out, rec)
 	})
 	if len(out) < want {
-		t.Fatalf("read %d records from %s, want at least %d", len(out), topic, want)
+		t.Fatalf("read %d records from %s in %s, want at least %d", len(out), topic, timeout, want)
 	}
 	return out
 }
@@ -300,18 +305,42 @@ func (d *Decoder) DecodeRecord(ctx context.Context, r *kgo.Record) (Record, erro
 }
 
 // Consume reads topic from the start with read_committed, passing each
-// record to fn, until it has read at least want records and then nothing
-// new arrives for quiet, or until timeout, and returns how many it read.
+// record to fn, and returns how many it read. Once it has read at least
+// want records, it lists the topic's last stable offsets (the end that
+// read_committed can reach) and reads on until every partition's position
+// reaches them: the read ends at a high watermark recorded after the
+// wanted records, never after a quiet period, so a slow machine makes it
+// slower, not shorter. With want 0 the offsets are listed before the first
+// fetch; a topic that does not exist then reads as empty.
+//
+// Transaction markers are fetched (kgo.KeepControlRecords) so that a
+// position advances past them and past aborted records, which a count of
+// records could not show; fn never sees them. Reading fewer than want
+// records within timeout returns what was read, for the caller to judge;
+// reaching want but not the recorded offsets within timeout fails the test.
 // It is ReadAll without the decoding and without keeping the records, for
 // topics too large to hold (opts are added to the client's, e.g. larger
-// fetches); reading fewer than want is for the caller to judge.
-func Consume(t testing.TB, brokers []string, topic string, want int, quiet, timeout time.Duration, fn func(*kgo.Record), opts ...kgo.Opt) int {
+// fetches).
+func Consume(t testing.TB, brokers []string, topic string, want int, timeout time.Duration, fn func(*kgo.Record), opts ...kgo.Opt) int {
+	t.Helper()
+	return ConsumeTopics(t, brokers, []string{topic}, want, timeout, fn, opts...)
+}
+
+// ConsumeTopics is Consume over several topics with one client: want
+// counts the records of all of them, and the read ends when every
+// partition of every topic has reached the offsets recorded once want
+// records were read. A topic that does not exist when they are recorded
+// reads as empty: with want 0, the caller must first know that every topic
+// it needs exists (for example because it read a marker written after the
+// records it needs).
+func ConsumeTopics(t testing.TB, brokers []string, topics []string, want int, timeout time.Duration, fn func(*kgo.Record), opts ...kgo.Opt) int {
 	t.Helper()
 	cl, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(brokers...),
-		kgo.ConsumeTopics(topic),
+		kgo.ConsumeTopics(topics...),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(),
 		kgo.FetchMaxWait(200 * time.Millisecond),
 	}, opts...)...)
 	if err != nil {
@@ -319,28 +348,98 @@ func Consume(t testing.TB, brokers []string, topic string, want int, quiet, time
 	}
 	defer cl.Close()
 	ctx := t.Context()
+	next := map[partition]int64{} // the offset after the last record read
+	var ends map[partition]span   // nil until recorded
+	if want == 0 {
+		ends = stableEnds(t, kadm.NewClient(cl), topics)
+	}
 	n := 0
 	deadline := time.Now().Add(timeout)
-	lastNew := time.Now()
-	for time.Now().Before(deadline) {
-		if n >= want && time.Since(lastNew) >= quiet {
-			break
+	for {
+		if ends != nil {
+			lag := behind(next, ends)
+			if lag == "" {
+				return n
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("reading %v: %d records read in %s, not yet at the last stable offsets recorded after %d: %s", topics, n, timeout, want, lag)
+			}
+		} else if time.Now().After(deadline) {
+			return n
 		}
 		pctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 		fs := cl.PollFetches(pctx)
 		cancel()
 		fs.EachError(func(tp string, p int32, err error) {
-			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+			// Deadlines end a poll; an unknown topic is one that the
+			// producer has not created yet.
+			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) && !errors.Is(err, kerr.UnknownTopicOrPartition) {
 				t.Fatalf("fetching %s[%d]: %v", tp, p, err)
 			}
 		})
 		fs.EachRecord(func(r *kgo.Record) {
-			lastNew = time.Now()
+			next[partition{r.Topic, r.Partition}] = r.Offset + 1
+			if r.Attrs.IsControl() {
+				return
+			}
 			n++
 			fn(r)
 		})
+		if ends == nil && n >= want {
+			ends = stableEnds(t, kadm.NewClient(cl), topics)
+		}
 	}
-	return n
+}
+
+type partition struct {
+	topic string
+	p     int32
+}
+
+// span is a partition's first offset and its last stable offset.
+type span struct{ start, end int64 }
+
+// stableEnds lists the log start and last stable offsets of every
+// partition of topics: none for a topic that does not exist.
+func stableEnds(t testing.TB, adm *kadm.Client, topics []string) map[partition]span {
+	t.Helper()
+	starts, err := adm.ListStartOffsets(t.Context(), topics...)
+	if err != nil {
+		t.Fatalf("listing start offsets of %v: %v", topics, err)
+	}
+	ends, err := adm.ListCommittedOffsets(t.Context(), topics...)
+	if err != nil {
+		t.Fatalf("listing last stable offsets of %v: %v", topics, err)
+	}
+	out := map[partition]span{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if errors.Is(o.Err, kerr.UnknownTopicOrPartition) {
+			return
+		}
+		if o.Err != nil {
+			t.Fatalf("listing last stable offset of %s[%d]: %v", o.Topic, o.Partition, o.Err)
+		}
+		s, _ := starts.Lookup(o.Topic, o.Partition)
+		out[partition{o.Topic, o.Partition}] = span{start: s.Offset, end: o.Offset}
+	})
+	return out
+}
+
+// behind describes the partitions whose position has not reached its
+// recorded end, or returns "" when all have.
+func behind(next map[partition]int64, ends map[partition]span) string {
+	var lag []string
+	for p, e := range ends {
+		at, ok := next[p]
+		if !ok {
+			at = e.start
+		}
+		if at < e.end {
+			lag = append(lag, fmt.Sprintf("%s[%d] at %d of %d", p.topic, p.p, at, e.end))
+		}
+	}
+	slices.Sort(lag)
+	return strings.Join(lag, ", ")
 }
 
 // ListTopics returns the topics with the given prefix.

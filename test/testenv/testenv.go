@@ -12,6 +12,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"errors"
 	"os"
 	"regexp"
 	"strings"
@@ -153,18 +154,37 @@ func Unique(t testing.TB, prefix string) string {
 	return prefix + "_" + name + "_" + hex.EncodeToString(b[:])
 }
 
-// Eventually polls cond every interval until it returns true or timeout
-// passes, then fails the test with msg.
-func Eventually(t testing.TB, timeout, interval time.Duration, cond func() bool, msg string) {
+// CheckFor calls check every interval until it returns nil, and fails the
+// test if it has not within timeout. check returns why the condition does
+// not hold yet; the failure reports the last such reason, so that a timeout
+// explains itself. The last call is made after the deadline, so a
+// condition that became true during the last interval still passes. check
+// runs on the test's goroutine and may call t.Fatal.
+func CheckFor(t testing.TB, timeout, interval time.Duration, check func() error) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
-		if cond() {
+		err := check()
+		if err == nil {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("not true after %s: %s", timeout, msg)
+			t.Fatalf("not true after %s: %v", timeout, err)
+			return
 		}
-		time.Sleep(interval)
+		time.Sleep(interval) // polling interval: the loop re-checks the condition
 	}
+}
+
+// Eventually is CheckFor for a condition that has no reason to give: it
+// fails with msg. Prefer CheckFor when the state that keeps cond false can
+// be described.
+func Eventually(t testing.TB, timeout, interval time.Duration, cond func() bool, msg string) {
+	t.Helper()
+	CheckFor(t, timeout, interval, func() error {
+		if cond() {
+			return nil
+		}
+		return errors.New(msg)
+	})
 }
