@@ -61,26 +61,25 @@ func TestCapturePurgedBinlog(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := logs()
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+	testenv.CheckFor(t, time.Minute, 200*time.Millisecond, func() error {
 		cur := logs()
 		if _, err := admin.ExecContext(t.Context(), fmt.Sprintf("PURGE BINARY LOGS TO '%s'", cur[len(cur)-1])); err != nil {
-			t.Fatal(err)
+			return err
 		}
-		if cur = logs(); len(cur) == 1 {
-			break
+		if cur = logs(); len(cur) > 1 {
+			return fmt.Errorf("binary logs %v remain after PURGE BINARY LOGS", cur)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("binary logs %v remain a minute after PURGE BINARY LOGS", cur)
-		}
-	}
+		return nil
+	})
 	t.Logf("purged binary logs %v; %v remain", before[:len(before)-1], logs())
 
 	p = start(t, bin, c.env, "capture-1.log")
-	for deadline := time.Now().Add(time.Minute); !p.exited(); time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("capture did not stop within a minute on the purged binlog; log:\n%s", p.output())
+	testenv.CheckFor(t, time.Minute, 100*time.Millisecond, func() error {
+		if !p.exited() {
+			return fmt.Errorf("capture still runs on the purged binlog; log:\n%s", p.output())
 		}
-	}
+		return nil
+	})
 	out := p.fullLog(t)
 	if p.err == nil {
 		t.Fatalf("capture exited 0 on a purged binlog:\n%s", out)
@@ -104,7 +103,7 @@ func TestCapturePurgedBinlog(t *testing.T) {
 	// The topic compacted by key: the last event of each key says whether
 	// and how the row exists.
 	last := map[string]map[string]any{}
-	for _, rec := range kafkatest.ReadAll(t, testenv.KafkaBrokers(t), dec, c.topic("t"), 2, 0, time.Minute) {
+	for _, rec := range kafkatest.ReadAll(t, testenv.KafkaBrokers(t), dec, c.topic("t"), 2, time.Minute) {
 		if rec.Value == nil {
 			continue // a tombstone follows its delete
 		}

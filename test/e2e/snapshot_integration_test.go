@@ -83,13 +83,13 @@ func (f *snapFixture) waitCommittedReads(t *testing.T, p *proc) {
 			return nil
 		}
 		if after < 0 {
-			if emittedReads(f.metrics) > 0 {
-				after = commits()
+			if emittedReads(f.metrics) <= 0 {
+				return errors.New("no snapshot row published yet")
 			}
-			return errors.New("capture has published no snapshot rows")
+			after = commits()
 		}
-		if now := commits(); now <= after {
-			return fmt.Errorf("capture published snapshot rows at %d committed transactions, and has committed none since (%d)", after, now)
+		if commits() <= after {
+			return fmt.Errorf("no transaction committed since snapshot rows were published (%d commits)", after)
 		}
 		return nil
 	})
