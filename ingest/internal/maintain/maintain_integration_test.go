@@ -290,7 +290,7 @@ func TestMaintainConcurrentWithIngest(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			const batches = 40
+			const batches = 30
 			done := make(chan struct{})
 			var (
 				wg          sync.WaitGroup
