@@ -32,15 +32,7 @@ type Config struct {
 	RegistryURL string
 
 	// Iceberg.
-	CatalogURI          string
-	CatalogName         string
-	Warehouse           string // warehouse location, or the S3 Tables bucket ARN
-	CatalogCredential   string // secret: INGEST_CATALOG_CREDENTIAL (OAuth2 client_id:secret)
-	CatalogToken        string // secret: INGEST_CATALOG_TOKEN (bearer token)
-	SigV4               bool   // sign catalog requests with SigV4 (S3 Tables)
-	SigV4Service        string
-	S3Endpoint          string
-	S3Region            string
+	CatalogConfig
 	NamespaceWithPrefix bool
 	PartitionSpec       string // see pipeline.ParsePartitionSpecs
 	KeylessTables       string // append or reject
@@ -72,15 +64,7 @@ func (c *Config) bind(f *envFlags) {
 	f.String(&c.Topics, "topics", "", "comma-separated change topics <prefix>.<db>.<table> to consume (or use -topic-regex)")
 	f.String(&c.TopicRegex, "topic-regex", "", "regex matching whole change topic names to consume, e.g. 'dbserver1\\.inventory\\..*'")
 	f.String(&c.RegistryURL, "schema-registry-url", "http://127.0.0.1:8081", "Confluent-compatible schema registry URL (Apicurio: .../apis/ccompat/v7); JSON records need none")
-	f.String(&c.CatalogURI, "catalog-uri", "", "Iceberg REST catalog URI (required; S3 Tables: https://s3tables.<region>.amazonaws.com/iceberg)")
-	f.String(&c.CatalogName, "catalog-name", "ingest", "name of the catalog in logs")
-	f.String(&c.Warehouse, "warehouse", "", "catalog warehouse: a location such as s3://bucket/, or the S3 Tables table bucket ARN")
-	f.Secret(&c.CatalogCredential, "catalog-credential")
-	f.Secret(&c.CatalogToken, "catalog-token")
-	f.Bool(&c.SigV4, "sigv4", false, "sign catalog requests with AWS SigV4 (S3 Tables); credentials come from the AWS default chain")
-	f.String(&c.SigV4Service, "sigv4-service", "s3tables", "SigV4 signing name with -sigv4 (s3tables, or glue)")
-	f.String(&c.S3Endpoint, "s3-endpoint", "", "S3 endpoint for data files, e.g. MinIO (default: AWS); credentials come from AWS_* variables or the AWS default chain")
-	f.String(&c.S3Region, "s3-region", "", "S3 and SigV4 region (default: AWS_REGION)")
+	c.CatalogConfig.bind(f)
 	f.Bool(&c.NamespaceWithPrefix, "namespace-with-prefix", false, "name namespaces <prefix>_<db> instead of <db>, for several sources in one catalog")
 	f.String(&c.PartitionSpec, "partition-spec", "", "partition spec of new tables, ';'-separated: '<db>.<table>=bucket(N[, <key column>])', '*=bucket(N)' (first key column) or '...=none'; only primary-key columns (default: unpartitioned)")
 	f.String(&c.KeylessTables, "keyless-tables", "append", "tables without a primary key: append (an append-only table of change events, one row per row image) or reject (stop ingest)")
@@ -105,11 +89,7 @@ func (c *Config) bind(f *envFlags) {
 func (c *Config) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	if c.CatalogURI == "" {
-		bad("catalog-uri is required (INGEST_CATALOG_URI)")
-	} else if u, err := url.Parse(c.CatalogURI); err != nil || u.Scheme == "" || u.Host == "" {
-		bad("catalog-uri %q is not a URL", redactURL(c.CatalogURI))
-	}
+	errs = append(errs, c.CatalogConfig.validate()...)
 	if strings.TrimSpace(c.KafkaBrokers) == "" {
 		bad("kafka-brokers is empty")
 	}
@@ -160,12 +140,6 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
-	if c.SigV4 && c.S3Region == "" {
-		bad("sigv4 needs s3-region (or AWS_REGION)")
-	}
-	if c.CatalogCredential != "" && c.CatalogToken != "" {
-		bad("set only one of INGEST_CATALOG_CREDENTIAL and INGEST_CATALOG_TOKEN")
-	}
 	if c.FlushRows < 1 || c.FlushBytes < 1024 || c.FlushInterval < 100*time.Millisecond {
 		bad("flush-rows must be at least 1, flush-bytes at least 1024 and flush-interval at least 100ms")
 	}
@@ -186,6 +160,49 @@ func (c *Config) Validate() error {
 		bad("log-level %q: want debug, info, warn or error", c.LogLevel)
 	}
 	return errors.Join(errs...)
+}
+
+// CatalogConfig is the Iceberg REST catalog and its S3 storage; ingest and
+// ingest maintain share it.
+type CatalogConfig struct {
+	CatalogURI        string
+	CatalogName       string
+	Warehouse         string // warehouse location, or the S3 Tables bucket ARN
+	CatalogCredential string // secret: INGEST_CATALOG_CREDENTIAL (OAuth2 client_id:secret)
+	CatalogToken      string // secret: INGEST_CATALOG_TOKEN (bearer token)
+	SigV4             bool   // sign catalog requests with SigV4 (S3 Tables)
+	SigV4Service      string
+	S3Endpoint        string
+	S3Region          string
+}
+
+func (c *CatalogConfig) bind(f *envFlags) {
+	f.String(&c.CatalogURI, "catalog-uri", "", "Iceberg REST catalog URI (required; S3 Tables: https://s3tables.<region>.amazonaws.com/iceberg)")
+	f.String(&c.CatalogName, "catalog-name", "ingest", "name of the catalog in logs")
+	f.String(&c.Warehouse, "warehouse", "", "catalog warehouse: a location such as s3://bucket/, or the S3 Tables table bucket ARN")
+	f.Secret(&c.CatalogCredential, "catalog-credential")
+	f.Secret(&c.CatalogToken, "catalog-token")
+	f.Bool(&c.SigV4, "sigv4", false, "sign catalog requests with AWS SigV4 (S3 Tables); credentials come from the AWS default chain")
+	f.String(&c.SigV4Service, "sigv4-service", "s3tables", "SigV4 signing name with -sigv4 (s3tables, or glue)")
+	f.String(&c.S3Endpoint, "s3-endpoint", "", "S3 endpoint for data files, e.g. MinIO (default: AWS); credentials come from AWS_* variables or the AWS default chain")
+	f.String(&c.S3Region, "s3-region", "", "S3 and SigV4 region (default: AWS_REGION)")
+}
+
+func (c *CatalogConfig) validate() []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if c.CatalogURI == "" {
+		bad("catalog-uri is required (INGEST_CATALOG_URI)")
+	} else if u, err := url.Parse(c.CatalogURI); err != nil || u.Scheme == "" || u.Host == "" {
+		bad("catalog-uri %q is not a URL", redactURL(c.CatalogURI))
+	}
+	if c.SigV4 && c.S3Region == "" {
+		bad("sigv4 needs s3-region (or AWS_REGION)")
+	}
+	if c.CatalogCredential != "" && c.CatalogToken != "" {
+		bad("set only one of INGEST_CATALOG_CREDENTIAL and INGEST_CATALOG_TOKEN")
+	}
+	return errs
 }
 
 func (c *Config) topics() []string {

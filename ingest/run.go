@@ -36,6 +36,9 @@ var errHelp = flag.ErrHelp
 // run is the whole program: it parses the settings and wires the components
 // together. main only provides the process environment.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) > 1 && args[1] == "maintain" {
+		return runMaintain(ctx, args[1:], getenv, stdout, stderr)
+	}
 	fs := flag.NewFlagSet("ingest", flag.ContinueOnError)
 	fs.SetOutput(stdout)
 	ef := &envFlags{fs: fs, prefix: "INGEST_", getenv: getenv}
@@ -43,7 +46,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	cfg.bind(ef)
 	checkOnly := fs.Bool("check-config", false, "validate the configuration and exit")
 	fs.Usage = func() {
-		fmt.Fprintf(stdout, "Usage: ingest [flags]\n\n"+
+		fmt.Fprintf(stdout, "Usage: ingest [flags]\n       ingest maintain [flags]  (table maintenance; see ingest maintain -help)\n\n"+
 			"ingest upserts Debezium change events from Kafka into Apache Iceberg tables, exactly once.\n"+
 			"Every flag can also be set through the environment variable shown; secrets only through the environment:\n"+
 			"INGEST_CATALOG_CREDENTIAL, INGEST_CATALOG_TOKEN (or <NAME>_FILE), and AWS_* for S3 and SigV4.\n\n")
@@ -86,7 +89,7 @@ func newLogger(w io.Writer, format, level string) *slog.Logger {
 
 // openCatalog connects to the REST catalog: plain (local fixture, Polaris,
 // Nessie…) or SigV4-signed (S3 Tables, warehouse = table bucket ARN).
-func openCatalog(ctx context.Context, cfg Config) (catalog.Catalog, error) {
+func openCatalog(ctx context.Context, cfg CatalogConfig) (catalog.Catalog, error) {
 	props := iceberg.Properties{}
 	if cfg.S3Endpoint != "" {
 		props[icebergio.S3EndpointURL] = cfg.S3Endpoint
@@ -119,7 +122,7 @@ func ingest(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := pipeline.NewMetrics(reg)
 
-	cat, err := openCatalog(ctx, cfg)
+	cat, err := openCatalog(ctx, cfg.CatalogConfig)
 	if err != nil {
 		return err
 	}

@@ -105,6 +105,11 @@ type Config struct {
 	// doubling). Defaults 200ms and 10s.
 	MinBackoff, MaxBackoff time.Duration
 
+	// StopTimeout is how long a step in progress may go on once Run's
+	// context is done; then it is cancelled. Run starts no step after its
+	// context is done. Default 0: cancel at once.
+	StopTimeout time.Duration
+
 	// Logger receives one line per table and step. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -130,7 +135,7 @@ func (c Config) Validate() error {
 	if c.MinInputFiles < 0 || c.DeleteFileThreshold < 0 || c.RetainLast < 0 || c.Attempts < 0 {
 		bad("min input files, delete file threshold, retain last and attempts must not be negative")
 	}
-	if c.ExpireOlderThan < 0 || c.OrphanAge < 0 || c.MinBackoff < 0 || c.MaxBackoff < 0 {
+	if c.ExpireOlderThan < 0 || c.OrphanAge < 0 || c.MinBackoff < 0 || c.MaxBackoff < 0 || c.StopTimeout < 0 {
 		bad("durations must not be negative")
 	}
 	return errors.Join(errs...)
@@ -213,6 +218,23 @@ type Report struct {
 // between steps, and a step in progress stops when ctx is done; what a
 // step committed stays committed. The report covers the steps completed.
 func (m *Maintainer) Run(ctx context.Context, ident table.Identifier) (Report, error) {
+	stop := ctx
+	// Steps get Config.StopTimeout to finish after stop is done.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(stop))
+	defer cancel()
+	go func() {
+		select {
+		case <-stop.Done():
+			t := time.NewTimer(m.cfg.StopTimeout)
+			defer t.Stop()
+			select {
+			case <-t.C:
+				cancel()
+			case <-ctx.Done():
+			}
+		case <-ctx.Done():
+		}
+	}()
 	rep := Report{Table: ident, DryRun: m.cfg.DryRun}
 	log := m.cfg.Logger.With("table", ident, "dry_run", m.cfg.DryRun)
 	tbl, err := m.cat.LoadTable(ctx, ident)
@@ -228,8 +250,8 @@ func (m *Maintainer) Run(ctx context.Context, ident table.Identifier) (Report, e
 		if !m.cfg.runs(s) {
 			continue
 		}
-		if err := ctx.Err(); err != nil {
-			return rep, fmt.Errorf("maintaining %v: stopped before %s: %w", ident, s, context.Cause(ctx))
+		if err := stop.Err(); err != nil {
+			return rep, fmt.Errorf("maintaining %v: stopped before %s: %w", ident, s, context.Cause(stop))
 		}
 		start := time.Now()
 		var attrs []any
