@@ -50,6 +50,10 @@ type Config struct {
 	QueueRecords     int
 	CommitAttempts   int
 
+	// Maintenance in the process (off when MaintainInterval is 0).
+	MaintainInterval time.Duration
+	Maintain         MaintainSettings
+
 	// Operations.
 	MetricsAddr         string
 	LogFormat, LogLevel string
@@ -79,6 +83,8 @@ func (c *Config) bind(f *envFlags) {
 	f.Int(&c.MaxBufferedBytes, "max-buffered-bytes", 512<<20, "bytes buffered by all tables together; a table commits early when they are exceeded")
 	f.Int(&c.QueueRecords, "queue-records", 4096, "records queued per table between polling and decoding; polling waits when a queue is full")
 	f.Int(&c.CommitAttempts, "commit-attempts", 10, "attempts of one commit (conflicts, ambiguous outcomes) before it starts over from the offsets the table holds")
+	f.Duration(&c.MaintainInterval, "maintain-interval", 0, "run table maintenance (as ingest maintain, with its -maintain-* settings) in this process every interval, e.g. 6h (0: off; not on S3 Tables, which maintains its tables itself)")
+	c.Maintain.bind(f)
 	f.String(&c.MetricsAddr, "metrics-addr", "127.0.0.1:9465", "address of /metrics, /healthz and /readyz (off: none)")
 	f.String(&c.LogFormat, "log-format", "text", "log format: text or json")
 	f.String(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
@@ -148,6 +154,16 @@ func (c *Config) Validate() error {
 	}
 	if c.QueueRecords < 1 || c.CommitAttempts < 1 {
 		bad("queue-records and commit-attempts must be at least 1")
+	}
+	switch {
+	case c.MaintainInterval < 0:
+		bad("maintain-interval must not be negative")
+	case c.MaintainInterval > 0 && c.MaintainInterval < time.Minute:
+		bad("maintain-interval %s: want 0 (off) or at least 1m", c.MaintainInterval)
+	case c.MaintainInterval > 0:
+		for _, err := range c.Maintain.validate() {
+			errs = append(errs, fmt.Errorf("maintain-interval is set: %w", err))
+		}
 	}
 	if c.ShutdownTimeout <= 0 {
 		bad("shutdown-timeout must be positive")
@@ -238,6 +254,7 @@ func (c *Config) redacted() []any {
 		"delete_mode", c.DeleteMode, "state_dir", c.StateDir, "index_cache_bytes", c.IndexCacheBytes,
 		"flush_rows", c.FlushRows, "flush_bytes", c.FlushBytes, "flush_interval", c.FlushInterval,
 		"max_buffered_bytes", c.MaxBufferedBytes, "shutdown_timeout", c.ShutdownTimeout,
+		"maintain_interval", c.MaintainInterval,
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/binlake/binlake/ingest/internal/maintain"
@@ -19,7 +20,13 @@ import (
 // flag, environment variable and default are in bind.
 type MaintainConfig struct {
 	CatalogConfig
+	MaintainSettings
+	LogFormat, LogLevel string
+}
 
+// MaintainSettings are the maintenance settings `ingest maintain` and the
+// in-process schedule of ingest (-maintain-interval) share.
+type MaintainSettings struct {
 	Tables     string // comma-separated <namespace>.<table>
 	Namespaces string // or: comma-separated namespaces, every table of each
 	Steps      string // comma-separated maintain.Step names
@@ -33,8 +40,6 @@ type MaintainConfig struct {
 	DryRun              bool
 	Attempts            int
 	StopTimeout         time.Duration
-
-	LogFormat, LogLevel string
 }
 
 // minOrphanAge is the least orphan-age the command takes: a younger file
@@ -43,6 +48,12 @@ const minOrphanAge = time.Hour
 
 func (c *MaintainConfig) bind(f *envFlags) {
 	c.CatalogConfig.bind(f)
+	c.MaintainSettings.bind(f)
+	f.String(&c.LogFormat, "log-format", "text", "log format: text or json")
+	f.String(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
+}
+
+func (c *MaintainSettings) bind(f *envFlags) {
 	f.String(&c.Tables, "maintain-tables", "", "comma-separated tables <namespace>.<table> to maintain (or use -maintain-namespaces)")
 	f.String(&c.Namespaces, "maintain-namespaces", "", "comma-separated namespaces whose every table is maintained, e.g. the <db> namespaces ingest writes")
 	f.String(&c.Steps, "maintain-steps", "compact,rewrite-manifests,expire-snapshots,remove-orphans", "comma-separated steps, always run in this order: compact, rewrite-manifests, expire-snapshots, remove-orphans")
@@ -55,8 +66,6 @@ func (c *MaintainConfig) bind(f *envFlags) {
 	f.Bool(&c.DryRun, "dry-run", false, "plan every step and log what it would do; write and delete nothing")
 	f.Int(&c.Attempts, "maintain-attempts", 10, "attempts of a step that conflicts with other writers (each starts over from the table as it is)")
 	f.Duration(&c.StopTimeout, "maintain-stop-timeout", 30*time.Second, "on SIGTERM, how long the step in progress may go on before it is cancelled; no further step starts")
-	f.String(&c.LogFormat, "log-format", "text", "log format: text or json")
-	f.String(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 }
 
 func splitList(s string) []string {
@@ -70,7 +79,7 @@ func splitList(s string) []string {
 }
 
 // tables parses Tables: the namespace is everything before the last dot.
-func (c *MaintainConfig) tables() ([]table.Identifier, error) {
+func (c *MaintainSettings) tables() ([]table.Identifier, error) {
 	var out []table.Identifier
 	for _, t := range splitList(c.Tables) {
 		i := strings.LastIndex(t, ".")
@@ -82,7 +91,7 @@ func (c *MaintainConfig) tables() ([]table.Identifier, error) {
 	return out, nil
 }
 
-func (c *MaintainConfig) steps() ([]maintain.Step, error) {
+func (c *MaintainSettings) steps() ([]maintain.Step, error) {
 	var out []maintain.Step
 	for _, s := range splitList(c.Steps) {
 		known := false
@@ -102,7 +111,20 @@ func (c *MaintainConfig) steps() ([]maintain.Step, error) {
 
 // Validate checks the settings against each other.
 func (c *MaintainConfig) Validate() error {
-	errs := c.CatalogConfig.validate()
+	errs := append(c.CatalogConfig.validate(), c.MaintainSettings.validate()...)
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		bad("log-format %q: want text or json", c.LogFormat)
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		bad("log-level %q: want debug, info, warn or error", c.LogLevel)
+	}
+	return errors.Join(errs...)
+}
+
+func (c *MaintainSettings) validate() []error {
+	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if (c.Tables == "") == (c.Namespaces == "") {
 		bad("set exactly one of maintain-tables and maintain-namespaces (INGEST_MAINTAIN_TABLES, INGEST_MAINTAIN_NAMESPACES)")
@@ -137,18 +159,11 @@ func (c *MaintainConfig) Validate() error {
 	if c.StopTimeout < 0 {
 		bad("maintain-stop-timeout must not be negative")
 	}
-	if c.LogFormat != "text" && c.LogFormat != "json" {
-		bad("log-format %q: want text or json", c.LogFormat)
-	}
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(c.LogLevel)); err != nil {
-		bad("log-level %q: want debug, info, warn or error", c.LogLevel)
-	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // maintainer is the package configuration of the settings.
-func (c *MaintainConfig) maintainer(logger *slog.Logger) maintain.Config {
+func (c *MaintainSettings) maintainer(logger *slog.Logger) maintain.Config {
 	steps, _ := c.steps()
 	return maintain.Config{
 		Steps:               steps,
@@ -166,10 +181,15 @@ func (c *MaintainConfig) maintainer(logger *slog.Logger) maintain.Config {
 }
 
 func (c *MaintainConfig) redacted() []any {
-	return []any{
+	return append([]any{
 		"catalog_uri", redactURL(c.CatalogURI), "warehouse", c.Warehouse,
 		"catalog_credential_set", c.CatalogCredential != "", "catalog_token_set", c.CatalogToken != "",
 		"sigv4", c.SigV4, "s3_endpoint", c.S3Endpoint, "s3_region", c.S3Region,
+	}, c.MaintainSettings.redacted()...)
+}
+
+func (c *MaintainSettings) redacted() []any {
+	return []any{
 		"maintain_tables", c.Tables, "maintain_namespaces", c.Namespaces, "maintain_steps", c.Steps,
 		"compact_target_file_size", c.TargetFileSize, "compact_min_input_files", c.MinInputFiles,
 		"compact_delete_file_threshold", c.DeleteFileThreshold, "expire_older_than", c.ExpireOlderThan,
@@ -224,7 +244,17 @@ func runMaintain(ctx context.Context, args []string, getenv func(string) string,
 	if err != nil {
 		return err
 	}
-	idents, _ := cfg.tables()
+	return maintainTables(ctx, cat, m, cfg.MaintainSettings, logger)
+}
+
+// maintainTables runs m over the tables of the settings, one after the
+// other. A table that fails does not stop the others; the error lists
+// them. A done ctx stops after the table in progress (nil error).
+func maintainTables(ctx context.Context, cat catalog.Catalog, m *maintain.Maintainer, cfg MaintainSettings, logger *slog.Logger) error {
+	idents, err := cfg.tables()
+	if err != nil {
+		return err
+	}
 	if cfg.Namespaces != "" {
 		var nss []table.Identifier
 		for _, ns := range splitList(cfg.Namespaces) {
@@ -264,6 +294,30 @@ func runMaintain(ctx context.Context, args []string, getenv func(string) string,
 		return fmt.Errorf("%d of %d tables failed: %w", len(failed), len(idents), errors.Join(failed...))
 	}
 	return nil
+}
+
+// maintainEvery is ingest's in-process schedule: maintenance of the
+// tables every interval, the first after one interval, until ctx is done.
+// Failures are logged and tried again at the next round; they never stop
+// ingest.
+func maintainEvery(ctx context.Context, cat catalog.Catalog, cfg MaintainSettings, interval time.Duration, logger *slog.Logger) error {
+	logger = logger.With("component", "maintain")
+	m, err := maintain.New(cat, cfg.maintainer(logger))
+	if err != nil {
+		return err
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		if err := maintainTables(ctx, cat, m, cfg, logger); err != nil {
+			logger.Warn("scheduled maintenance failed; trying again at the next interval", "error", err, "maintain_interval", interval)
+		}
+	}
 }
 
 func addStats(a, b maintain.Stats) maintain.Stats {

@@ -186,3 +186,95 @@ func TestMaintainCommand(t *testing.T) {
 		t.Errorf("no summary line:\n%s", full.String())
 	}
 }
+
+// TestMaintainEvery runs ingest's in-process schedule (-maintain-interval)
+// with a short interval beside a writer: rounds compact the table while
+// commits go on, and the schedule returns once its context is done.
+func TestMaintainEvery(t *testing.T) {
+	env := testenv.IcebergEnv(t)
+	ctx := t.Context()
+	cat, err := rest.NewCatalog(ctx, "test", env.URI, rest.WithAdditionalProps(env.FileIOProps()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := table.Identifier{testenv.Unique(t, "maintevery")}
+	if err := cat.CreateNamespace(ctx, ns, nil); err != nil {
+		t.Fatal(err)
+	}
+	sch := iceberg.NewSchemaWithIdentifiers(0, []int{1},
+		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
+		iceberg.NestedField{ID: 2, Name: "name", Type: iceberg.PrimitiveTypes.String},
+	)
+	ident := table.Identifier{ns[0], "t"}
+	if _, err := cat.CreateTable(ctx, ident, sch, catalog.WithProperties(iceberg.Properties{"format-version": "2"})); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx := context.WithoutCancel(t.Context())
+		_ = cat.DropTable(ctx, ident)
+		_ = cat.DropNamespace(ctx, ns)
+	})
+	c, err := commit.New(ctx, cat, ident, commit.Config{MinBackoff: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := int64(0)
+	write := func(n int) {
+		t.Helper()
+		b, err := batch.New([]string{"id", "name"}, []string{"id"}, batch.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for id := int64(1); id <= 10; id++ {
+			if err := b.Add(batch.Event{Op: batch.OpUpdate, Topic: "it.db.t", Offset: off, Key: []any{id}, Row: []any{id, fmt.Sprintf("v%d", n)}}, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			off++
+		}
+		if _, err := c.Commit(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for n := range 4 {
+		write(n)
+	}
+	var log hookWriter
+	settings := MaintainSettings{Tables: ident[0] + "." + ident[1], Steps: "compact,expire-snapshots", MinInputFiles: 5, DeleteFileThreshold: 1,
+		ExpireOlderThan: time.Millisecond, RetainLast: 2, OrphanAge: 24 * time.Hour, Attempts: 20, StopTimeout: time.Second}
+	sctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- maintainEvery(sctx, cat, settings, 300*time.Millisecond, newLogger(&log, "text", "info"))
+	}()
+	for n := 4; n < 12; n++ {
+		write(n)
+		time.Sleep(200 * time.Millisecond)
+	}
+	testenv.Eventually(t, 60*time.Second, 200*time.Millisecond, func() bool {
+		tbl, err := cat.LoadTable(ctx, ident)
+		if err != nil {
+			return false
+		}
+		st, err := maintain.TableStats(ctx, tbl)
+		return err == nil && st.DeleteFiles() == 0 && st.Snapshots <= 2
+	}, "the schedule compacted and expired the table")
+	stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("schedule: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the schedule did not return after its context was done")
+	}
+	if n := strings.Count(log.String(), "msg=\"maintenance done\""); n < 2 {
+		t.Errorf("%d rounds ran; want several:\n%s", n, log.String())
+	}
+	tbl, err := cat.LoadTable(ctx, ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if off, err := commit.Offsets(tbl); err != nil || off["it.db.t"][0] != 120 {
+		t.Errorf("offsets %v, %v; want 120", off, err)
+	}
+}

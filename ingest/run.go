@@ -202,6 +202,10 @@ func ingest(ctx context.Context, cfg Config, logger *slog.Logger) error {
 			return srv.Shutdown(sctx)
 		})
 	}
+	if cfg.MaintainInterval > 0 {
+		logger.Info("table maintenance scheduled", append([]any{"maintain_interval", cfg.MaintainInterval}, cfg.Maintain.redacted()...)...)
+		g.Go(func() error { return maintainEvery(gctx, cat, cfg.Maintain, cfg.MaintainInterval, logger) })
+	}
 	g.Go(func() error {
 		err := p.Run(gctx)
 		if err == nil && ctx.Err() == nil {
