@@ -250,7 +250,7 @@ func (m *Maintainer) rewrite(ctx context.Context, tbl *table.Table, groups []tab
 		cleanup()
 		return fmt.Errorf("staging the rewrite: %w", err)
 	}
-	next, err := tx.Commit(ctx)
+	next, err := m.commit(ctx, tx, StepCompact)
 	if err != nil {
 		if errors.Is(err, table.ErrCommitFailed) {
 			cleanup() // certainly not committed

@@ -325,3 +325,17 @@ func pinned(tbl *table.Table) (*table.Transaction, error) {
 	}
 	return tx, nil
 }
+
+// commit commits tx. A table returned with an error means the catalog took
+// the commit and only what follows it failed (deleting the files an expiry
+// left unreferenced): that is logged, not returned, since retrying would
+// apply the change twice; orphan removal deletes what is left.
+func (m *Maintainer) commit(ctx context.Context, tx *table.Transaction, step Step) (*table.Table, error) {
+	next, err := tx.Commit(ctx)
+	if next != nil && err != nil {
+		m.cfg.Logger.Warn("maintenance commit landed, but cleaning up after it failed; orphan removal deletes what is left",
+			"table", next.Identifier(), "step", string(step), "error", err)
+		return next, nil
+	}
+	return next, err
+}

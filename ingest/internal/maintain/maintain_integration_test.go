@@ -56,6 +56,9 @@ func TestMaintainEachDeleteMode(t *testing.T) {
 	bucket4 := iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{1}, FieldID: 1000, Name: "id_bucket", Transform: iceberg.BucketTransform{NumBuckets: 4}})
 	for _, tc := range modes {
 		for _, partitioned := range []bool{false, true} {
+			if partitioned && testing.Short() && tc.mode != commit.DeletePosition {
+				continue // -short: bucket(4) in position mode only
+			}
 			name := string(tc.mode)
 			var spec *iceberg.PartitionSpec
 			if partitioned {
@@ -290,7 +293,10 @@ func TestMaintainConcurrentWithIngest(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			const batches = 30
+			batches := 30
+			if testing.Short() {
+				batches = 20
+			}
 			done := make(chan struct{})
 			var (
 				wg          sync.WaitGroup

@@ -48,7 +48,7 @@ func (m *Maintainer) rewriteManifests(ctx context.Context, ident table.Identifie
 		if res.IsNoOp() {
 			return nil
 		}
-		next, err := tx.Commit(ctx)
+		next, err := m.commit(ctx, tx, StepRewriteManifests)
 		if err != nil {
 			return fmt.Errorf("committing the manifest rewrite: %w", err)
 		}
@@ -97,7 +97,7 @@ func (m *Maintainer) expire(ctx context.Context, ident table.Identifier) (Expire
 		if rep.Expired == 0 || m.cfg.DryRun {
 			return nil
 		}
-		next, err := tx.Commit(ctx)
+		next, err := m.commit(ctx, tx, StepExpireSnapshots)
 		if err != nil {
 			return fmt.Errorf("committing the expiry: %w", err)
 		}
