@@ -32,15 +32,7 @@ type Config struct {
 	RegistryURL string
 
 	// Iceberg.
-	CatalogURI          string
-	CatalogName         string
-	Warehouse           string // warehouse location, or the S3 Tables bucket ARN
-	CatalogCredential   string // secret: INGEST_CATALOG_CREDENTIAL (OAuth2 client_id:secret)
-	CatalogToken        string // secret: INGEST_CATALOG_TOKEN (bearer token)
-	SigV4               bool   // sign catalog requests with SigV4 (S3 Tables)
-	SigV4Service        string
-	S3Endpoint          string
-	S3Region            string
+	CatalogConfig
 	NamespaceWithPrefix bool
 	PartitionSpec       string // see pipeline.ParsePartitionSpecs
 	KeylessTables       string // append or reject
@@ -58,6 +50,10 @@ type Config struct {
 	QueueRecords     int
 	CommitAttempts   int
 
+	// Maintenance in the process (off when MaintainInterval is 0).
+	MaintainInterval time.Duration
+	Maintain         MaintainSettings
+
 	// Operations.
 	MetricsAddr         string
 	LogFormat, LogLevel string
@@ -72,15 +68,7 @@ func (c *Config) bind(f *envFlags) {
 	f.String(&c.Topics, "topics", "", "comma-separated change topics <prefix>.<db>.<table> to consume (or use -topic-regex)")
 	f.String(&c.TopicRegex, "topic-regex", "", "regex matching whole change topic names to consume, e.g. 'dbserver1\\.inventory\\..*'")
 	f.String(&c.RegistryURL, "schema-registry-url", "http://127.0.0.1:8081", "Confluent-compatible schema registry URL (Apicurio: .../apis/ccompat/v7); JSON records need none")
-	f.String(&c.CatalogURI, "catalog-uri", "", "Iceberg REST catalog URI (required; S3 Tables: https://s3tables.<region>.amazonaws.com/iceberg)")
-	f.String(&c.CatalogName, "catalog-name", "ingest", "name of the catalog in logs")
-	f.String(&c.Warehouse, "warehouse", "", "catalog warehouse: a location such as s3://bucket/, or the S3 Tables table bucket ARN")
-	f.Secret(&c.CatalogCredential, "catalog-credential", "OAuth2 client credentials of the REST catalog, <client id>:<secret>")
-	f.Secret(&c.CatalogToken, "catalog-token", "bearer token of the REST catalog")
-	f.Bool(&c.SigV4, "sigv4", false, "sign catalog requests with AWS SigV4 (S3 Tables); credentials come from the AWS default chain")
-	f.String(&c.SigV4Service, "sigv4-service", "s3tables", "SigV4 signing name with -sigv4 (s3tables, or glue)")
-	f.String(&c.S3Endpoint, "s3-endpoint", "", "S3 endpoint for data files, e.g. MinIO (default: AWS); credentials come from AWS_* variables or the AWS default chain")
-	f.String(&c.S3Region, "s3-region", "", "S3 and SigV4 region (default: AWS_REGION)")
+	c.CatalogConfig.bind(f)
 	f.Bool(&c.NamespaceWithPrefix, "namespace-with-prefix", false, "name namespaces <prefix>_<db> instead of <db>, for several sources in one catalog")
 	f.String(&c.PartitionSpec, "partition-spec", "", "partition spec of new tables, ';'-separated: '<db>.<table>=bucket(N[, <key column>])', '*=bucket(N)' (first key column) or '...=none'; only primary-key columns (default: unpartitioned)")
 	f.String(&c.KeylessTables, "keyless-tables", "append", "tables without a primary key: append (an append-only table of change events, one row per row image) or reject (stop ingest)")
@@ -95,6 +83,8 @@ func (c *Config) bind(f *envFlags) {
 	f.Int(&c.MaxBufferedBytes, "max-buffered-bytes", 512<<20, "bytes buffered by all tables together; a table commits early when they are exceeded")
 	f.Int(&c.QueueRecords, "queue-records", 4096, "records queued per table between polling and decoding; polling waits when a queue is full")
 	f.Int(&c.CommitAttempts, "commit-attempts", 10, "attempts of one commit (conflicts, ambiguous outcomes) before it starts over from the offsets the table holds")
+	f.Duration(&c.MaintainInterval, "maintain-interval", 0, "run table maintenance (as ingest maintain, with its -maintain-* settings) in this process every interval, e.g. 6h (0: off; not on S3 Tables, which maintains its tables itself)")
+	c.Maintain.bind(f)
 	f.String(&c.MetricsAddr, "metrics-addr", "127.0.0.1:9465", "address of /metrics, /healthz and /readyz (off: none)")
 	f.String(&c.LogFormat, "log-format", "text", "log format: text or json")
 	f.String(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
@@ -105,11 +95,7 @@ func (c *Config) bind(f *envFlags) {
 func (c *Config) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	if c.CatalogURI == "" {
-		bad("catalog-uri is required (INGEST_CATALOG_URI)")
-	} else if u, err := url.Parse(c.CatalogURI); err != nil || u.Scheme == "" || u.Host == "" {
-		bad("catalog-uri %q is not a URL", redactURL(c.CatalogURI))
-	}
+	errs = append(errs, c.CatalogConfig.validate()...)
 	if strings.TrimSpace(c.KafkaBrokers) == "" {
 		bad("kafka-brokers is empty")
 	}
@@ -160,12 +146,6 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
-	if c.SigV4 && c.S3Region == "" {
-		bad("sigv4 needs s3-region (or AWS_REGION)")
-	}
-	if c.CatalogCredential != "" && c.CatalogToken != "" {
-		bad("set only one of INGEST_CATALOG_CREDENTIAL and INGEST_CATALOG_TOKEN")
-	}
 	if c.FlushRows < 1 || c.FlushBytes < 1024 || c.FlushInterval < 100*time.Millisecond {
 		bad("flush-rows must be at least 1, flush-bytes at least 1024 and flush-interval at least 100ms")
 	}
@@ -174,6 +154,16 @@ func (c *Config) Validate() error {
 	}
 	if c.QueueRecords < 1 || c.CommitAttempts < 1 {
 		bad("queue-records and commit-attempts must be at least 1")
+	}
+	switch {
+	case c.MaintainInterval < 0:
+		bad("maintain-interval must not be negative")
+	case c.MaintainInterval > 0 && c.MaintainInterval < time.Minute:
+		bad("maintain-interval %s: want 0 (off) or at least 1m", c.MaintainInterval)
+	case c.MaintainInterval > 0:
+		for _, err := range c.Maintain.validate() {
+			errs = append(errs, fmt.Errorf("maintain-interval is set: %w", err))
+		}
 	}
 	if c.ShutdownTimeout <= 0 {
 		bad("shutdown-timeout must be positive")
@@ -186,6 +176,49 @@ func (c *Config) Validate() error {
 		bad("log-level %q: want debug, info, warn or error", c.LogLevel)
 	}
 	return errors.Join(errs...)
+}
+
+// CatalogConfig is the Iceberg REST catalog and its S3 storage; ingest and
+// ingest maintain share it.
+type CatalogConfig struct {
+	CatalogURI        string
+	CatalogName       string
+	Warehouse         string // warehouse location, or the S3 Tables bucket ARN
+	CatalogCredential string // secret: INGEST_CATALOG_CREDENTIAL (OAuth2 client_id:secret)
+	CatalogToken      string // secret: INGEST_CATALOG_TOKEN (bearer token)
+	SigV4             bool   // sign catalog requests with SigV4 (S3 Tables)
+	SigV4Service      string
+	S3Endpoint        string
+	S3Region          string
+}
+
+func (c *CatalogConfig) bind(f *envFlags) {
+	f.String(&c.CatalogURI, "catalog-uri", "", "Iceberg REST catalog URI (required; S3 Tables: https://s3tables.<region>.amazonaws.com/iceberg)")
+	f.String(&c.CatalogName, "catalog-name", "ingest", "name of the catalog in logs")
+	f.String(&c.Warehouse, "warehouse", "", "catalog warehouse: a location such as s3://bucket/, or the S3 Tables table bucket ARN")
+	f.Secret(&c.CatalogCredential, "catalog-credential", "OAuth2 client credentials of the REST catalog, <client id>:<secret>")
+	f.Secret(&c.CatalogToken, "catalog-token", "bearer token of the REST catalog")
+	f.Bool(&c.SigV4, "sigv4", false, "sign catalog requests with AWS SigV4 (S3 Tables); credentials come from the AWS default chain")
+	f.String(&c.SigV4Service, "sigv4-service", "s3tables", "SigV4 signing name with -sigv4 (s3tables, or glue)")
+	f.String(&c.S3Endpoint, "s3-endpoint", "", "S3 endpoint for data files, e.g. MinIO (default: AWS); credentials come from AWS_* variables or the AWS default chain")
+	f.String(&c.S3Region, "s3-region", "", "S3 and SigV4 region (default: AWS_REGION)")
+}
+
+func (c *CatalogConfig) validate() []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if c.CatalogURI == "" {
+		bad("catalog-uri is required (INGEST_CATALOG_URI)")
+	} else if u, err := url.Parse(c.CatalogURI); err != nil || u.Scheme == "" || u.Host == "" {
+		bad("catalog-uri %q is not a URL", redactURL(c.CatalogURI))
+	}
+	if c.SigV4 && c.S3Region == "" {
+		bad("sigv4 needs s3-region (or AWS_REGION)")
+	}
+	if c.CatalogCredential != "" && c.CatalogToken != "" {
+		bad("set only one of INGEST_CATALOG_CREDENTIAL and INGEST_CATALOG_TOKEN")
+	}
+	return errs
 }
 
 func (c *Config) topics() []string {
@@ -221,6 +254,7 @@ func (c *Config) redacted() []any {
 		"delete_mode", c.DeleteMode, "state_dir", c.StateDir, "index_cache_bytes", c.IndexCacheBytes,
 		"flush_rows", c.FlushRows, "flush_bytes", c.FlushBytes, "flush_interval", c.FlushInterval,
 		"max_buffered_bytes", c.MaxBufferedBytes, "shutdown_timeout", c.ShutdownTimeout,
+		"maintain_interval", c.MaintainInterval,
 	}
 }
 

@@ -50,11 +50,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if len(args) > 1 && args[1] == "status" {
 		return runStatus(ctx, args[1:], getenv, stdout)
 	}
+	if len(args) > 1 && args[1] == "maintain" {
+		return runMaintain(ctx, args[1:], getenv, stdout, stderr)
+	}
 	ef, cfg, checkOnly := bindFlags(getenv)
 	fs := ef.fs
 	fs.SetOutput(stdout)
 	fs.Usage = func() {
-		fmt.Fprintf(stdout, "Usage: ingest [flags]\n\n"+
+		fmt.Fprintf(stdout, "Usage: ingest [flags]\n       ingest maintain [flags]  (table maintenance; see ingest maintain -help)\n       ingest status [flags]    (how far each table has got; see ingest status -help)\n\n"+
 			"ingest upserts Debezium change events from Kafka into Apache Iceberg tables, exactly once.\n"+
 			"Every flag can also be set through the environment variable shown; secrets only through the environment:\n"+
 			"INGEST_CATALOG_CREDENTIAL, INGEST_CATALOG_TOKEN (or <NAME>_FILE), and AWS_* for S3 and SigV4.\n\n")
@@ -97,7 +100,7 @@ func newLogger(w io.Writer, format, level string) *slog.Logger {
 
 // openCatalog connects to the REST catalog: plain (local fixture, Polaris,
 // Nessie…) or SigV4-signed (S3 Tables, warehouse = table bucket ARN).
-func openCatalog(ctx context.Context, cfg Config) (catalog.Catalog, error) {
+func openCatalog(ctx context.Context, cfg CatalogConfig) (catalog.Catalog, error) {
 	props := iceberg.Properties{}
 	if cfg.S3Endpoint != "" {
 		props[icebergio.S3EndpointURL] = cfg.S3Endpoint
@@ -130,7 +133,7 @@ func ingest(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := pipeline.NewMetrics(reg)
 
-	cat, err := openCatalog(ctx, cfg)
+	cat, err := openCatalog(ctx, cfg.CatalogConfig)
 	if err != nil {
 		return err
 	}
@@ -209,6 +212,10 @@ func ingest(ctx context.Context, cfg Config, logger *slog.Logger) error {
 			defer cancel()
 			return srv.Shutdown(sctx)
 		})
+	}
+	if cfg.MaintainInterval > 0 {
+		logger.Info("table maintenance scheduled", append([]any{"maintain_interval", cfg.MaintainInterval}, cfg.Maintain.redacted()...)...)
+		g.Go(func() error { return maintainEvery(gctx, cat, cfg.Maintain, cfg.MaintainInterval, logger) })
 	}
 	g.Go(func() error {
 		err := p.Run(gctx)

@@ -42,6 +42,11 @@ func TestCheckConfig(t *testing.T) {
 		{"override without table", []string{"-catalog-uri=http://c", "-topics=a", "-delete-mode=position; equality", "-state-dir=/tmp/x"}, nil, "only the first entry may omit the table"},
 		{"bad delete mode", []string{"-catalog-uri=http://c", "-topics=a", "-delete-mode=cow"}, nil, `delete-mode "cow"`},
 		{"bad env duration", []string{"-catalog-uri=http://c", "-topics=a"}, map[string]string{"INGEST_FLUSH_INTERVAL": "30"}, "not a duration"},
+		{"maintain interval", []string{"-catalog-uri=http://c", "-topics=a", "-maintain-interval=6h", "-maintain-namespaces=shop"}, nil, ""},
+		{"maintain interval without tables", []string{"-catalog-uri=http://c", "-topics=a", "-maintain-interval=6h"}, nil, "maintain-interval is set: set exactly one of maintain-tables and maintain-namespaces"},
+		{"maintain interval too short", []string{"-catalog-uri=http://c", "-topics=a", "-maintain-interval=10s", "-maintain-namespaces=shop"}, nil, "maintain-interval 10s: want 0 (off) or at least 1m"},
+		{"maintain settings unchecked when off", []string{"-catalog-uri=http://c", "-topics=a", "-orphan-age=1m"}, nil, ""},
+		{"maintain settings checked when on", []string{"-catalog-uri=http://c", "-topics=a", "-maintain-interval=1h", "-maintain-tables=s.t", "-orphan-age=1m"}, nil, "orphan-age 1m0s: want at least 1h0m0s"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -116,7 +116,7 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 	if err := errors.Join(bad...); err != nil {
 		return fmt.Errorf("invalid configuration: %w", err)
 	}
-	cat, err := openCatalog(ctx, *cfg)
+	cat, err := openCatalog(ctx, cfg.CatalogConfig)
 	if err != nil {
 		return err
 	}

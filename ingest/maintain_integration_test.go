@@ -1,0 +1,278 @@
+//go:build integration
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/catalog/rest"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/binlake/binlake/ingest/internal/batch"
+	"github.com/binlake/binlake/ingest/internal/commit"
+	"github.com/binlake/binlake/ingest/internal/maintain"
+	"github.com/binlake/binlake/test/testenv"
+)
+
+// hookWriter collects the command's log and calls hook on each write.
+type hookWriter struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	hook func(line string)
+}
+
+func (w *hookWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.hook != nil {
+		w.hook(string(p))
+	}
+	return w.buf.Write(p)
+}
+
+func (w *hookWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// TestMaintainCommand runs `ingest maintain` as an operator would, against
+// the REST catalog and MinIO, on two tables of one namespace written in
+// equality mode: a dry run changes nothing, a stop after the first step of
+// the first table leaves the rest undone, and a full run leaves no delete
+// file and one snapshot per table, with the rows and offsets intact.
+func TestMaintainCommand(t *testing.T) {
+	env := testenv.IcebergEnv(t)
+	ctx := t.Context()
+	cat, err := rest.NewCatalog(ctx, "test", env.URI, rest.WithAdditionalProps(env.FileIOProps()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := table.Identifier{testenv.Unique(t, "maintcmd")}
+	if err := cat.CreateNamespace(ctx, ns, nil); err != nil {
+		t.Fatal(err)
+	}
+	sch := iceberg.NewSchemaWithIdentifiers(0, []int{1},
+		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
+		iceberg.NestedField{ID: 2, Name: "name", Type: iceberg.PrimitiveTypes.String},
+	)
+	var idents []table.Identifier
+	for _, name := range []string{"a", "b"} {
+		ident := table.Identifier{ns[0], name}
+		if _, err := cat.CreateTable(ctx, ident, sch, catalog.WithProperties(iceberg.Properties{"format-version": "2"})); err != nil {
+			t.Fatal(err)
+		}
+		idents = append(idents, ident)
+		c, err := commit.New(ctx, cat, ident, commit.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		off := int64(0)
+		for n := range 6 {
+			b, err := batch.New([]string{"id", "name"}, []string{"id"}, batch.Limits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for id := int64(1); id <= 10; id++ {
+				ev := batch.Event{Op: batch.OpUpdate, Topic: "it.db." + name, Offset: off, Key: []any{id}, Row: []any{id, fmt.Sprintf("v%d", n)}}
+				if n == 0 {
+					ev.Op = batch.OpCreate
+				}
+				if err := b.Add(ev, time.Now()); err != nil {
+					t.Fatal(err)
+				}
+				off++
+			}
+			if _, err := c.Commit(ctx, b); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	t.Cleanup(func() {
+		ctx := context.WithoutCancel(t.Context())
+		for _, id := range idents {
+			_ = cat.DropTable(ctx, id)
+		}
+		_ = cat.DropNamespace(ctx, ns)
+	})
+	stats := func(ident table.Identifier) maintain.Stats {
+		t.Helper()
+		tbl, err := cat.LoadTable(ctx, ident)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := maintain.TableStats(ctx, tbl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	before := stats(idents[0])
+	if before.EqualityDeleteFiles != 5 || before.Snapshots != 6 {
+		t.Fatalf("seeded table %+v", before)
+	}
+	args := []string{"ingest", "maintain", "-catalog-uri=" + env.URI, "-s3-endpoint=" + env.S3Endpoint, "-s3-region=" + env.Region,
+		"-maintain-namespaces=" + ns[0], "-expire-older-than=1ms", "-expire-retain-last=1"}
+	cmd := func(ctx context.Context, w *hookWriter, extra ...string) error {
+		var stdout bytes.Buffer
+		return run(ctx, append(append([]string{}, args...), extra...), os.Getenv, &stdout, w)
+	}
+
+	var dry hookWriter
+	if err := cmd(ctx, &dry, "-dry-run"); err != nil {
+		t.Fatalf("dry run: %v\n%s", err, dry.String())
+	}
+	if got := stats(idents[0]); got != before {
+		t.Fatalf("the dry run changed the table: %+v", got)
+	}
+	if !strings.Contains(dry.String(), "input_files=6") || !strings.Contains(dry.String(), "snapshots_expired=5") {
+		t.Errorf("dry-run log does not show the plan:\n%s", dry.String())
+	}
+
+	// SIGTERM right after the first step of the first table.
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	stopped := hookWriter{hook: func(line string) {
+		if strings.Contains(line, "step done") && strings.Contains(line, "step=compact") {
+			stop()
+		}
+	}}
+	if err := cmd(sctx, &stopped); err != nil {
+		t.Fatalf("a stopped run is not an error: %v\n%s", err, stopped.String())
+	}
+	if st := stats(idents[0]); st.DeleteFiles() != 0 || st.Snapshots != 7 {
+		t.Errorf("after a stop past compaction the first table is %+v; want compacted, nothing expired", st)
+	}
+	if st := stats(idents[1]); st != before {
+		t.Errorf("after a stop during the first table the second one changed: %+v", st)
+	}
+	if !strings.Contains(stopped.String(), "stopped before rewrite-manifests") {
+		t.Errorf("log does not say where it stopped:\n%s", stopped.String())
+	}
+
+	start := time.Now()
+	var full hookWriter
+	if err := cmd(ctx, &full); err != nil {
+		t.Fatalf("maintain: %v\n%s", err, full.String())
+	}
+	t.Logf("ingest maintain over 2 tables took %s", time.Since(start).Round(time.Millisecond))
+	if testing.Verbose() {
+		t.Log(full.String())
+	}
+	for i, ident := range idents {
+		st := stats(ident)
+		if st.DeleteFiles() != 0 || st.Snapshots != 1 || st.DataFiles != 1 || st.DataRecords != 10 {
+			t.Errorf("table %v after maintenance: %+v", ident, st)
+		}
+		tbl, err := cat.LoadTable(ctx, ident)
+		if err != nil {
+			t.Fatal(err)
+		}
+		off, err := commit.Offsets(tbl)
+		if err != nil || off["it.db."+ident[1]][0] != 60 {
+			t.Errorf("table %d offsets %v, %v; want 60", i, off, err)
+		}
+	}
+	if !strings.Contains(full.String(), "maintenance done") || !strings.Contains(full.String(), "delete_files_after=0") {
+		t.Errorf("no summary line:\n%s", full.String())
+	}
+}
+
+// TestMaintainEvery runs ingest's in-process schedule (-maintain-interval)
+// with a short interval beside a writer: rounds compact the table while
+// commits go on, and the schedule returns once its context is done.
+func TestMaintainEvery(t *testing.T) {
+	env := testenv.IcebergEnv(t)
+	ctx := t.Context()
+	cat, err := rest.NewCatalog(ctx, "test", env.URI, rest.WithAdditionalProps(env.FileIOProps()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := table.Identifier{testenv.Unique(t, "maintevery")}
+	if err := cat.CreateNamespace(ctx, ns, nil); err != nil {
+		t.Fatal(err)
+	}
+	sch := iceberg.NewSchemaWithIdentifiers(0, []int{1},
+		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
+		iceberg.NestedField{ID: 2, Name: "name", Type: iceberg.PrimitiveTypes.String},
+	)
+	ident := table.Identifier{ns[0], "t"}
+	if _, err := cat.CreateTable(ctx, ident, sch, catalog.WithProperties(iceberg.Properties{"format-version": "2"})); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx := context.WithoutCancel(t.Context())
+		_ = cat.DropTable(ctx, ident)
+		_ = cat.DropNamespace(ctx, ns)
+	})
+	c, err := commit.New(ctx, cat, ident, commit.Config{MinBackoff: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := int64(0)
+	write := func(n int) {
+		t.Helper()
+		b, err := batch.New([]string{"id", "name"}, []string{"id"}, batch.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for id := int64(1); id <= 10; id++ {
+			if err := b.Add(batch.Event{Op: batch.OpUpdate, Topic: "it.db.t", Offset: off, Key: []any{id}, Row: []any{id, fmt.Sprintf("v%d", n)}}, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			off++
+		}
+		if _, err := c.Commit(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for n := range 4 {
+		write(n)
+	}
+	var log hookWriter
+	settings := MaintainSettings{Tables: ident[0] + "." + ident[1], Steps: "compact,expire-snapshots", MinInputFiles: 5, DeleteFileThreshold: 1,
+		ExpireOlderThan: time.Millisecond, RetainLast: 2, OrphanAge: 24 * time.Hour, Attempts: 20, StopTimeout: time.Second}
+	sctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- maintainEvery(sctx, cat, settings, 300*time.Millisecond, newLogger(&log, "text", "info"))
+	}()
+	for n := 4; n < 12; n++ {
+		write(n)
+		time.Sleep(200 * time.Millisecond)
+	}
+	testenv.Eventually(t, 60*time.Second, 200*time.Millisecond, func() bool {
+		tbl, err := cat.LoadTable(ctx, ident)
+		if err != nil {
+			return false
+		}
+		st, err := maintain.TableStats(ctx, tbl)
+		rounds := strings.Count(log.String(), "msg=\"maintenance done\"")
+		return err == nil && st.DeleteFiles() == 0 && st.Snapshots <= 2 && rounds >= 2
+	}, "the schedule ran twice and compacted and expired the table")
+	stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("schedule: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the schedule did not return after its context was done")
+	}
+	tbl, err := cat.LoadTable(ctx, ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if off, err := commit.Offsets(tbl); err != nil || off["it.db.t"][0] != 120 {
+		t.Errorf("offsets %v, %v; want 120", off, err)
+	}
+}
