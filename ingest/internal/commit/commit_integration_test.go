@@ -27,6 +27,7 @@ import (
 
 	"github.com/binlake/binlake/ingest/internal/batch"
 	"github.com/binlake/binlake/ingest/internal/schemamap"
+	"github.com/binlake/binlake/ingest/internal/testtable"
 	"github.com/binlake/binlake/schemas/debezium"
 	"github.com/binlake/binlake/test/testenv"
 )
@@ -94,42 +95,9 @@ func fill(t *testing.T, first int64, ops ...op) *batch.Buffer {
 	return fillOn(t, topic, first, ops...)
 }
 
-// scan reads the table with deletes applied and fails on duplicate keys.
-func scan(t *testing.T, cat catalog.Catalog, ident table.Identifier) map[int64]string {
-	t.Helper()
-	tbl, err := cat.LoadTable(t.Context(), ident)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[int64]string{}
-	if tbl.CurrentSnapshot() == nil {
-		return got
-	}
-	at, err := tbl.Scan().ToArrowTable(t.Context())
-	if err != nil {
-		t.Fatalf("scanning: %v", err)
-	}
-	defer at.Release()
-	tr := array.NewTableReader(at, 0)
-	defer tr.Release()
-	for tr.Next() {
-		r := tr.RecordBatch()
-		ids := r.Column(0).(*array.Int64)
-		names := r.Column(1).(*array.String)
-		for i := range int(r.NumRows()) {
-			id := ids.Value(i)
-			if _, dup := got[id]; dup {
-				t.Fatalf("key %d appears twice", id)
-			}
-			got[id] = names.Value(i)
-		}
-	}
-	return got
-}
-
 func expect(t *testing.T, cat catalog.Catalog, ident table.Identifier, want map[int64]string) {
 	t.Helper()
-	if d := cmp.Diff(want, scan(t, cat, ident)); d != "" {
+	if d := cmp.Diff(want, testtable.Scan(t, cat, ident)); d != "" {
 		t.Fatalf("table rows (-want +got):\n%s", d)
 	}
 }

@@ -3,19 +3,12 @@
 package maintain
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/catalog/rest"
@@ -26,7 +19,7 @@ import (
 	"github.com/binlake/binlake/ingest/internal/batch"
 	"github.com/binlake/binlake/ingest/internal/commit"
 	"github.com/binlake/binlake/ingest/internal/keyindex"
-	"github.com/binlake/binlake/test/icebergreader"
+	"github.com/binlake/binlake/ingest/internal/testtable"
 	"github.com/binlake/binlake/test/testenv"
 )
 
@@ -58,29 +51,7 @@ func connect(t *testing.T) catalog.Catalog {
 // namespace of its own.
 func createTable(t *testing.T, cat catalog.Catalog, version int, spec *iceberg.PartitionSpec) table.Identifier {
 	t.Helper()
-	ctx := t.Context()
-	sch := iceberg.NewSchemaWithIdentifiers(0, []int{1},
-		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
-		iceberg.NestedField{ID: 2, Name: "name", Type: iceberg.PrimitiveTypes.String},
-	)
-	ns := table.Identifier{testenv.Unique(t, "maint")}
-	if err := cat.CreateNamespace(ctx, ns, nil); err != nil {
-		t.Fatalf("creating namespace: %v", err)
-	}
-	ident := table.Identifier{ns[0], "orders"}
-	opts := []catalog.CreateTableOpt{catalog.WithProperties(iceberg.Properties{"format-version": strconv.Itoa(version)})}
-	if spec != nil {
-		opts = append(opts, catalog.WithPartitionSpec(spec))
-	}
-	if _, err := cat.CreateTable(ctx, ident, sch, opts...); err != nil {
-		t.Fatalf("creating table: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx := context.WithoutCancel(t.Context())
-		_ = cat.DropTable(ctx, ident)
-		_ = cat.DropNamespace(ctx, ns)
-	})
-	return ident
+	return testtable.Create(t, cat, "maint", version, spec)
 }
 
 // committer opens a Committer in mode, with a key index of its own in
@@ -170,34 +141,7 @@ func (w *workload) mustCommit(ops ...op) {
 // scan reads the table with iceberg-go, failing on a key read twice.
 func scan(t *testing.T, cat catalog.Catalog, ident table.Identifier) map[int64]string {
 	t.Helper()
-	tbl, err := cat.LoadTable(t.Context(), ident)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[int64]string{}
-	if tbl.CurrentSnapshot() == nil {
-		return got
-	}
-	at, err := tbl.Scan().ToArrowTable(t.Context())
-	if err != nil {
-		t.Fatalf("scanning: %v", err)
-	}
-	defer at.Release()
-	tr := array.NewTableReader(at, 0)
-	defer tr.Release()
-	for tr.Next() {
-		r := tr.RecordBatch()
-		ids := r.Column(0).(*array.Int64)
-		names := r.Column(1).(*array.String)
-		for i := range int(r.NumRows()) {
-			id := ids.Value(i)
-			if _, dup := got[id]; dup {
-				t.Fatalf("iceberg-go: key %d appears twice", id)
-			}
-			got[id] = names.Value(i)
-		}
-	}
-	return got
+	return testtable.Scan(t, cat, ident)
 }
 
 // expectReaders checks the rows that iceberg-go, the Java reference reader
@@ -208,83 +152,18 @@ func expectReaders(t *testing.T, cat catalog.Catalog, ident table.Identifier, wa
 	if d := cmp.Diff(want, scan(t, cat, ident)); d != "" {
 		t.Errorf("iceberg-go rows (-want +got):\n%s", d)
 	}
-	java := map[int64]string{}
-	for _, r := range icebergreader.Read(t, ident[0]+"."+ident[1]) {
-		id, err := strconv.ParseInt(deref(r["id"]), 10, 64)
-		if err != nil {
-			t.Fatalf("java reader: id %q: %v", deref(r["id"]), err)
-		}
-		if _, dup := java[id]; dup {
-			t.Fatalf("java reader: key %d twice", id)
-		}
-		java[id] = deref(r["name"])
-	}
-	if d := cmp.Diff(want, java); d != "" {
+	if d := cmp.Diff(want, testtable.Java(t, ident)); d != "" {
 		t.Errorf("java reader rows (-want +got):\n%s", d)
 	}
 	if pyiceberg {
-		if d := cmp.Diff(want, readPyIceberg(t, ident)); d != "" {
+		got, err := testtable.PyIceberg(t, ident)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(want, got); d != "" {
 			t.Errorf("pyiceberg rows (-want +got):\n%s", d)
 		}
 	}
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return "<null>"
-	}
-	return *s
-}
-
-// pyScan reads a table with pyiceberg and prints its rows as JSON lines.
-const pyScan = `
-import json, os, sys
-from pyiceberg.catalog import load_catalog
-cat = load_catalog("rest", **{
-    "type": "rest",
-    "uri": os.environ["BINLAKE_ICEBERG_URI"],
-    "s3.endpoint": os.environ["BINLAKE_S3_ENDPOINT"],
-    "s3.access-key-id": os.environ["AWS_ACCESS_KEY_ID"],
-    "s3.secret-access-key": os.environ["AWS_SECRET_ACCESS_KEY"],
-    "s3.region": os.environ["AWS_REGION"],
-})
-tbl = cat.load_table((sys.argv[1], sys.argv[2]))
-for row in tbl.scan().to_arrow().to_pylist():
-    print(json.dumps(row))
-`
-
-// readPyIceberg reads the table with pyiceberg (0.12 refuses any table
-// whose scan meets an equality delete).
-func readPyIceberg(t *testing.T, ident table.Identifier) map[int64]string {
-	t.Helper()
-	python := os.Getenv("BINLAKE_PYTHON")
-	if python == "" {
-		python = "python3"
-	}
-	out, err := exec.CommandContext(t.Context(), python, "-c", pyScan, ident[0], ident[1]).Output()
-	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			t.Fatalf("pyiceberg: %v\n%s", err, ee.Stderr)
-		}
-		t.Fatalf("pyiceberg with %s (deploy/local/stack.sh up installs it and exports BINLAKE_PYTHON): %v", python, err)
-	}
-	got := map[int64]string{}
-	dec := json.NewDecoder(bytes.NewReader(out))
-	for dec.More() {
-		var r struct {
-			ID   int64   `json:"id"`
-			Name *string `json:"name"`
-		}
-		if err := dec.Decode(&r); err != nil {
-			t.Fatalf("pyiceberg output: %v\n%s", err, out)
-		}
-		if _, dup := got[r.ID]; dup {
-			t.Fatalf("pyiceberg: key %d twice", r.ID)
-		}
-		got[r.ID] = deref(r.Name)
-	}
-	return got
 }
 
 func stats(t *testing.T, cat catalog.Catalog, ident table.Identifier) Stats {
