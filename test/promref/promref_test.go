@@ -1,9 +1,12 @@
 package promref
 
 import (
+	"os"
 	"slices"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/yaml"
 )
 
 func TestMetricNames(t *testing.T) {
@@ -54,5 +57,44 @@ func TestDashboardAndRulesNameOnlyBinlakeMetrics(t *testing.T) {
 				t.Errorf("%s: %s is not a metric binlake exports", e.Where, n)
 			}
 		}
+	}
+}
+
+// TestEveryAlertHasARunbook: each alert says what it means and what to do
+// (annotations summary and runbook) and how urgent it is (label severity).
+func TestEveryAlertHasARunbook(t *testing.T) {
+	b, err := os.ReadFile("../../" + Files[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		Groups []struct {
+			Rules []struct {
+				Alert       string            `json:"alert"`
+				Labels      map[string]string `json:"labels"`
+				Annotations map[string]string `json:"annotations"`
+			} `json:"rules"`
+		} `json:"groups"`
+	}
+	if err := yaml.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, g := range r.Groups {
+		for _, rule := range g.Rules {
+			if rule.Alert == "" {
+				continue
+			}
+			n++
+			if rule.Annotations["summary"] == "" || len(strings.Fields(rule.Annotations["runbook"])) < 30 {
+				t.Errorf("alert %s needs a summary and a runbook paragraph of a few sentences", rule.Alert)
+			}
+			if s := rule.Labels["severity"]; s != "warning" && s != "critical" {
+				t.Errorf("alert %s: severity %q, want warning or critical", rule.Alert, s)
+			}
+		}
+	}
+	if n < 10 {
+		t.Errorf("only %d alerts", n)
 	}
 }
