@@ -27,10 +27,12 @@ ICEBERG_REST_VERSION=1.10.1    # last release whose iceberg-open-api main jar is
 APICURIO_VERSION=3.3.3         # needs Java 21+; 3.0.9 runs on Java 17 (fallback below)
 APICURIO_VERSION_JAVA17=3.0.9
 MINIO_MODULE=github.com/minio/minio@latest
-# Tools of make deploy-check: <name> <module> <version> <package in the module>.
+# Tools of make deploy-check: <name> <module> <version> <package in the module> [build tags].
+# promtool without service discovery (remove_all_sd): check rules needs none of it, and
+# it compiles in about a third of the time.
 TOOLS=(
   "helm helm.sh/helm/v3 v3.22.0 cmd/helm"
-  "promtool github.com/prometheus/prometheus v0.316.0 cmd/promtool"
+  "promtool github.com/prometheus/prometheus v0.316.0 cmd/promtool remove_all_sd"
 )
 PYICEBERG_VERSION=0.12.0       # test reader (PyPI), installed in a venv under $STACK/python
 DUCKDB_VERSION=1.5.5           # test reader (PyPI duckdb and its packaged iceberg, avro, httpfs extensions), same venv
@@ -259,9 +261,9 @@ tool_current() {
 }
 
 tools_current() {
-  local spec name module version pkg
+  local spec name module version pkg tags
   for spec in "${TOOLS[@]}"; do
-    read -r name module version pkg <<<"$spec"
+    read -r name module version pkg tags <<<"$spec"
     tool_current "$STACK/bin/$name" "$module" "$version" || return 1
   done
 }
@@ -269,12 +271,12 @@ tools_current() {
 # tools_install compiles each missing tool with go install into $STACK/bin, one at a
 # time (each takes minutes from a cold build cache; cached runs skip it).
 tools_install() {
-  local spec name module version pkg
+  local spec name module version pkg tags
   for spec in "${TOOLS[@]}"; do
-    read -r name module version pkg <<<"$spec"
+    read -r name module version pkg tags <<<"$spec"
     tool_current "$STACK/bin/$name" "$module" "$version" && continue
     log "installing $name $version with go install"
-    GOBIN="$STACK/bin" GOFLAGS=-mod=mod go install "$module/$pkg@$version" >"$(logfile "$name-install")" 2>&1 ||
+    GOBIN="$STACK/bin" GOFLAGS=-mod=mod go install ${tags:+-tags "$tags"} "$module/$pkg@$version" >"$(logfile "$name-install")" 2>&1 ||
       die "go install $module/$pkg@$version failed (log: $(logfile "$name-install"))"
   done
 }
