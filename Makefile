@@ -8,7 +8,7 @@ GO    ?= go
 INTEGRATION_FLAGS ?= -tags integration -count=1 -p 1 -timeout 50m -short
 FULL_FLAGS        ?= -tags integration -count=1 -p 1 -timeout 120m
 
-.PHONY: all build test test-full unit integration integration-full compat bench-capture bench-large-txn bench-ingest bench-snapshot demo stack-up stack-down stack-status stack-env stack-logs stack-wipe vet fmt clean
+.PHONY: all build test test-full unit integration integration-full deploy-check compat bench-capture bench-large-txn bench-ingest bench-snapshot demo stack-up stack-down stack-status stack-env stack-logs stack-wipe vet fmt clean
 
 all: build
 
@@ -35,14 +35,28 @@ demo: stack-up
 compat: stack-up
 	eval "$$($(STACK) env)" && BINLAKE_REQUIRE_STACK=1 $(GO) test -tags integration -count=1 -run "TestCompat(WithDebezium|RealWorld)" -v ./test/compat | tee /tmp/binlake-compat.log | grep -E "^(COMPAT|ALLOWED|    --- |--- |ok|FAIL)|mismatch"
 
+## deploy-check: the Helm chart, the alert rules and the dashboard. helm and promtool
+## come from `stack.sh up tools` (go install into $BINLAKE_STACK_DIR/bin; `stack.sh up`
+## starts compiling them in the background, so after `make integration` they are there).
+## helm lint of the chart with each ci/ values file, promtool check rules, then the
+## chart test (test/helmchart: every manifest rendered from each ci/ values file decodes
+## strictly into the Kubernetes API types; capture, ingest, secrets-as-files, probes).
+## The dashboard's and rules' metric names are checked by unit tests (TestDeployMetricsExist).
+CHART := deploy/helm/binlake
+deploy-check:
+	$(STACK) up tools
+	eval "$$($(STACK) env)" && for f in $(CHART)/ci/*.yaml; do "$$BINLAKE_STACK_DIR/bin/helm" lint --strict $(CHART) -f "$$f" || exit 1; done
+	eval "$$($(STACK) env)" && "$$BINLAKE_STACK_DIR/bin/promtool" check rules deploy/prometheus/alerts.yml
+	eval "$$($(STACK) env)" && BINLAKE_REQUIRE_STACK=1 $(GO) test -tags integration -count=1 ./test/helmchart
+
 ## test: everything CI runs (the long tests in their -short versions).
-test: unit integration
+test: unit integration deploy-check
 	$(STACK) status
 
 ## test-full: every test at full length (20 ingest kills, a 2-minute
 ## scale-out, a 1,000,000-row concurrent-writes snapshot, four lake
 ## settings for Debezium's defaults).
-test-full: unit integration-full
+test-full: unit integration-full deploy-check
 	$(STACK) status
 
 integration-full: stack-up

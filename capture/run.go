@@ -111,10 +111,9 @@ func newLogger(w io.Writer, format, level string) *slog.Logger {
 }
 
 func capture(ctx context.Context, cfg Config, logger *slog.Logger, term *progress.Terminal) error {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	metrics := stream.NewMetrics(reg)
 	var ready atomic.Bool
+	reg := prometheus.NewRegistry()
+	metrics := registerMetrics(reg, ready.Load)
 
 	// stream1 returns nil when it is done (snapshot-mode initial_only):
 	// that ends the ops server too.
@@ -142,6 +141,22 @@ func capture(ctx context.Context, cfg Config, logger *slog.Logger, term *progres
 		return stream1(gctx, cfg, logger, metrics, &ready)
 	})
 	return g.Wait()
+}
+
+// registerMetrics registers every metric capture exports on reg: the Go
+// and process collectors, the stream's metrics, and capture_ready (1 while
+// ready reports true, as /readyz answers 200).
+func registerMetrics(reg prometheus.Registerer, ready func() bool) *stream.Metrics {
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "capture_ready", Help: "1 while capture streams the binlog (/readyz answers 200), else 0.",
+		}, func() float64 {
+			if ready() {
+				return 1
+			}
+			return 0
+		}))
+	return stream.NewMetrics(reg)
 }
 
 func serveOps(addr string, reg *prometheus.Registry, ready *atomic.Bool) (*http.Server, error) {

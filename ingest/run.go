@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -129,9 +130,10 @@ func openCatalog(ctx context.Context, cfg CatalogConfig) (catalog.Catalog, error
 }
 
 func ingest(ctx context.Context, cfg Config, logger *slog.Logger) error {
+	// pipe is the pipeline once it exists; ingest_ready reads it.
+	var pipe atomic.Pointer[pipeline.Pipeline]
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	metrics := pipeline.NewMetrics(reg)
+	metrics := registerMetrics(reg, func() bool { p := pipe.Load(); return p != nil && p.Ready() })
 
 	cat, err := openCatalog(ctx, cfg.CatalogConfig)
 	if err != nil {
@@ -190,6 +192,7 @@ func ingest(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("kafka %s: %w", cfg.KafkaBrokers, err)
 	}
+	pipe.Store(p)
 	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	err = p.Ping(pctx)
 	cancel()
@@ -229,6 +232,22 @@ func ingest(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		return nil
 	}
 	return err
+}
+
+// registerMetrics registers every metric ingest exports on reg: the Go and
+// process collectors, the pipeline's metrics, and ingest_ready (1 while
+// ready reports true, as /readyz answers 200).
+func registerMetrics(reg prometheus.Registerer, ready func() bool) *pipeline.Metrics {
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "ingest_ready", Help: "1 while ingest has joined its consumer group and polls (/readyz answers 200), else 0.",
+		}, func() float64 {
+			if ready() {
+				return 1
+			}
+			return 0
+		}))
+	return pipeline.NewMetrics(reg)
 }
 
 func serveOps(addr string, reg *prometheus.Registry, ready func() bool, logger *slog.Logger) (*http.Server, error) {

@@ -2,7 +2,9 @@
 # deploy/local/stack.sh: the local binlake stack, as plain processes on loopback.
 #
 #   stack.sh up [component...]   install what is missing, start what is not running
-#                     (idempotent; all components, or only those named)
+#                     (idempotent; all components, or only those named); with none named
+#                     it also starts installing the tools in the background
+#   stack.sh up tools install helm and promtool (or wait for the background install)
 #   stack.sh down     stop every component (data is kept)
 #   stack.sh wipe     stop and delete all data, downloads and logs under the stack folder
 #   stack.sh status   print each component as healthy or not; exit 1 if any is not
@@ -10,7 +12,8 @@
 #   stack.sh logs [component]   tail the logs
 #
 # Components: MariaDB 10.11 (Debian package), Apache Kafka 4.x in KRaft mode and the
-# Apicurio Registry 3.x and the Iceberg REST catalog (Maven Central), MinIO (go install).
+# Apicurio Registry 3.x and the Iceberg REST catalog (Maven Central), MinIO (go install);
+# tools: helm and promtool (go install), which check deploy/ (make deploy-check).
 # Everything lives under $BINLAKE_STACK_DIR (default: <repo>/.stack, git-ignored).
 set -euo pipefail
 
@@ -24,6 +27,13 @@ ICEBERG_REST_VERSION=1.10.1    # last release whose iceberg-open-api main jar is
 APICURIO_VERSION=3.3.3         # needs Java 21+; 3.0.9 runs on Java 17 (fallback below)
 APICURIO_VERSION_JAVA17=3.0.9
 MINIO_MODULE=github.com/minio/minio@latest
+# Tools of make deploy-check: <name> <module> <version> <package in the module> [build tags].
+# promtool without service discovery (remove_all_sd): check rules needs none of it, and
+# it compiles in about a third of the time.
+TOOLS=(
+  "helm helm.sh/helm/v3 v3.22.0 cmd/helm"
+  "promtool github.com/prometheus/prometheus v0.316.0 cmd/promtool remove_all_sd"
+)
 PYICEBERG_VERSION=0.12.0       # test reader (PyPI), installed in a venv under $STACK/python
 DUCKDB_VERSION=1.5.5           # test reader (PyPI duckdb and its packaged iceberg, avro, httpfs extensions), same venv
 
@@ -242,6 +252,57 @@ minio_up() {
   [[ $code == 200 || $code == 409 ]] || die "creating bucket $WAREHOUSE_BUCKET failed: HTTP $code"
 }
 
+# ---------------------------------------------------------------- tools (helm, promtool)
+
+# tool_current <binary> <module> <version>: the binary exists and was built from that
+# module version (go version -m reads the build info go install records).
+tool_current() {
+  [[ -x $1 ]] && go version -m "$1" 2>/dev/null | awk '$1 == "mod" {print $2, $3}' | grep -qxF "$2 $3"
+}
+
+tools_current() {
+  local spec name module version pkg tags
+  for spec in "${TOOLS[@]}"; do
+    read -r name module version pkg tags <<<"$spec"
+    tool_current "$STACK/bin/$name" "$module" "$version" || return 1
+  done
+}
+
+# tools_install compiles each missing tool with go install into $STACK/bin, one at a
+# time (each takes minutes from a cold build cache; cached runs skip it).
+tools_install() {
+  local spec name module version pkg tags
+  for spec in "${TOOLS[@]}"; do
+    read -r name module version pkg tags <<<"$spec"
+    tool_current "$STACK/bin/$name" "$module" "$version" && continue
+    log "installing $name $version with go install"
+    GOBIN="$STACK/bin" GOFLAGS=-mod=mod go install ${tags:+-tags "$tags"} "$module/$pkg@$version" >"$(logfile "$name-install")" 2>&1 ||
+      die "go install $module/$pkg@$version failed (log: $(logfile "$name-install"))"
+  done
+}
+
+# tools_start starts tools_install in the background at the lowest CPU priority, so
+# that on a fresh machine it compiles while the services start and the tests run
+# instead of before them; tools_up (and testenv.Tool) wait for it.
+tools_start() {
+  tools_current && return 0
+  running tools && return 0
+  mkdir -p "$STACK/run" "$STACK/logs"
+  log "installing the tools (helm, promtool) in the background (log: $(logfile tools))"
+  setsid nohup nice -n 19 bash "${BASH_SOURCE[0]}" install-tools >>"$(logfile tools)" 2>&1 </dev/null &
+  echo $! >"$(pidfile tools)"
+}
+
+tools_up() {
+  if running tools; then
+    log "waiting for the background tool install (log: $(logfile tools))"
+    while running tools; do sleep 1; done
+  fi
+  tools_current || tools_install
+  tools_current || die "the tools are not installed (logs: $STACK/logs/*-install.log)"
+  log "tools ready: $(printf '%s ' "${TOOLS[@]%% *}")in $STACK/bin"
+}
+
 # ---------------------------------------------------------------- Kafka
 
 KAFKA_DIR=$STACK/kafka
@@ -436,9 +497,20 @@ cmd_up() { # cmd_up [component...]: all of them (and the Python readers) when no
   local t0=$SECONDS c
   local want=("$@")
   for c in "${want[@]}"; do
-    [[ " ${COMPONENTS[*]} python " == *" $c "* ]] || die "unknown component $c (components: ${COMPONENTS[*]} python)"
+    [[ " ${COMPONENTS[*]} python tools " == *" $c "* ]] || die "unknown component $c (components: ${COMPONENTS[*]} python tools)"
   done
-  ((${#want[@]})) || want=("${COMPONENTS[@]}" python)
+  if [[ ${want[*]} == tools ]]; then # binaries only: no services, no apt
+    mkdir -p "$STACK/run" "$STACK/logs" "$STACK/bin"
+    tools_up
+    return
+  fi
+  if ((${#want[@]} == 0)); then
+    want=("${COMPONENTS[@]}" python)
+    # The tools compile in the background while everything else starts and the
+    # integration tests run; make deploy-check (stack.sh up tools) waits for them.
+    mkdir -p "$STACK/run" "$STACK/logs" "$STACK/bin"
+    tools_start
+  fi
   need_tools
   mkdir -p "$STACK/run" "$STACK/logs" "$STACK/bin"
   go_check none >/dev/null || die "building test/stackcheck failed"
@@ -453,6 +525,7 @@ cmd_down() {
 
 cmd_wipe() {
   cmd_down
+  stop_one tools
   log "deleting $STACK"
   rm -rf "$STACK"
 }
@@ -469,9 +542,10 @@ down) cmd_down ;;
 wipe) cmd_wipe ;;
 status) cmd_status ;;
 env) env_exports ;;
+install-tools) mkdir -p "$STACK/bin" "$STACK/logs"; tools_install ;; # what tools_start runs
 logs) shift; cmd_logs "$@" ;;
 *)
-  sed -n '2,11p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
   exit 2
   ;;
 esac

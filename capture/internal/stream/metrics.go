@@ -17,6 +17,12 @@ type Metrics struct {
 	Commits       *prometheus.CounterVec
 	CommitSeconds prometheus.Histogram
 	LagSeconds    prometheus.Gauge
+	// ReceivedAt is the wall-clock time of the last binlog event or
+	// heartbeat read from the server. The server sends a heartbeat every
+	// heartbeat-interval when the binlog is idle, so a value older than a
+	// few intervals means the replication connection stalled, which
+	// LagSeconds (last set by the last event) cannot show.
+	ReceivedAt    prometheus.Gauge
 	BinlogPos     prometheus.Gauge
 	BinlogFileSeq prometheus.Gauge
 	// SnapshotRows counts rows read by the snapshot and
@@ -46,6 +52,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		LagSeconds: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "capture_source_lag_seconds", Help: "Now minus the timestamp of the last binlog event read.",
 		}),
+		ReceivedAt: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "capture_binlog_received_timestamp_seconds", Help: "Unix time of the last binlog event or heartbeat received from the server.",
+		}),
 		BinlogPos: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "capture_position_binlog_pos", Help: "Binlog offset of the last committed position.",
 		}),
@@ -63,7 +72,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"table"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.Events, m.Bytes, m.Commits, m.CommitSeconds, m.LagSeconds, m.BinlogPos, m.BinlogFileSeq, m.SnapshotRows, m.SnapshotRowsEstimated, m.SnapshotTableDone)
+		reg.MustRegister(m.Events, m.Bytes, m.Commits, m.CommitSeconds, m.LagSeconds, m.ReceivedAt, m.BinlogPos, m.BinlogFileSeq, m.SnapshotRows, m.SnapshotRowsEstimated, m.SnapshotTableDone)
 	}
 	return m
 }
@@ -82,6 +91,11 @@ func (m *Metrics) observeSource(ts uint32, now time.Time) {
 		lag = 0
 	}
 	m.LagSeconds.Set(lag)
+}
+
+// received records that the server sent an event or a heartbeat at now.
+func (m *Metrics) received(now time.Time) {
+	m.ReceivedAt.Set(float64(now.UnixNano()) / 1e9)
 }
 
 func (m *Metrics) setPosition(p binlog.Position) {

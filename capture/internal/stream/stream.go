@@ -429,6 +429,7 @@ func (s *Stream) commit(ctx context.Context) error {
 }
 
 func (s *Stream) handle(ctx context.Context, ev binlog.Event) error {
+	s.cfg.Metrics.received(s.cfg.Now())
 	switch ev.Kind {
 	case binlog.KindBegin:
 		s.atBoundary = false

@@ -95,6 +95,20 @@ func (m *Metrics) setStable(topic string, partition int32, lso int64) {
 	m.freshnessMu.Unlock()
 }
 
+// forget drops the consumer lag of partitions this member no longer owns
+// (revoked or lost), so that after a rebalance only the new owner reports
+// them instead of this member repeating their last lag forever.
+func (m *Metrics) forget(parts map[string][]int32) {
+	m.freshnessMu.Lock()
+	defer m.freshnessMu.Unlock()
+	for topic, ps := range parts {
+		for _, p := range ps {
+			delete(m.stable, tp{topic, p})
+			delete(m.next, tp{topic, p})
+		}
+	}
+}
+
 func (m *Metrics) buffer(ident table.Identifier, rows int, bytes int64) {
 	m.bufRows.WithLabelValues(name(ident)).Add(float64(rows))
 	m.bufBytes.WithLabelValues(name(ident)).Add(float64(bytes))

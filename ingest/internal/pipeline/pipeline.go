@@ -698,12 +698,18 @@ func (p *Pipeline) carriedOffsets(ctx context.Context, topic string, own table.I
 // request is bounded by ShutdownTimeout.
 func (p *Pipeline) revoked(ctx context.Context, _ *kgo.Client, revoked map[string][]int32) {
 	p.own(revoked, false)
+	if p.cfg.Metrics != nil {
+		p.cfg.Metrics.forget(revoked)
+	}
 	p.handOff(ctx, revoked, ctlDrop)
 }
 
 // lost abandons what the lost tables buffered, as revoked does.
 func (p *Pipeline) lost(ctx context.Context, _ *kgo.Client, lost map[string][]int32) {
 	p.own(lost, false)
+	if p.cfg.Metrics != nil {
+		p.cfg.Metrics.forget(lost)
+	}
 	p.handOff(ctx, lost, ctlDrop)
 }
 
