@@ -69,10 +69,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			"Every flag can also be set through the environment variable shown; secrets only through the environment.\n\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args[1:]); err != nil {
-		return err
-	}
-	if err := errors.Join(ef.errs...); err != nil {
+	if err := ef.parse(args[1:]); err != nil {
 		return err
 	}
 	if err := cfg.Validate(); err != nil {

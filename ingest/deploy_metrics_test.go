@@ -1,7 +1,6 @@
 package main
 
 import (
-	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -17,25 +16,7 @@ import (
 func TestDeployMetricsExist(t *testing.T) {
 	var rec promref.Recorder
 	registerMetrics(&rec, func() bool { return true })
-	exprs, err := promref.Expressions("..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	checked := 0
-	for _, e := range exprs {
-		for _, name := range promref.MetricNames(e.Query) {
-			if name == "up" || strings.HasPrefix(name, "capture_") {
-				continue // Prometheus' own, or capture's (checked by capture's test)
-			}
-			checked++
-			if !rec.Exports(name) {
-				t.Errorf("%s queries %s, which ingest does not export (it exports %v)", e.Where, name, rec.Names())
-			}
-		}
-	}
-	if checked < 10 {
-		t.Errorf("only %d ingest series queried by %v", checked, promref.Files)
-	}
+	promref.CheckQueried(t, "..", "ingest", &rec, 10)
 }
 
 // TestReadyMetric: ingest_ready follows the readiness that /readyz reports.
@@ -45,23 +26,8 @@ func TestReadyMetric(t *testing.T) {
 	registerMetrics(reg, ready.Load)
 	for _, want := range []float64{0, 1} {
 		ready.Store(want == 1)
-		if got := gaugeValue(t, reg, "ingest_ready"); got != want {
+		if got := promref.GaugeValue(t, reg, "ingest_ready"); got != want {
 			t.Errorf("ingest_ready = %v with ready %v, want %v", got, ready.Load(), want)
 		}
 	}
-}
-
-func gaugeValue(t *testing.T, g prometheus.Gatherer, name string) float64 {
-	t.Helper()
-	mfs, err := g.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
-			return mf.GetMetric()[0].GetGauge().GetValue()
-		}
-	}
-	t.Fatalf("no single series %s gathered", name)
-	return 0
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -75,6 +76,19 @@ func (f *envFlags) Duration(p *time.Duration, name string, def time.Duration, us
 		}
 	}
 	f.fs.DurationVar(p, name, def, f.usage(name, usage))
+}
+
+// parse parses args (the command's arguments after its name) and returns
+// the first flag error or the errors of the environment variables read. A
+// command takes no positional arguments: one is a mistyped setting.
+func (f *envFlags) parse(args []string) error {
+	if err := f.fs.Parse(args); err != nil {
+		return err
+	}
+	if f.fs.NArg() > 0 {
+		return fmt.Errorf("%s takes no arguments, got %q (settings are flags or environment variables)", f.fs.Name(), f.fs.Args())
+	}
+	return errors.Join(f.errs...)
 }
 
 // Secret reads a secret from <PREFIX><NAME> or from the file named by

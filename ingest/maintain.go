@@ -215,13 +215,7 @@ func runMaintain(ctx context.Context, args []string, getenv func(string) string,
 			"INGEST_CATALOG_CREDENTIAL, INGEST_CATALOG_TOKEN (or <NAME>_FILE), and AWS_* for S3 and SigV4.\n\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args[1:]); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("ingest maintain takes no arguments, got %q (tables go in -maintain-tables)", fs.Args())
-	}
-	if err := errors.Join(ef.errs...); err != nil {
+	if err := ef.parse(args[1:]); err != nil {
 		return err
 	}
 	if cfg.S3Region == "" {

@@ -64,10 +64,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			"INGEST_CATALOG_CREDENTIAL, INGEST_CATALOG_TOKEN (or <NAME>_FILE), and AWS_* for S3 and SigV4.\n\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args[1:]); err != nil {
-		return err
-	}
-	if err := errors.Join(ef.errs...); err != nil {
+	if err := ef.parse(args[1:]); err != nil {
 		return err
 	}
 	if cfg.S3Region == "" {

@@ -74,3 +74,14 @@ func TestSecretsHaveNoFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestPositionalArgumentRefused: a word that is no flag (a mistyped
+// setting, a subcommand ingest does not have) stops ingest instead of being
+// ignored.
+func TestPositionalArgumentRefused(t *testing.T) {
+	var out bytes.Buffer
+	err := run(t.Context(), []string{"ingest", "-catalog-uri=http://c", "-topics=a", "replay"}, env(nil), &out, &out)
+	if err == nil || !strings.Contains(err.Error(), `takes no arguments, got ["replay"]`) {
+		t.Fatalf("err %v, want one refusing the argument", err)
+	}
+}

@@ -87,10 +87,7 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 			"It takes ingest's settings (catalog and Kafka, with their environment variables) and these:\n\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args[1:]); err != nil {
-		return err
-	}
-	if err := errors.Join(ef.errs...); err != nil {
+	if err := ef.parse(args[1:]); err != nil {
 		return err
 	}
 	if cfg.S3Region == "" {

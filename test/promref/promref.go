@@ -19,6 +19,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/yaml"
@@ -210,4 +211,50 @@ func (r *Recorder) Names() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// CheckQueried fails t unless every series of binary's own metrics
+// (prefix binary+"_", plus the Go and process collectors) that the
+// dashboard and the rules under root query is one rec recorded; the other
+// binary's series and Prometheus' own "up" are left to their own checks.
+// It also fails when fewer than min series were checked, so that a
+// dashboard that lost its queries cannot pass.
+func CheckQueried(t testing.TB, root, binary string, rec *Recorder, min int) {
+	t.Helper()
+	exprs, err := Expressions(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := map[string]string{"capture": "ingest_", "ingest": "capture_"}[binary]
+	checked := 0
+	for _, e := range exprs {
+		for _, name := range MetricNames(e.Query) {
+			if name == "up" || strings.HasPrefix(name, other) {
+				continue
+			}
+			checked++
+			if !rec.Exports(name) {
+				t.Errorf("%s queries %s, which %s does not export (it exports %v)", e.Where, name, binary, rec.Names())
+			}
+		}
+	}
+	if checked < min {
+		t.Errorf("only %d %s series queried by %v", checked, binary, Files)
+	}
+}
+
+// GaugeValue is the value of the single series of gauge name in g.
+func GaugeValue(t testing.TB, g prometheus.Gatherer, name string) float64 {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no single series %s gathered", name)
+	return 0
 }
