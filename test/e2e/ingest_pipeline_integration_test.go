@@ -93,6 +93,16 @@ func (r *ingestRun) start(t *testing.T) *proc {
 	return start(t, bin, r.env, fmt.Sprintf("ingest-%d.log", r.restart))
 }
 
+// snapshotID is the table's current snapshot (0: none, or no table yet).
+func (r *ingestRun) snapshotID(t *testing.T) int64 {
+	t.Helper()
+	tbl, err := r.cat.LoadTable(t.Context(), r.ident)
+	if err != nil || tbl.CurrentSnapshot() == nil {
+		return 0
+	}
+	return tbl.CurrentSnapshot().SnapshotID
+}
+
 // mariaRows returns the table's rows in canonical form.
 func (r *ingestRun) mariaRows(t *testing.T) []string {
 	t.Helper()
@@ -329,8 +339,20 @@ func runIngestKill(t *testing.T, bin string, n int) (*ingestRun, map[int32]int64
 	rng := rand.New(rand.NewPCG(3, 4))
 	kills := 0
 	for kills < n {
+		// Each process is killed only after it has committed something,
+		// then at a random moment (mid-batch, mid-commit): a restarted one
+		// first waits out the killed member's session, and killed before
+		// its first commit it would prove nothing (TestIngestKillBrokenOffsets
+		// once saw no offset re-applied for that reason).
+		before := r.snapshotID(t)
 		ip := r.start(t)
-		time.Sleep(time.Duration(1000+rng.IntN(4000)) * time.Millisecond) // a random kill moment: pacing, not a wait
+		testenv.CheckFor(t, 2*time.Minute, 200*time.Millisecond, func() error {
+			if ip.exited() || r.snapshotID(t) != before {
+				return nil
+			}
+			return fmt.Errorf("ingest %d has committed nothing yet", r.restart)
+		})
+		time.Sleep(time.Duration(rng.IntN(1500)) * time.Millisecond) // a random kill moment: pacing, not a wait
 		if ip.exited() {
 			cancel()
 			t.Fatalf("ingest exited on its own: %v\n%s", ip.err, ip.output())

@@ -56,7 +56,7 @@ func build(t *testing.T) map[string]*binary {
 	dir := t.TempDir()
 	bins := map[string]*binary{}
 	envRe := regexp.MustCompile(`\(env ([A-Z0-9_]+)\)`)
-	secretRe := regexp.MustCompile(`\.Secret\(&[^,]+, "([a-z0-9-]+)"\)`)
+	secretRe := regexp.MustCompile(`\.Secret\(&[^,]+, "([a-z0-9-]+)"[,)]`)
 	for _, name := range []string{"capture", "ingest"} {
 		b := &binary{name: name, exe: filepath.Join(dir, name), settings: map[string]bool{}, secrets: map[string]bool{}}
 		cmd := exec.Command("go", "build", "-o", b.exe, "./"+name)
