@@ -162,7 +162,11 @@ func TestCaptureKill9ExactlyOnce(t *testing.T) {
 	// The older capture stops either when Kafka fences its producer or,
 	// first, when MariaDB drops its binlog connection because a replica
 	// with the same server id connected: both before it can write again.
-	if out := older.output(); !strings.Contains(out, "fenced") && !strings.Contains(out, "same server_id") {
+	// A commit racing the takeover was once answered UNKNOWN_SERVER_ERROR
+	// (Kafka 4.3): capture stops on that too, saying the outcome is unknown
+	// and why (publish.ErrCommitUnknown); the checks below still prove
+	// nothing was lost or written twice.
+	if out := older.output(); !strings.Contains(out, "fenced") && !strings.Contains(out, "same server_id") && !strings.Contains(out, "could not say whether the transaction committed") {
 		t.Errorf("older capture exited without reporting fencing:\n%s", out)
 	}
 	// The newer capture streams the writer's changes before the writer
