@@ -331,9 +331,17 @@ func (c *Committer) reloadWithRetry(ctx context.Context, attempt int) error {
 }
 
 func (c *Committer) sleep(ctx context.Context, attempt int) error {
-	d := c.cfg.MinBackoff << min(attempt-1, 20)
-	if d > c.cfg.MaxBackoff || d <= 0 {
-		d = c.cfg.MaxBackoff
+	return Backoff(ctx, attempt, c.cfg.MinBackoff, c.cfg.MaxBackoff)
+}
+
+// Backoff waits before retry attempt+1 of a commit that conflicted: a
+// jittered exponential wait from minWait, at most maxWait, or until ctx
+// ends (its cause returned). Every writer of a table (ingest's commits,
+// maintenance) backs off the same way.
+func Backoff(ctx context.Context, attempt int, minWait, maxWait time.Duration) error {
+	d := minWait << min(attempt-1, 20)
+	if d > maxWait || d <= 0 {
+		d = maxWait
 	}
 	d = d/2 + rand.N(d/2+1)
 	t := time.NewTimer(d)

@@ -32,8 +32,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/binlake/binlake/ingest/internal/commit"
 	"log/slog"
-	"math/rand/v2"
 	"time"
 
 	"github.com/apache/iceberg-go/catalog"
@@ -301,16 +301,8 @@ func (m *Maintainer) retry(ctx context.Context, ident table.Identifier, step Ste
 		last = err
 		m.cfg.Logger.Info("maintenance commit conflicted with another writer; starting the step over",
 			"table", ident, "step", string(step), "attempt", attempt, "error", err)
-		d := m.cfg.MinBackoff << min(attempt-1, 20)
-		if d > m.cfg.MaxBackoff || d <= 0 {
-			d = m.cfg.MaxBackoff
-		}
-		t := time.NewTimer(d/2 + rand.N(d/2+1))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return context.Cause(ctx)
-		case <-t.C:
+		if err := commit.Backoff(ctx, attempt, m.cfg.MinBackoff, m.cfg.MaxBackoff); err != nil {
+			return err
 		}
 	}
 	return fmt.Errorf("%w: %d attempts (raise maintain-attempts, or run maintenance when the table is less busy): %w", ErrTooManyAttempts, m.cfg.Attempts, last)
