@@ -3,12 +3,12 @@ package commit
 import (
 	"context"
 	"fmt"
+	"github.com/binlake/binlake/ingest/internal/testtable"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
@@ -151,33 +151,7 @@ func (e *posEnv) commit(c *Committer, b *batch.Buffer) Result {
 // seen twice.
 func (e *posEnv) rows() map[int64]string {
 	e.t.Helper()
-	tbl, err := e.cat.LoadTable(e.t.Context(), e.ident)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	got := map[int64]string{}
-	if tbl.CurrentSnapshot() == nil {
-		return got
-	}
-	at, err := tbl.Scan().ToArrowTable(e.t.Context())
-	if err != nil {
-		e.t.Fatalf("scanning: %v", err)
-	}
-	defer at.Release()
-	tr := array.NewTableReader(at, 0)
-	defer tr.Release()
-	for tr.Next() {
-		r := tr.RecordBatch()
-		ids := r.Column(0).(*array.Int64)
-		names := r.Column(1).(*array.String)
-		for i := range int(r.NumRows()) {
-			if _, dup := got[ids.Value(i)]; dup {
-				e.t.Fatalf("key %d has two live rows", ids.Value(i))
-			}
-			got[ids.Value(i)] = names.Value(i)
-		}
-	}
-	return got
+	return testtable.Scan(e.t, e.cat, e.ident)
 }
 
 func (e *posEnv) expect(want map[int64]string) {
