@@ -38,8 +38,8 @@ type Config struct {
 	KeylessTables       string // append or reject
 	TableFormatVersion  int    // format version of new tables: 2 or 3
 	BackfillDefaults    bool   // rewrite older rows with an added column's default
-	DeleteMode          string // position, dv or equality (see commit.DeleteMode)
-	StateDir            string // local directory of the key index (position mode)
+	DeleteMode          string // auto, position, dv or equality (see commit.DeleteMode)
+	StateDir            string // local directory of the key index ("": a temporary one)
 	IndexCacheBytes     int    // memory bound of the key index
 
 	// Batching.
@@ -74,8 +74,8 @@ func (c *Config) bind(f *envFlags) {
 	f.String(&c.KeylessTables, "keyless-tables", "append", "tables without a primary key: append (an append-only table of change events, one row per row image) or reject (stop ingest)")
 	f.Int(&c.TableFormatVersion, "table-format-version", 2, "Iceberg format version of the tables ingest creates: 2, or 3 (a column added with a DEFAULT then carries it as initial-default, read by the rows written before; see schemas/TYPES.md)")
 	f.Bool(&c.BackfillDefaults, "backfill-defaults", false, "when a column is added with a DEFAULT the table cannot carry as initial-default (format v2 tables, and v3 date/time/decimal columns), rewrite the table's rows with the default in the commit that adds the column")
-	f.String(&c.DeleteMode, "delete-mode", string(commit.DeleteEquality), "how an update or delete removes a key's old row: equality (equality-delete files; pyiceberg, Snowflake and Databricks cannot read them), position (Parquet position-delete files found through a local key index under state-dir; format v2 tables) or dv (deletion vectors in Puffin files found the same way; format v3 tables); per-table overrides follow, ';'-separated: 'position; <db>.<table>=equality'")
-	f.String(&c.StateDir, "state-dir", "", "local directory of the per-table primary-key index that delete-mode=position and dv keep (a cache: rebuilt from the tables when missing); one per ingest process")
+	f.String(&c.DeleteMode, "delete-mode", string(commit.DeleteAuto), "how an update or delete removes a key's old row: position (Parquet position-delete files found through a local key index under state-dir; format v2 tables), dv (deletion vectors in Puffin files found the same way; format v3 tables), auto (position on v2 tables, dv on v3, by each table's own version) or equality (equality-delete files, no index; pyiceberg, Snowflake and Databricks cannot read them); per-table overrides follow, ';'-separated: 'auto; <db>.<table>=equality'")
+	f.String(&c.StateDir, "state-dir", "", "local directory of the per-table primary-key index that delete-mode auto, position and dv keep (a cache: rebuilt from the tables when missing); one per ingest process; empty: a new temporary directory, removed on exit, so every start rebuilds the index by reading the tables' key columns")
 	f.Int(&c.IndexCacheBytes, "index-cache-bytes", keyindex.DefaultCacheBytes, "memory bound of the key index (block cache and memtables), at least 4 MiB")
 	f.Int(&c.FlushRows, "flush-rows", 100_000, "commit a table when it buffers this many change events")
 	f.Int(&c.FlushBytes, "flush-bytes", 64<<20, "commit a table when its buffered events reach this many bytes")
@@ -128,9 +128,6 @@ func (c *Config) Validate() error {
 	if modes, err := pipeline.ParseDeleteModes(c.DeleteMode); err != nil {
 		errs = append(errs, err)
 	} else {
-		if (modes.Uses(commit.DeletePosition) || modes.Uses(commit.DeleteDV)) && c.StateDir == "" {
-			bad("delete-mode %q needs state-dir (INGEST_STATE_DIR): a local directory for the key index", c.DeleteMode)
-		}
 		// The mode of every table must fit the tables ingest creates; a
 		// table's own entry is checked against the table when it is
 		// opened.
@@ -140,7 +137,7 @@ func (c *Config) Validate() error {
 		case mode == commit.DeleteDV && c.TableFormatVersion < 3:
 			bad("delete-mode=dv writes deletion vectors, which need format v3 tables: set table-format-version=3, or use delete-mode=position")
 		}
-		if modes.Uses(commit.DeletePosition) || modes.Uses(commit.DeleteDV) {
+		if modes.Positional() {
 			if c.IndexCacheBytes < 4<<20 {
 				bad("index-cache-bytes must be at least 4 MiB (%d)", 4<<20)
 			}

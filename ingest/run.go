@@ -157,10 +157,15 @@ func ingest(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	if deleteModes.Uses(commit.DeletePosition) || deleteModes.Uses(commit.DeleteDV) {
-		idx, err := keyindex.Open(keyindex.Config{Dir: cfg.StateDir, CacheBytes: int64(cfg.IndexCacheBytes), Logger: logger})
+	if deleteModes.Positional() {
+		dir, release, err := indexDir(cfg.StateDir, logger)
 		if err != nil {
-			return fmt.Errorf("opening the key index (state-dir %s): %w", cfg.StateDir, err)
+			return err
+		}
+		defer release()
+		idx, err := keyindex.Open(keyindex.Config{Dir: dir, CacheBytes: int64(cfg.IndexCacheBytes), Logger: logger})
+		if err != nil {
+			return fmt.Errorf("opening the key index (state-dir %s): %w", dir, err)
 		}
 		defer idx.Close()
 		commitCfg.Index = idx

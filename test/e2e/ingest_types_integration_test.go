@@ -172,12 +172,11 @@ func TestIngestBothProducersTypes(t *testing.T) {
 			t.Errorf("%v: partition spec %s, want bucket[4](id)", tbl.Identifier(), spec.String())
 		}
 		// Rows live in several buckets, and each delete file is in the
-		// partition of the rows it deletes: equality deletes in the
-		// default mode, position deletes or deletion vectors (and no
-		// equality delete) when the ingest under test runs with
-		// INGEST_DELETE_MODE=position or dv.
-		mode := os.Getenv("INGEST_DELETE_MODE")
-		position := mode == "position" || mode == "dv"
+		// partition of the rows it deletes: position deletes or deletion
+		// vectors (and no equality delete) in the default mode (auto),
+		// equality deletes when the ingest under test runs with
+		// INGEST_DELETE_MODE=equality.
+		position := os.Getenv("INGEST_DELETE_MODE") != "equality"
 		tasks, err := tbl.Scan().PlanFiles(ctx)
 		if err != nil {
 			t.Fatal(err)

@@ -501,6 +501,7 @@ ingest: {catalog: {uri: "http://rest:8181"}, topics: a.b.c}
 		{"pvc with replicas", `ingest: {replicas: 2, stateDir: {type: pvc}, catalog: {uri: "http://rest:8181"}}`, "needs ingest.replicas 1"},
 		{"two sources one name", `capture: {sources: [{name: a, topicPrefix: a, mysql: {addr: "m:1"}}, {name: a, topicPrefix: b, mysql: {addr: "m:2"}}]}`, "appears twice"},
 		{"dv without state", `ingest: {deleteMode: dv, stateDir: {type: none}, catalog: {uri: "http://rest:8181"}}`, "key index"},
+		{"default mode without state", `ingest: {stateDir: {type: none}, catalog: {uri: "http://rest:8181"}}`, "auto (the default)"},
 		{"token and credential", `ingest: {catalog: {uri: "http://rest:8181", tokenSecret: {name: a}, credentialSecret: {name: b}}}`, "only one"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

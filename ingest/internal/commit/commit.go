@@ -84,7 +84,8 @@ type Config struct {
 	Logger *slog.Logger
 	// DeleteMode is how old rows are deleted; default DeleteEquality.
 	// DeletePosition needs Index and format v2 tables, DeleteDV Index and
-	// format v3 tables.
+	// format v3 tables; DeleteAuto (Index) is either, by the table's
+	// version.
 	DeleteMode DeleteMode
 	// Index holds the key indexes of the tables (DeletePosition and
 	// DeleteDV).
@@ -101,12 +102,12 @@ func (c Config) Validate() error {
 	}
 	switch c.DeleteMode {
 	case "", DeleteEquality:
-	case DeletePosition, DeleteDV:
+	case DeletePosition, DeleteDV, DeleteAuto:
 		if c.Index == nil {
 			return fmt.Errorf("commit: delete-mode=%s needs a key index (state-dir)", c.DeleteMode)
 		}
 	default:
-		return fmt.Errorf("commit: delete-mode %q: want position, dv or equality", c.DeleteMode)
+		return fmt.Errorf("commit: delete-mode %q: want auto, position, dv or equality", c.DeleteMode)
 	}
 	return nil
 }
@@ -156,6 +157,12 @@ func New(ctx context.Context, cat catalog.Catalog, ident table.Identifier, cfg C
 	v := c.tbl.Metadata().Version()
 	if v < 2 {
 		return nil, fmt.Errorf("commit: table %v is format v%d, row-level deletes need v2", ident, v)
+	}
+	if c.cfg.DeleteMode == DeleteAuto {
+		c.cfg.DeleteMode = DeletePosition
+		if v >= 3 {
+			c.cfg.DeleteMode = DeleteDV
+		}
 	}
 	if mode := c.cfg.DeleteMode; mode != DeleteEquality && len(c.tbl.Schema().IdentifierFieldIDs) > 0 {
 		if mode == DeletePosition && v != 2 {

@@ -44,6 +44,11 @@ const (
 	// vectors (Puffin, format v3): one per data file, merged with and
 	// replacing the file's previous vector in the same snapshot.
 	DeleteDV DeleteMode = "dv"
+	// DeleteAuto is DeletePosition on a format v2 table and DeleteDV on v3
+	// and later, decided by the table itself when it is opened (an
+	// existing table keeps its version, whatever table-format-version
+	// says).
+	DeleteAuto DeleteMode = "auto"
 )
 
 // ParseDeleteMode parses a delete-mode setting; "" is DeleteEquality.
@@ -51,10 +56,16 @@ func ParseDeleteMode(s string) (DeleteMode, error) {
 	switch m := DeleteMode(s); m {
 	case "":
 		return DeleteEquality, nil
-	case DeleteEquality, DeletePosition, DeleteDV:
+	case DeleteEquality, DeletePosition, DeleteDV, DeleteAuto:
 		return m, nil
 	}
-	return "", fmt.Errorf("delete-mode %q: want position, dv or equality", s)
+	return "", fmt.Errorf("delete-mode %q: want auto, position, dv or equality", s)
+}
+
+// Positional reports whether m finds old rows through the key index
+// (position, dv and auto).
+func (m DeleteMode) Positional() bool {
+	return m == DeletePosition || m == DeleteDV || m == DeleteAuto
 }
 
 // indexUpdate is what a position-mode attempt tells the key index once the

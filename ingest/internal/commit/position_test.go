@@ -581,3 +581,47 @@ func countDeleteFiles(tbl *table.Table) (deleteFiles, error) {
 	}
 	return n, nil
 }
+
+// TestAutoDeleteMode: delete-mode auto (ingest's default) deletes by
+// position on a format v2 table and with deletion vectors on v3, by the
+// table's own version, and never writes an equality delete.
+func TestAutoDeleteMode(t *testing.T) {
+	for _, tc := range []struct {
+		version    DeleteMode // the mode whose table version newPosEnv creates
+		want       DeleteMode
+		wantPuffin bool
+	}{{DeletePosition, DeletePosition, false}, {DeleteDV, DeleteDV, true}} {
+		t.Run(string(tc.want), func(t *testing.T) {
+			e := newPosEnv(t, tc.version, nil)
+			e.mode = DeleteAuto
+			c := e.committer()
+			if c.cfg.DeleteMode != tc.want {
+				t.Fatalf("auto on a format v%d table is %s, want %s", c.tbl.Metadata().Version(), c.cfg.DeleteMode, tc.want)
+			}
+			e.commit(c, batchOf(t, 0, op{batch.OpCreate, 1, "a"}, op{batch.OpCreate, 2, "b"}))
+			e.commit(c, batchOf(t, 2, op{batch.OpUpdate, 1, "a2"}, op{batch.OpDelete, 2, ""}))
+			e.expect(map[int64]string{1: "a2"})
+			tbl, err := e.cat.LoadTable(t.Context(), e.ident)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tasks, err := tbl.Scan().PlanFiles(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var parquet, puffin int
+			for _, task := range tasks {
+				for _, d := range append(append([]iceberg.DataFile{}, task.DeleteFiles...), task.DeletionVectorFiles...) {
+					if d.FileFormat() == iceberg.PuffinFile {
+						puffin++
+					} else {
+						parquet++
+					}
+				}
+			}
+			if tc.wantPuffin && (puffin == 0 || parquet != 0) || !tc.wantPuffin && (parquet == 0 || puffin != 0) {
+				t.Fatalf("format v%d: %d Parquet delete files and %d deletion vectors apply, want only %s", tbl.Metadata().Version(), parquet, puffin, map[bool]string{true: "deletion vectors", false: "Parquet position deletes"}[tc.wantPuffin])
+			}
+		})
+	}
+}

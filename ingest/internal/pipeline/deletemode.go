@@ -15,11 +15,12 @@ type DeleteModes struct {
 }
 
 // ParseDeleteModes reads the --delete-mode setting: a mode for every table
-// ("position", "dv" or "equality"; "" is equality), optionally followed by
+// ("auto", "position", "dv" or "equality"; none given is auto: position on
+// format v2 tables, dv on v3), optionally followed by
 // ';'-separated overrides "<db>.<table>=<mode>", e.g.
 // "position; shop.audit=equality". The first entry may also be "*=<mode>".
 func ParseDeleteModes(s string) (DeleteModes, error) {
-	out := DeleteModes{all: commit.DeleteEquality, tables: map[string]commit.DeleteMode{}}
+	out := DeleteModes{all: commit.DeleteAuto, tables: map[string]commit.DeleteMode{}}
 	allSet := false
 	for i, entry := range strings.Split(s, ";") {
 		entry = strings.TrimSpace(entry)
@@ -34,6 +35,9 @@ func ParseDeleteModes(s string) (DeleteModes, error) {
 			target, mode = "*", entry
 		}
 		target, mode = strings.TrimSpace(target), strings.TrimSpace(mode)
+		if mode == "" {
+			return out, fmt.Errorf("delete-mode entry %q: no mode (want auto, position, dv or equality)", entry)
+		}
 		m, err := commit.ParseDeleteMode(mode)
 		if err != nil {
 			return out, err
@@ -74,6 +78,17 @@ func (d DeleteModes) Modes() []commit.DeleteMode {
 		out = append(out, m)
 	}
 	return out
+}
+
+// Positional reports whether some table finds its old rows through the key
+// index (position, dv or auto), which then needs a state directory.
+func (d DeleteModes) Positional() bool {
+	for _, x := range d.Modes() {
+		if x.Positional() {
+			return true
+		}
+	}
+	return false
 }
 
 // Uses reports whether some table uses mode m.

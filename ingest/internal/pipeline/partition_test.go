@@ -110,15 +110,23 @@ func TestParseDeleteModes(t *testing.T) {
 	if m := (DeleteModes{}).For("a", "b"); m != commit.DeleteEquality {
 		t.Errorf("default %s, want equality", m)
 	}
-	if m, _ := ParseDeleteModes("shop.t=position"); m.For("a", "b") != commit.DeleteEquality || m.For("shop", "t") != commit.DeletePosition {
-		t.Errorf("an override alone changed the default or missed its table")
+	if m, _ := ParseDeleteModes("shop.t=equality"); m.For("a", "b") != commit.DeleteAuto || m.For("shop", "t") != commit.DeleteEquality {
+		t.Errorf("an override alone changed the default (auto) or missed its table")
+	}
+	for _, s := range []string{"", " ; "} {
+		if m, _ := ParseDeleteModes(s); m.For("a", "b") != commit.DeleteAuto || !m.Positional() {
+			t.Errorf("%q: default %s, want auto (which keeps the key index)", s, m.For("a", "b"))
+		}
+	}
+	if m, _ := ParseDeleteModes("equality"); m.Positional() {
+		t.Errorf("equality for every table still wants the key index")
 	}
 	// A table's Committer gets its own mode.
 	w := &worker{p: &Pipeline{cfg: Config{DeleteModes: d, Commit: commit.Config{MaxAttempts: 3}}}, names: topicNames{db: "shop", table: "big"}}
 	if cfg := w.commitConfig(); cfg.DeleteMode != commit.DeleteDV || cfg.MaxAttempts != 3 {
 		t.Errorf("shop.big committer config %+v, want dv and the pipeline's other settings", cfg)
 	}
-	for _, bad := range []string{"cow", "position; equality", "position; t=dv", "*=dv; *=position", "a.b=dv; a.b=position", "a.b.c=dv", "a.b=merge"} {
+	for _, bad := range []string{"cow", "position; equality", "position; t=dv", "*=dv; *=position", "a.b=dv; a.b=position", "a.b.c=dv", "a.b=merge", "auto; a.b="} {
 		if _, err := ParseDeleteModes(bad); err == nil {
 			t.Errorf("%q: no error", bad)
 		}

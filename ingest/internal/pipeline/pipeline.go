@@ -88,7 +88,7 @@ type Config struct {
 	// Commit configures each table's Committer; its DeleteMode is replaced
 	// by the table's entry in DeleteModes.
 	Commit commit.Config
-	// DeleteModes are the tables' delete modes (default: equality for
+	// DeleteModes are the tables' delete modes (the zero value: equality for
 	// every table).
 	DeleteModes DeleteModes
 	// ShutdownTimeout bounds the final commits on shutdown. Default 30s.
