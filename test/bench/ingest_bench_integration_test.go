@@ -5,6 +5,7 @@ package bench
 import (
 	"bufio"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,18 +15,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/iceberg-go/catalog/rest"
+	"github.com/apache/iceberg-go/table"
+
 	"github.com/binlake/binlake/test/testenv"
 )
 
 // TestBenchIngest puts 1,000,000 Debezium change events (70 % inserts,
 // 20 % updates, 10 % deletes of a 10-column table) on a topic, written by
 // capture from a MariaDB workload, then runs ingest over the topic from
-// the start and prints
+// the start, once in each delete mode (equality on format v2, position on
+// v2, dv on v3; the table dropped between runs), and prints per mode
 //
-//	INGEST rows=<n> seconds=<s> rows_per_s=<r> commits=<c> rss_mib=<m>
+//	INGEST mode=<m> rows=<n> seconds=<s> rows_per_s=<r> ratio_to_equality=<x> commits=<c> rss_mib=<m> index_mib=<i>
 //
 // with seconds from ingest's start to its last commit (read from its
-// metrics: every event counted and nothing left buffered).
+// metrics: every event counted and nothing left buffered) and index_mib
+// the key index's size on disk at that point (0 in equality mode).
 func TestBenchIngest(t *testing.T) {
 	if os.Getenv("BINLAKE_BENCH") != "1" {
 		t.Skip("set BINLAKE_BENCH=1 (make bench-ingest)")
@@ -61,28 +67,65 @@ func TestBenchIngest(t *testing.T) {
 	_ = capture.Process.Signal(os.Interrupt)
 	_ = capture.Wait()
 
+	// The same topic into the same table in each delete mode, one after
+	// the other (the table dropped between runs).
+	cat, err := rest.NewCatalog(t.Context(), "bench", ice.URI, rest.WithAdditionalProps(ice.FileIOProps()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var equalityRate float64
+	for _, mode := range []struct{ name, version string }{{"equality", "2"}, {"position", "2"}, {"dv", "3"}} {
+		const events = ins + upd + del
+		r := runIngest(t, dir, mode.name, []string{
+			"INGEST_KAFKA_BROKERS=" + strings.Join(brokers, ","), "INGEST_GROUP_ID=" + db + "_" + mode.name, "INGEST_TOPICS=" + topic,
+			"INGEST_SCHEMA_REGISTRY_URL=" + testenv.RegistryURL(t), "INGEST_CATALOG_URI=" + ice.URI,
+			"INGEST_S3_ENDPOINT=" + ice.S3Endpoint, "INGEST_S3_REGION=" + ice.Region,
+			"INGEST_FLUSH_INTERVAL=5s", "INGEST_DELETE_MODE=" + mode.name, "INGEST_TABLE_FORMAT_VERSION=" + mode.version,
+		}, events)
+		if mode.name == "equality" {
+			equalityRate = r.rate
+		}
+		fmt.Printf("INGEST mode=%s rows=%d seconds=%.2f rows_per_s=%.0f ratio_to_equality=%.2f commits=%.0f rss_mib=%.0f index_mib=%.1f\n",
+			mode.name, events, r.seconds, r.rate, r.rate/equalityRate, r.commits, r.rss, r.indexMiB)
+		if err := cat.DropTable(t.Context(), table.Identifier{db, "orders"}); err != nil {
+			t.Fatalf("dropping the %s run's table: %v", mode.name, err)
+		}
+	}
+}
+
+// ingestRun is one bench run of the ingest binary.
+type ingestRun struct {
+	seconds, rate, commits, rss, indexMiB float64
+}
+
+// runIngest runs the ingest binary with env (plus a state-dir and metrics
+// address of its own) until its metrics count events rows and nothing is
+// buffered, and returns the figures: seconds from its start to that
+// point, its peak RSS and the size of its key index.
+func runIngest(t *testing.T, dir, name string, env []string, events float64) ingestRun {
+	t.Helper()
 	metricsAddr := "127.0.0.1:19466"
+	state := filepath.Join(dir, name+"-state")
 	ingest := exec.Command(build(t, "ingest"))
-	logPath := filepath.Join(dir, "ingest.log")
-	logf, _ := os.Create(logPath)
+	logPath := filepath.Join(dir, name+"-ingest.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
 	ingest.Stdout, ingest.Stderr = logf, logf
-	ingest.Env = append(os.Environ(),
-		"INGEST_KAFKA_BROKERS="+strings.Join(brokers, ","), "INGEST_GROUP_ID="+db, "INGEST_TOPICS="+topic,
-		"INGEST_SCHEMA_REGISTRY_URL="+testenv.RegistryURL(t), "INGEST_CATALOG_URI="+ice.URI,
-		"INGEST_S3_ENDPOINT="+ice.S3Endpoint, "INGEST_S3_REGION="+ice.Region, "INGEST_METRICS_ADDR="+metricsAddr,
-		"INGEST_FLUSH_INTERVAL=5s")
+	ingest.Env = append(append(os.Environ(), env...), "INGEST_METRICS_ADDR="+metricsAddr, "INGEST_STATE_DIR="+state)
 	start := time.Now()
 	if err := ingest.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = ingest.Process.Kill(); _ = ingest.Wait(); logf.Close() })
-	const events = ins + upd + del
+	defer func() { _ = ingest.Process.Kill(); _ = ingest.Wait() }()
 	var rows, buffered, commits float64
-	deadline := time.Now().Add(20 * time.Minute)
+	deadline := time.Now().Add(30 * time.Minute)
 	for {
 		if time.Now().After(deadline) {
 			b, _ := os.ReadFile(logPath)
-			t.Fatalf("ingest counted %.0f of %d events (buffered %.0f) in time; log:\n%s", rows, events, buffered, tail(b))
+			t.Fatalf("%s: ingest counted %.0f of %.0f events (buffered %.0f) in time; log:\n%s", name, rows, events, buffered, tail(b))
 		}
 		time.Sleep(100 * time.Millisecond) // polling interval: the loop re-reads the metrics
 		ms, err := scrape("http://" + metricsAddr + "/metrics")
@@ -94,9 +137,26 @@ func TestBenchIngest(t *testing.T) {
 			break
 		}
 	}
-	seconds := time.Since(start).Seconds()
-	rss := peakRSS(t, ingest.Process.Pid)
-	fmt.Printf("INGEST rows=%d seconds=%.2f rows_per_s=%.0f commits=%.0f rss_mib=%.0f\n", events, seconds, events/seconds, commits, rss)
+	r := ingestRun{seconds: time.Since(start).Seconds(), commits: commits, rss: peakRSS(t, ingest.Process.Pid)}
+	r.rate = events / r.seconds
+	r.indexMiB = float64(dirBytes(state)) / (1 << 20)
+	_ = ingest.Process.Signal(os.Interrupt)
+	_ = ingest.Wait()
+	return r
+}
+
+// dirBytes is the size of the files under dir (0 when it does not exist).
+func dirBytes(dir string) int64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if info, err := d.Info(); err == nil {
+				n += info.Size()
+			}
+		}
+		return nil
+	})
+	return n
 }
 
 // scrape sums each metric over its labels, except the commit result label,

@@ -72,7 +72,12 @@ func scaleDuration(t *testing.T) time.Duration {
 //   - on the lake, per table: every (partition, offset) applied in exactly
 //     one snapshot (offset tiling over the snapshot history); the keyed
 //     tables equal MariaDB; the keyless table's change log holds each event
-//     exactly once and, replayed in source order, equals MariaDB.
+//     exactly once and, replayed in source order, equals MariaDB;
+//   - the ingest processes run in the default delete mode (auto: format v2
+//     tables, so position deletes through each process's own key index):
+//     no snapshot adds an equality delete and every keyed table got
+//     position deletes, so the key indexes of processes that took over
+//     each other's partitions caught up with the table.
 func TestScaleOut(t *testing.T) {
 	c := newCaptureEnv(t, "CAPTURE_TOPIC_CREATION_DEFAULT_PARTITIONS=12", "CAPTURE_LOG_LEVEL=info", "CAPTURE_COMMIT_INTERVAL=100ms")
 	var topics []string
@@ -368,6 +373,10 @@ func TestScaleOut(t *testing.T) {
 			}
 			rows = len(want.ByKey)
 			f = append(f, validate.TableEquals(tb.name, want, got).Failures()...)
+			eq, pos := addedDeleteFiles(tbl)
+			if eq != 0 || pos == 0 {
+				f = append(f, fmt.Sprintf("delete mode: %s: snapshots added %d equality-delete and %d position-delete files, want none and some", tb.name, eq, pos))
+			}
 		}
 		by := map[string]int{}
 		for _, l := range f {
@@ -512,4 +521,19 @@ func replayChangeLog(t *testing.T, tbl *table.Table, db *sql.DB, name string) (i
 		}
 	}
 	return n, fails
+}
+
+// addedDeleteFiles sums the equality- and position-delete files (deletion
+// vectors included) the table's snapshots added, from their summaries.
+func addedDeleteFiles(tbl *table.Table) (equality, position int) {
+	for _, s := range tbl.Metadata().Snapshots() {
+		if s.Summary == nil {
+			continue
+		}
+		n, _ := strconv.Atoi(s.Summary.Properties["added-equality-delete-files"])
+		equality += n
+		n, _ = strconv.Atoi(s.Summary.Properties["added-position-delete-files"])
+		position += n
+	}
+	return equality, position
 }
