@@ -20,6 +20,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/table/dv"
 	"github.com/google/uuid"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/binlake/binlake/ingest/internal/batch"
 	"github.com/binlake/binlake/ingest/internal/keyindex"
@@ -302,6 +303,10 @@ func encodeParquet(rec arrow.RecordBatch) ([]byte, *metadata.FileMetaData, error
 	return buf.Bytes(), fm, nil
 }
 
+// dvReaders bounds the Puffin files a commit reads deletion vectors from
+// at once.
+const dvReaders = 8
+
 // writeDVs writes one Puffin file holding a deletion vector per targeted
 // data file: its new positions, plus those of the file's live vector
 // (existing), which it replaces. It returns the new vectors, the replaced
@@ -320,16 +325,49 @@ func writeDVs(ctx context.Context, tbl *table.Table, fsys icebergio.IO, targets 
 	}
 	meta := tbl.Metadata()
 	w := dv.NewDVWriter(wfs, func(id int32) *iceberg.PartitionSpec { return meta.PartitionSpecByID(int(id)) })
+	// The vectors replaced are read grouped by Puffin file (a commit's
+	// vectors share one: its footer is read once) and the files
+	// concurrently, then merged in path order.
+	paths := slices.Sorted(maps.Keys(targets))
+	olds := make([]iceberg.DataFile, len(paths))
+	bitmaps := make([]*dv.RoaringPositionBitmap, len(paths))
+	byPuffin := map[string][]int{}
+	for i, p := range paths {
+		if old, ok := existing(p); ok {
+			olds[i] = old
+			byPuffin[old.FilePath()] = append(byPuffin[old.FilePath()], i)
+		}
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(dvReaders)
+	for puffinPath, idx := range byPuffin {
+		g.Go(func() error {
+			if err := gctx.Err(); err != nil {
+				return err
+			}
+			files := make([]iceberg.DataFile, len(idx))
+			for j, i := range idx {
+				files[j] = olds[i]
+			}
+			bms, err := dv.ReadDVs(fsys, files)
+			if err != nil {
+				return fmt.Errorf("reading the deletion vectors of %d data files from %s: %w", len(files), puffinPath, err)
+			}
+			for j, i := range idx {
+				bitmaps[i] = bms[j]
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, nil, 0, err
+	}
 	var replaced []iceberg.DataFile
 	n := 0
-	for _, p := range slices.Sorted(maps.Keys(targets)) {
+	for i, p := range paths {
 		t := targets[p]
-		if old, ok := existing(p); ok {
-			bm, err := dv.ReadDV(fsys, old)
-			if err != nil {
-				return nil, nil, 0, fmt.Errorf("reading the deletion vector %s of %s: %w", old.FilePath(), p, err)
-			}
-			w.Load(p, bm, t.file.SpecID(), t.file.Partition())
+		if old := olds[i]; old != nil {
+			w.Load(p, bitmaps[i], t.file.SpecID(), t.file.Partition())
 			replaced = append(replaced, old)
 		}
 		slices.Sort(t.pos)
