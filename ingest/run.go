@@ -218,6 +218,9 @@ func ingest(ctx context.Context, cfg Config, logger *slog.Logger) error {
 			return srv.Shutdown(sctx)
 		})
 	}
+	if idx := commitCfg.Index; idx != nil {
+		g.Go(func() error { pruneIndexes(gctx, cat, idx, logger); return nil })
+	}
 	if cfg.MaintainInterval > 0 {
 		logger.Info("table maintenance scheduled", append([]any{"maintain_interval", cfg.MaintainInterval}, cfg.Maintain.redacted()...)...)
 		g.Go(func() error { return maintainEvery(gctx, cat, cfg.Maintain, cfg.MaintainInterval, logger) })
@@ -234,6 +237,47 @@ func ingest(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		return nil
 	}
 	return err
+}
+
+// pruneInterval is how often ingest removes the key indexes of tables that
+// are gone (at start, then at this interval).
+const pruneInterval = time.Hour
+
+// pruneIndexes removes, at start and then every pruneInterval until ctx
+// ends, the key indexes of tables dropped from the catalog (or dropped and
+// created again), so that a kept state-dir does not grow with every table
+// ever ingested. Failures are logged: the index is a cache.
+func pruneIndexes(ctx context.Context, cat catalog.Catalog, idx *keyindex.Store, logger *slog.Logger) {
+	current := tableUUIDs(cat)
+	t := time.NewTicker(pruneInterval)
+	defer t.Stop()
+	for {
+		if n, err := idx.Prune(ctx, current); err != nil && ctx.Err() == nil {
+			logger.Warn("removing the key indexes of dropped tables", "error", err.Error())
+		} else if n > 0 {
+			logger.Info("removed the key indexes of dropped tables", "tables", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// tableUUIDs answers keyindex.Store.Prune from the catalog: the UUID of the
+// table of a name, or found false when the catalog has no such table.
+func tableUUIDs(cat catalog.Catalog) func(ctx context.Context, name []string) (string, bool, error) {
+	return func(ctx context.Context, name []string) (string, bool, error) {
+		tbl, err := cat.LoadTable(ctx, name)
+		if errors.Is(err, catalog.ErrNoSuchTable) {
+			return "", false, nil
+		}
+		if err != nil {
+			return "", false, err
+		}
+		return tbl.Metadata().TableUUID().String(), true, nil
+	}
 }
 
 // registerMetrics registers every metric ingest exports on reg: the Go and

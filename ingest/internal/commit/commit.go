@@ -172,7 +172,7 @@ func New(ctx context.Context, cat catalog.Catalog, ident table.Identifier, cfg C
 		if mode == DeleteDV && v < 3 {
 			return nil, fmt.Errorf("commit: table %v is format v%d: delete-mode=dv writes deletion vectors, which need format v3 tables (table-format-version=3); use delete-mode=position (or equality) for v2 tables", ident, v)
 		}
-		idx, err := c.cfg.Index.Table(c.tbl.Metadata().TableUUID().String())
+		idx, err := c.cfg.Index.Table(c.tbl.Metadata().TableUUID().String(), ident)
 		if err != nil {
 			return nil, fmt.Errorf("opening the key index of %v: %w", ident, err)
 		}

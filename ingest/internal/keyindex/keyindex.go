@@ -52,6 +52,9 @@ import (
 // column, a deletion vector).
 var ErrUnreadable = errors.New("keyindex: unreadable table content")
 
+// ErrInUse reports an index that is open, which Drop does not remove.
+var ErrInUse = errors.New("keyindex: the table's index is in use")
+
 // DefaultCacheBytes is the default of Config.CacheBytes.
 const DefaultCacheBytes = 64 << 20
 
@@ -136,11 +139,14 @@ func (s *Store) Close() error {
 
 // Table returns the index of the table with UUID uuid, opening it on first
 // use. The same Index is returned for the same uuid; it is meant for the
-// one goroutine that commits to the table.
-func (s *Store) Table(uuid string) (*Index, error) {
+// one goroutine that commits to the table. name is the table's identifier
+// (namespace levels and name) as the caller loaded it: it is recorded with
+// the index, for [Store.Prune].
+func (s *Store) Table(uuid string, name []string) (*Index, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if x, ok := s.open[uuid]; ok {
+		x.setName(name)
 		return x, nil
 	}
 	// The prefix is the UUID's 16 bytes (short keys keep the store and
@@ -154,8 +160,141 @@ func (s *Store) Table(uuid string) (*Index, error) {
 	if err := x.loadMeta(); err != nil {
 		return nil, err
 	}
+	if err := x.setName(name); err != nil {
+		return nil, err
+	}
 	s.open[uuid] = x
 	return x, nil
+}
+
+// setName records the table's identifier with the index (written at once
+// when the index has entries, else with its first).
+func (x *Index) setName(name []string) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if slices.Equal(x.meta.Name, name) {
+		return nil
+	}
+	x.meta.Name = slices.Clone(name)
+	if x.meta.Snapshot == 0 && len(x.files) == 0 {
+		return nil
+	}
+	b := x.db.NewBatch()
+	defer b.Close()
+	if err := x.putMeta(b); err != nil {
+		return err
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("writing the key index: %w", err)
+	}
+	return nil
+}
+
+// Indexed is a table the store holds an index of.
+type Indexed struct {
+	UUID string
+	// Name is the table's identifier when the index was last opened (nil
+	// for an index written before names were recorded).
+	Name []string
+}
+
+// Tables lists the tables the store holds indexes of.
+func (s *Store) Tables() ([]Indexed, error) {
+	it, err := s.db.NewIter(nil)
+	if err != nil {
+		return nil, fmt.Errorf("reading the key index: %w", err)
+	}
+	defer it.Close()
+	var out []Indexed
+	for valid := it.First(); valid; {
+		k := it.Key()
+		if len(k) < 17 || k[16] != '/' {
+			return out, fmt.Errorf("%w: key index entry %x outside any table", ErrUnreadable, k)
+		}
+		id := slices.Clone(k[:16])
+		u, err := uuid.FromBytes(id)
+		if err != nil {
+			return out, err
+		}
+		t := Indexed{UUID: u.String()}
+		if v, closer, err := s.db.Get(append(slices.Clip(id), '/', spaceMeta)); err == nil {
+			var m meta
+			if json.Unmarshal(v, &m) == nil {
+				t.Name = m.Name
+			}
+			closer.Close()
+		}
+		out = append(out, t)
+		valid = it.SeekGE(append(id, '/'+1))
+	}
+	return out, it.Error()
+}
+
+// Drop removes the index of the table with UUID id, which must not be
+// open.
+func (s *Store) Drop(id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, open := s.open[id]; open {
+		return fmt.Errorf("%w: table %s", ErrInUse, id)
+	}
+	b, err := parseUUID(id)
+	if err != nil {
+		return fmt.Errorf("keyindex: table uuid %q: %w", id, err)
+	}
+	start, end := append(slices.Clip(b), '/'), append(slices.Clip(b), '/'+1)
+	if err := s.db.DeleteRange(start, end, pebble.Sync); err != nil {
+		return fmt.Errorf("removing the key index of table %s: %w", id, err)
+	}
+	// Reclaim the space now rather than at some later compaction.
+	if err := s.db.Compact(context.Background(), start, end, false); err != nil {
+		s.log.Warn("compacting the key index after removing a table", "table_uuid", id, "error", err.Error())
+	}
+	return nil
+}
+
+// Prune removes the indexes of tables that are gone: for each index not in
+// use that records its table's name, current says which UUID the table of
+// that name has now (found false: no such table). An index whose name has
+// another table (dropped and created again), or none, is removed; errors
+// of current (a catalog that does not answer) keep the index. It returns
+// the number of indexes removed.
+func (s *Store) Prune(ctx context.Context, current func(ctx context.Context, name []string) (uuid string, found bool, err error)) (int, error) {
+	tables, err := s.Tables()
+	if err != nil {
+		return 0, err
+	}
+	removed := 0
+	for _, t := range tables {
+		if err := ctx.Err(); err != nil {
+			return removed, err
+		}
+		if len(t.Name) == 0 {
+			continue
+		}
+		s.mu.Lock()
+		_, open := s.open[t.UUID]
+		s.mu.Unlock()
+		if open {
+			continue
+		}
+		now, found, err := current(ctx, t.Name)
+		if err != nil {
+			s.log.Debug("keeping the key index of a table the catalog did not answer for", "table", t.Name, "table_uuid", t.UUID, "error", err.Error())
+			continue
+		}
+		if found && now == t.UUID {
+			continue
+		}
+		if err := s.Drop(t.UUID); errors.Is(err, ErrInUse) {
+			continue // opened meanwhile (a rename): its committer owns it now
+		} else if err != nil {
+			return removed, err
+		}
+		removed++
+		s.log.Info("removed the key index of a table that no longer exists under its name", "table", t.Name, "table_uuid", t.UUID, "table_now", map[bool]string{true: now, false: "none"}[found])
+	}
+	return removed, nil
 }
 
 // parseUUID returns the 16 bytes of a UUID in its text form.
@@ -185,6 +324,8 @@ type meta struct {
 	Dirty    bool   `json:"dirty,omitempty"`
 	NextFile uint64 `json:"next_file"`
 	KeyIDs   []int  `json:"key_ids"`
+	// Name is the table's identifier when the index was last opened.
+	Name []string `json:"name,omitempty"`
 }
 
 type fileRec struct {
@@ -276,7 +417,7 @@ func (x *Index) wipe() error {
 	if err := x.db.DeleteRange(x.prefix, end, pebble.Sync); err != nil {
 		return fmt.Errorf("clearing the key index: %w", err)
 	}
-	x.meta = meta{NextFile: 1}
+	x.meta = meta{NextFile: 1, Name: x.meta.Name}
 	x.files, x.byPath, x.dvs, x.loaded = map[uint64]*fileRec{}, map[string]*fileRec{}, map[string]iceberg.DataFile{}, false
 	return nil
 }

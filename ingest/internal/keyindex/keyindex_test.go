@@ -2,8 +2,12 @@ package keyindex
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -76,7 +80,7 @@ func TestDirtyIndexIsWiped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	x, err := st.Table("00000000-0000-0000-0000-000000000001")
+	x, err := st.Table("00000000-0000-0000-0000-000000000001", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +104,7 @@ func TestDirtyIndexIsWiped(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = st.Close() })
-		x, err := st.Table("00000000-0000-0000-0000-000000000001")
+		x, err := st.Table("00000000-0000-0000-0000-000000000001", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,7 +138,7 @@ func TestLockedStoreIsNotRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	x, err := st.Table("00000000-0000-0000-0000-000000000002")
+	x, err := st.Table("00000000-0000-0000-0000-000000000002", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,5 +154,102 @@ func TestLockedStoreIsNotRemoved(t *testing.T) {
 	}
 	if x.Snapshot() != 7 {
 		t.Fatalf("index at snapshot %d after the refused Open, want 7", x.Snapshot())
+	}
+}
+
+// TestPrune: the indexes of tables dropped, or dropped and created again
+// under their name, are removed; those of live tables, of tables in use,
+// of tables the catalog did not answer for and of unnamed tables stay.
+func TestPrune(t *testing.T) {
+	dir := t.TempDir()
+	st, err := Open(Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	df, err := iceberg.NewDataFileBuilder(*iceberg.UnpartitionedSpec, iceberg.EntryContentData, "s3://b/t/data/f.parquet", iceberg.ParquetFile, nil, nil, nil, 1, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const (
+		live      = "00000000-0000-0000-0000-00000000000a"
+		recreated = "00000000-0000-0000-0000-00000000000b"
+		inUse     = "00000000-0000-0000-0000-00000000000c"
+		unnamed   = "00000000-0000-0000-0000-00000000000d"
+		noAnswer  = "00000000-0000-0000-0000-00000000000e"
+		dropped   = "00000000-0000-0000-0000-00000000000f"
+	)
+	names := map[string][]string{live: {"db", "a"}, recreated: {"db", "b"}, inUse: {"db", "c"}, noAnswer: {"db", "e"}, dropped: {"a.b", "f"}}
+	for _, id := range []string{live, recreated, inUse, unnamed, noAnswer, dropped} {
+		x, err := st.Table(id, names[id])
+		if err != nil {
+			t.Fatal(err)
+		}
+		x.loaded = true
+		if err := x.Apply(&table.Snapshot{SnapshotID: 5, SequenceNumber: 1}, nil, []Added{{File: df.Build(), Keys: [][]byte{[]byte("k" + id)}}}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st, err = Open(Config{Dir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	if _, err := st.Table(inUse, names[inUse]); err != nil {
+		t.Fatal(err)
+	}
+	tables, err := st.Tables()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tables) != 6 {
+		t.Fatalf("Tables() = %v, want the 6 indexed tables", tables)
+	}
+	asked := map[string]bool{}
+	n, err := st.Prune(t.Context(), func(_ context.Context, name []string) (string, bool, error) {
+		asked[strings.Join(name, "|")] = true
+		switch strings.Join(name, "|") {
+		case "db|a":
+			return live, true, nil
+		case "db|b":
+			return "00000000-0000-0000-0000-0000000000bb", true, nil
+		case "db|e":
+			return "", false, errors.New("catalog unavailable")
+		case "a.b|f":
+			return "", false, nil
+		}
+		t.Errorf("asked for %v", name)
+		return "", false, nil
+	})
+	if err != nil || n != 2 {
+		t.Fatalf("Prune removed %d (%v), want 2", n, err)
+	}
+	if asked["db|c"] {
+		t.Error("Prune asked about a table whose index is in use")
+	}
+	tables, err = st.Tables()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, tb := range tables {
+		left = append(left, tb.UUID)
+	}
+	slices.Sort(left)
+	if want := []string{live, inUse, unnamed, noAnswer}; !slices.Equal(left, want) {
+		t.Fatalf("indexes left %v, want %v", left, want)
+	}
+	for _, id := range []string{recreated, dropped} {
+		x, err := st.Table(id, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, _ := x.Lookup([]byte("k" + id)); ok || x.Snapshot() != 0 {
+			t.Errorf("%s: the removed index still answers (snapshot %d)", id, x.Snapshot())
+		}
+	}
+	if err := st.Drop(inUse); err == nil {
+		t.Error("Drop of an index in use succeeded")
 	}
 }
