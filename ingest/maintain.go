@@ -292,11 +292,14 @@ func maintainTables(ctx context.Context, cat catalog.Catalog, m *maintain.Mainta
 
 // maintainEvery is ingest's in-process schedule: maintenance of the
 // tables every interval, the first after one interval, until ctx is done.
+// hold pauses this process's commits of a table while it is maintained.
 // Failures are logged and tried again at the next round; they never stop
 // ingest.
-func maintainEvery(ctx context.Context, cat catalog.Catalog, cfg MaintainSettings, interval time.Duration, logger *slog.Logger) error {
+func maintainEvery(ctx context.Context, cat catalog.Catalog, cfg MaintainSettings, interval time.Duration, hold func(context.Context, table.Identifier) (func(), error), logger *slog.Logger) error {
 	logger = logger.With("component", "maintain")
-	m, err := maintain.New(cat, cfg.maintainer(logger))
+	mc := cfg.maintainer(logger)
+	mc.Hold = hold
+	m, err := maintain.New(cat, mc)
 	if err != nil {
 		return err
 	}

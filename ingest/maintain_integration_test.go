@@ -244,7 +244,7 @@ func TestMaintainEvery(t *testing.T) {
 	sctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
-		done <- maintainEvery(sctx, cat, settings, 300*time.Millisecond, newLogger(&log, "text", "info"))
+		done <- maintainEvery(sctx, cat, settings, 300*time.Millisecond, nil, newLogger(&log, "text", "info"))
 	}()
 	for n := 4; n < 12; n++ {
 		write(n)

@@ -223,7 +223,7 @@ func ingest(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	}
 	if cfg.MaintainInterval > 0 {
 		logger.Info("table maintenance scheduled", append([]any{"maintain_interval", cfg.MaintainInterval}, cfg.Maintain.redacted()...)...)
-		g.Go(func() error { return maintainEvery(gctx, cat, cfg.Maintain, cfg.MaintainInterval, logger) })
+		g.Go(func() error { return maintainEvery(gctx, cat, cfg.Maintain, cfg.MaintainInterval, p.HoldTable, logger) })
 	}
 	g.Go(func() error {
 		err := p.Run(gctx)

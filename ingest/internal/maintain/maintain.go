@@ -112,6 +112,13 @@ type Config struct {
 
 	// Logger receives one line per table and step. Default slog.Default().
 	Logger *slog.Logger
+
+	// Hold, when set, is called before a table's first step; the steps
+	// run until the release it returns is called. The in-process schedule
+	// of ingest uses it to pause the table's own commits, which would
+	// otherwise win every race against a compaction that takes longer
+	// than the commit interval.
+	Hold func(ctx context.Context, ident table.Identifier) (release func(), err error)
 }
 
 // Validate checks the settings.
@@ -237,6 +244,13 @@ func (m *Maintainer) Run(ctx context.Context, ident table.Identifier) (Report, e
 	}()
 	rep := Report{Table: ident, DryRun: m.cfg.DryRun}
 	log := m.cfg.Logger.With("table", ident, "dry_run", m.cfg.DryRun)
+	if m.cfg.Hold != nil && !m.cfg.DryRun {
+		release, err := m.cfg.Hold(stop, ident)
+		if err != nil {
+			return rep, fmt.Errorf("pausing the commits of %v: %w", ident, err)
+		}
+		defer release()
+	}
 	tbl, err := m.cat.LoadTable(ctx, ident)
 	if err != nil {
 		return rep, fmt.Errorf("loading table %v: %w", ident, err)

@@ -1,11 +1,14 @@
 package pipeline
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/binlake/binlake/ingest/internal/batch"
 	"github.com/binlake/binlake/ingest/internal/commit"
@@ -131,4 +134,32 @@ func TestParseDeleteModes(t *testing.T) {
 			t.Errorf("%q: no error", bad)
 		}
 	}
+}
+
+// TestHoldTable: while maintenance holds a table, its commits wait (and
+// give up when their context ends); other tables commit; release lets
+// them through.
+func TestHoldTable(t *testing.T) {
+	p := &Pipeline{}
+	a, b := table.Identifier{"db", "a"}, table.Identifier{"db", "b"}
+	release, err := p.HoldTable(t.Context(), a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := p.lockCommits(short, a); err == nil {
+		t.Fatal("a commit went through while the table was held")
+	}
+	rb, err := p.lockCommits(t.Context(), b)
+	if err != nil {
+		t.Fatalf("another table's commit waited: %v", err)
+	}
+	rb()
+	release()
+	ra, err := p.lockCommits(t.Context(), a)
+	if err != nil {
+		t.Fatalf("commit after release: %v", err)
+	}
+	ra()
 }

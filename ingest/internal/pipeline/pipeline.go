@@ -204,6 +204,50 @@ type Pipeline struct {
 	// heldBy is, for a topic with dots in its names, the table that held
 	// its offsets at assignment (heldIdent); guarded by mu.
 	heldBy map[string]table.Identifier
+
+	// commitLocks are, by table identifier, held by each commit of the
+	// table and by in-process maintenance of it (HoldTable).
+	lockMu      sync.Mutex
+	commitLocks map[string]chan struct{}
+}
+
+// commitLock is the table's commit lock: a channel of capacity one, held
+// while it holds a value.
+func (p *Pipeline) commitLock(ident table.Identifier) chan struct{} {
+	p.lockMu.Lock()
+	defer p.lockMu.Unlock()
+	if p.commitLocks == nil {
+		p.commitLocks = map[string]chan struct{}{}
+	}
+	k := strings.Join(ident, "\x00")
+	l := p.commitLocks[k]
+	if l == nil {
+		l = make(chan struct{}, 1)
+		p.commitLocks[k] = l
+	}
+	return l
+}
+
+// lockCommits waits until no commit or maintenance of the table is in
+// progress and holds its commit lock; it returns ctx's error when ctx
+// ends first.
+func (p *Pipeline) lockCommits(ctx context.Context, ident table.Identifier) (release func(), err error) {
+	l := p.commitLock(ident)
+	select {
+	case l <- struct{}{}:
+		return func() { <-l }, nil
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+}
+
+// HoldTable pauses the commits of table ident (made by this process) until
+// release is called: the table's batches keep buffering, bounded by
+// max-buffered-bytes. It waits for a commit in progress to end. In-process
+// maintenance holds each table it maintains, so that its compaction is
+// not starved by commits every flush interval.
+func (p *Pipeline) HoldTable(ctx context.Context, ident table.Identifier) (release func(), err error) {
+	return p.lockCommits(ctx, ident)
 }
 
 // New returns a pipeline reading with a new Kafka client. Close it.

@@ -650,8 +650,12 @@ func (w *worker) flush(ctx context.Context, reason string) error {
 	met := w.p.cfg.Metrics
 	var res commit.Result
 	for round := 1; ; round++ {
-		var err error
+		release, err := w.p.lockCommits(ctx, w.ident)
+		if err != nil {
+			return fmt.Errorf("committing %d events to %v: waiting for the table's maintenance: %w", w.buf.Len(), w.ident, err)
+		}
 		res, err = w.committer.Commit(ctx, w.buf)
+		release()
 		if err == nil {
 			break
 		}
