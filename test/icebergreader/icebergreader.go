@@ -129,20 +129,22 @@ func ReadWith(reader, ident string) ([]Row, error) {
 	return rows, err
 }
 
-// Start builds reader and starts its process, if not yet running, without
-// waiting for it to be ready: a test starts the slow ones (Spark) early so
-// that they come up while it writes its tables.
-func Start(reader string) error {
-	s, err := serverFor(reader)
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd == nil {
-		return s.start()
-	}
-	return nil
+// Start builds reader and starts its process in the background, if not
+// yet running, without waiting: a test starts the slow ones (a Maven
+// build, a JVM, a Spark session) early so that they come up while it
+// writes its tables. A failure shows in the first ReadWith.
+func Start(reader string) {
+	go func() {
+		s, err := serverFor(reader)
+		if err != nil {
+			return // ReadWith builds again, and fails the same way
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.cmd == nil {
+			_ = s.start()
+		}
+	}()
 }
 
 var servers = map[string]*server{}

@@ -86,7 +86,7 @@ def duckdb_reader():
         con.execute("DETACH DATABASE IF EXISTS ice")
         con.execute("ATTACH 'warehouse' AS ice (TYPE iceberg, ENDPOINT ?, AUTHORIZATION_TYPE 'none')",
                     [os.environ["BINLAKE_ICEBERG_URI"]])
-        return con.execute("SELECT * FROM ice.%s.%s" % (q(ns), q(name))).fetch_arrow_table()
+        return con.execute("SELECT * FROM ice.%s.%s" % (q(ns), q(name))).to_arrow_table()
 
     return scan
 
@@ -98,7 +98,11 @@ def spark_reader():
 
     c = "spark.sql.catalog.ice"
     b = (SparkSession.builder.master("local[2]").appName("binlake-test-reader")
-         .config("spark.jars", os.environ["BINLAKE_SPARK_JARS"])
+         # On the JVM class path rather than spark.jars: no copies to serve.
+         .config("spark.driver.extraClassPath", os.environ["BINLAKE_SPARK_JARS"].replace(",", os.pathsep))
+         # Short reads of small tables: the quick JIT tier is enough.
+         .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+         .config("spark.ui.showConsoleProgress", "false")
          .config("spark.driver.memory", "1g")
          .config("spark.ui.enabled", "false")
          .config("spark.sql.session.timeZone", "UTC")
