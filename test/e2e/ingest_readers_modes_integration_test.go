@@ -32,7 +32,9 @@ var readerModes = []struct{ mode, version string }{
 // key changes, a truncate, an ADD COLUMN, a bucketed table and a keyless
 // change log), once in each delete mode: one database, one capture per
 // mode (each its own topic prefix, so its own capture id and server id)
-// and one ingest per mode into namespace <prefix>_<db>. Every table is
+// and one ingest per mode into namespace <prefix>_<db>; each INSERT is
+// committed before the statements after it, so every keyed table gets
+// delete files of its mode (checked). Every table is
 // then read by each of icebergreader.Readers (the Java reference reader,
 // pyiceberg 0.12, DuckDB 1.5.5's iceberg extension and Spark 4.1 with
 // Iceberg's runtime), each through its own engine, and compared with
@@ -79,14 +81,18 @@ func TestIngestDeleteModesReaders(t *testing.T) {
 		waitLog(t, cp, "Connected to server", 30*time.Second)
 	}
 	t.Logf("%s: captures connected", time.Since(t0).Round(time.Second))
-	exec1(t, c, pausedWorkload(typesWorkload)...)
-	t.Logf("%s: workload run", time.Since(t0).Round(time.Second))
-
 	ctx := t.Context()
 	cat, err := rest.NewCatalog(ctx, "e2e", ice.URI, rest.WithAdditionalProps(ice.FileIOProps()))
 	if err != nil {
 		t.Fatal(err)
 	}
+	var nss []string
+	for _, m := range readerModes {
+		nss = append(nss, namespaces[m.mode])
+	}
+	runCommitting(t, c, cat, nss, ings, typesWorkload)
+	t.Logf("%s: workload run", time.Since(t0).Round(time.Second))
+
 	db := c.db.AdminDB(t, c.dbName)
 	if _, err := db.ExecContext(ctx, "SET time_zone = '+00:00'"); err != nil {
 		t.Fatal(err)
@@ -149,7 +155,9 @@ func TestIngestDeleteModesReaders(t *testing.T) {
 			n := compare(m.mode, "java", tb, false, 3*time.Minute)
 			results[m.mode]["java"].rows += n
 			results[m.mode]["java"].tables++
-			eq := deleteFiles(t, cat, table.Identifier{namespaces[m.mode], tb.name}, m.mode, tb.name == "buck")
+			// Every keyed table's updates and deletes found its rows
+			// committed (runCommitting), so it has delete files.
+			eq := deleteFiles(t, cat, table.Identifier{namespaces[m.mode], tb.name}, m.mode, tb.key != nil)
 			if eq {
 				eqTables++
 			}
@@ -182,22 +190,83 @@ func TestIngestDeleteModesReaders(t *testing.T) {
 	}
 }
 
-// pausedWorkload is workload with a pause longer than
-// INGEST_FLUSH_INTERVAL after each INSERT into a table with a primary key:
-// the rows are mostly committed before the updates and deletes that
-// follow, which then need delete files of the mode under test in every
-// type family's table, not only in the bucketed one (whose inserts
-// typesWorkload commits first itself). Which tables get delete files still
-// depends on timing; deleteFiles logs them.
-func pausedWorkload(workload []string) []string {
-	var out []string
+// runCommitting runs workload on c's database so that each INSERT into a
+// table is committed by the ingest of every namespace in nss before the
+// statements after it: the updates and deletes that follow then need
+// delete files of the mode under test in every type family's table, not
+// only in the bucketed one (a batch may still close mid-statement: mostly,
+// not always). The first INSERT into each table runs first, all of them,
+// then one wait for all the new tables (ingest finds new topics every
+// 10 s); the rest in order, with a wait after each later INSERT. The
+// tables are independent, so this changes no table's history. The waits
+// replace typesWorkload's pause (DO SLEEP), which guessed at ingest's
+// discovery of new topics.
+func runCommitting(t *testing.T, c *captureEnv, cat *rest.Catalog, nss []string, ings map[string]*proc, workload []string) {
+	t.Helper()
+	snapshot := func(ns, name string) int64 {
+		tbl, err := cat.LoadTable(t.Context(), table.Identifier{ns, name})
+		if err != nil || tbl.CurrentSnapshot() == nil {
+			return 0
+		}
+		return tbl.CurrentSnapshot().SnapshotID
+	}
+	// committed waits until each of names has a snapshot in every
+	// namespace other than the one in before (0: none).
+	committed := func(names []string, before map[string]int64) {
+		t.Helper()
+		testenv.CheckFor(t, 90*time.Second, 200*time.Millisecond, func() error {
+			for mode, ing := range ings {
+				if ing.exited() {
+					t.Fatalf("%s ingest exited: %v\n%s", mode, ing.err, ing.output())
+				}
+			}
+			for _, ns := range nss {
+				for _, name := range names {
+					if id := snapshot(ns, name); id == 0 || id == before[ns+"."+name] {
+						return fmt.Errorf("%s.%s: no snapshot committed since its last INSERT", ns, name)
+					}
+				}
+			}
+			return nil
+		})
+	}
+	insertInto := func(s string) string {
+		name, ok := strings.CutPrefix(s, "INSERT INTO ")
+		if !ok {
+			return ""
+		}
+		name, _, _ = strings.Cut(name, " ")
+		return name
+	}
+	var first, rest []string
+	seen := map[string]bool{}
 	for _, s := range workload {
-		out = append(out, s)
-		if strings.HasPrefix(s, "INSERT INTO ") && !strings.HasPrefix(s, "INSERT INTO nopk ") && !strings.HasPrefix(s, "INSERT INTO buck ") {
-			out = append(out, "DO SLEEP(2)")
+		switch name := insertInto(s); {
+		case strings.HasPrefix(s, "DO SLEEP"):
+		case name != "" && !seen[name]:
+			seen[name] = true
+			first = append(first, s)
+		default:
+			rest = append(rest, s)
 		}
 	}
-	return out
+	var names []string
+	for _, s := range first {
+		names = append(names, insertInto(s))
+	}
+	exec1(t, c, first...)
+	committed(names, nil)
+	for _, s := range rest {
+		name := insertInto(s)
+		before := map[string]int64{}
+		for _, ns := range nss {
+			before[ns+"."+name] = snapshot(ns, name)
+		}
+		exec1(t, c, s)
+		if name != "" {
+			committed([]string{name}, before)
+		}
+	}
 }
 
 // deleteFiles checks that the delete files of ident are those of mode (no

@@ -461,7 +461,7 @@ func readerEqualsMariaDB(ctx context.Context, t *testing.T, cat *rest.Catalog, d
 	}
 	java, err := lakecheck.FromJava(conv, cols, key, types)
 	if err != nil {
-		return 0, []string{err.Error()}
+		return 0, []string{reader + " reader: " + err.Error()}
 	}
 	lakeName, err := lakeColumnNames(ctx, db, name, types)
 	if err != nil {
