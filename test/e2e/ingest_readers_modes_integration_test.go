@@ -194,8 +194,7 @@ func TestIngestDeleteModesReaders(t *testing.T) {
 // table is committed by the ingest of every namespace in nss before the
 // statements after it: the updates and deletes that follow then need
 // delete files of the mode under test in every type family's table, not
-// only in the bucketed one (a batch may still close mid-statement: mostly,
-// not always). The first INSERT into each table runs first, all of them,
+// only in the bucketed one (deleteFiles checks they exist). The first INSERT into each table runs first, all of them,
 // then one wait for all the new tables (ingest finds new topics every
 // 10 s); the rest in order, with a wait after each later INSERT. The
 // tables are independent, so this changes no table's history. The waits
