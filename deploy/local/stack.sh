@@ -36,6 +36,7 @@ TOOLS=(
 )
 PYICEBERG_VERSION=0.12.0       # test reader (PyPI), installed in a venv under $STACK/python
 DUCKDB_VERSION=1.5.5           # test reader (PyPI duckdb and its packaged iceberg, avro, httpfs extensions), same venv
+PYSPARK_VERSION=4.1.4          # test reader (PyPI pyspark), same venv; its Iceberg runtime jars: test/icebergreader/spark/pom.xml
 
 # Ports (fixed, non-default, loopback only).
 MARIADB_PORT=${BINLAKE_MARIADB_PORT:-13306}
@@ -476,21 +477,23 @@ EOF
 
 # python_up installs the Python test readers (pyiceberg; DuckDB with its
 # iceberg, avro and httpfs extensions, packaged on PyPI because DuckDB cannot
-# download extensions here) in a venv under $STACK/python; the tests run it
-# as $BINLAKE_PYTHON.
+# download extensions here; pyspark, whose Iceberg runtime jars
+# test/icebergreader resolves from Maven Central) in a venv under
+# $STACK/python; the tests run it as $BINLAKE_PYTHON.
 python_up() {
   local venv=$STACK/python
   if [[ -x $venv/bin/python ]] && "$venv/bin/python" -c "
-import sys, pyiceberg, pyarrow, duckdb, duckdb_extension_iceberg, duckdb_extension_avro, duckdb_extension_httpfs
-sys.exit(pyiceberg.__version__ != '$PYICEBERG_VERSION' or duckdb.__version__ != '$DUCKDB_VERSION')" 2>/dev/null; then
+import sys, pyiceberg, pyarrow, duckdb, duckdb_extension_iceberg, duckdb_extension_avro, duckdb_extension_httpfs, pyspark
+sys.exit(pyiceberg.__version__ != '$PYICEBERG_VERSION' or duckdb.__version__ != '$DUCKDB_VERSION' or pyspark.__version__ != '$PYSPARK_VERSION')" 2>/dev/null; then
     return
   fi
-  command -v python3 >/dev/null || die "python3 is needed for the pyiceberg and DuckDB test readers"
-  log "installing pyiceberg $PYICEBERG_VERSION and DuckDB $DUCKDB_VERSION into $venv"
+  command -v python3 >/dev/null || die "python3 is needed for the pyiceberg, DuckDB and Spark test readers"
+  log "installing pyiceberg $PYICEBERG_VERSION, DuckDB $DUCKDB_VERSION and pyspark $PYSPARK_VERSION into $venv"
   [[ -x $venv/bin/python ]] || python3 -m venv "$venv" || die "python3 -m venv $venv failed (Debian: apt-get install python3-venv)"
   "$venv/bin/pip" install -q --disable-pip-version-check "pyiceberg[pyarrow]==$PYICEBERG_VERSION" "duckdb==$DUCKDB_VERSION" \
-    "duckdb-extension-iceberg==$DUCKDB_VERSION" "duckdb-extension-avro==$DUCKDB_VERSION" "duckdb-extension-httpfs==$DUCKDB_VERSION" >"$STACK/logs/pip.log" 2>&1 ||
-    die "pip install of pyiceberg $PYICEBERG_VERSION and duckdb $DUCKDB_VERSION (with extensions) failed; see $STACK/logs/pip.log"
+    "duckdb-extension-iceberg==$DUCKDB_VERSION" "duckdb-extension-avro==$DUCKDB_VERSION" "duckdb-extension-httpfs==$DUCKDB_VERSION" \
+    "pyspark==$PYSPARK_VERSION" >"$STACK/logs/pip.log" 2>&1 ||
+    die "pip install of pyiceberg $PYICEBERG_VERSION, duckdb $DUCKDB_VERSION (with extensions) and pyspark $PYSPARK_VERSION failed; see $STACK/logs/pip.log"
 }
 
 cmd_up() { # cmd_up [component...]: all of them (and the Python readers) when none is named

@@ -1,13 +1,17 @@
-// Package icebergreader reads Iceberg tables with the Java reference
-// implementation (iceberg-data's generic reader, which applies equality and
-// position deletes itself), so tests check what ingest writes with a reader
-// that shares no code with iceberg-go. The Java program lives in java/ and
-// is built with Maven on first use.
+// Package icebergreader reads Iceberg tables with readers that share no
+// code with iceberg-go, so tests check what ingest writes independently:
+// the Java reference implementation (iceberg-data's generic reader, which
+// applies equality and position deletes itself; java/, built with Maven on
+// first use), and pyiceberg, DuckDB's iceberg extension and Apache Spark
+// (readers.py, run with $BINLAKE_PYTHON; Spark's Iceberg jars come from
+// spark/pom.xml). Every reader prints rows in the Java reader's canonical
+// strings (see [Row]), so one comparison serves them all.
 package icebergreader
 
 import (
 	"bufio"
 	"bytes"
+	_ "embed"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,36 +19,70 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 )
 
-var (
-	buildOnce sync.Once
-	buildErr  error
-)
+// Readers are the names [ReadWith] takes.
+var Readers = []string{"java", "pyiceberg", "duckdb", "spark"}
 
-func dir() string {
+func pkgDir() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "java")
+	return filepath.Dir(file)
 }
 
-func build() error {
-	buildOnce.Do(func() {
-		d := dir()
-		cmd := exec.Command("mvn", "-q", "-B", "package", "dependency:copy-dependencies",
-			"-DoutputDirectory=target/lib", "-DincludeScope=runtime", "-DskipTests")
-		cmd.Dir = d
+func dir() string { return filepath.Join(pkgDir(), "java") }
+
+// mvnOnce runs a Maven build in a directory of this package once per
+// process.
+type mvnOnce struct {
+	once sync.Once
+	err  error
+}
+
+func (m *mvnOnce) run(what, sub string, args ...string) error {
+	m.once.Do(func() {
+		cmd := exec.Command("mvn", append([]string{"-q", "-B"}, args...)...)
+		cmd.Dir = filepath.Join(pkgDir(), sub)
 		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("building the Java Iceberg reader: %v\n%s", err, out)
+			m.err = fmt.Errorf("building %s: %v\n%s", what, err, out)
 		}
 	})
-	return buildErr
+	return m.err
 }
 
-// Row is one table row: column name → canonical value (nil for NULL).
+var javaBuild, sparkJars mvnOnce
+
+func build() error {
+	return javaBuild.run("the Java Iceberg reader", "java", "package", "dependency:copy-dependencies",
+		"-DoutputDirectory=target/lib", "-DincludeScope=runtime", "-DskipTests")
+}
+
+// buildSpark resolves Spark's Iceberg runtime and AWS bundle from Maven
+// Central into spark/target/lib, and returns their paths.
+func buildSpark() ([]string, error) {
+	if err := sparkJars.run("the Spark reader's jars", "spark", "dependency:copy-dependencies",
+		"-DoutputDirectory=target/lib", "-DincludeScope=runtime"); err != nil {
+		return nil, err
+	}
+	jars, err := filepath.Glob(filepath.Join(pkgDir(), "spark", "target", "lib", "*.jar"))
+	if err == nil && len(jars) != 2 {
+		err = fmt.Errorf("spark reader: want the Iceberg Spark runtime and AWS bundle jars, found %v", jars)
+	}
+	return jars, err
+}
+
+//go:embed readers.py
+var readersPy string
+
+// Row is one table row: column name → canonical value (nil for NULL), as
+// the Java reader renders it (ReadTable.java): decimals plain, timestamps
+// UTC "uuuu-MM-dd HH:mm:ss.SSSSSS", dates and times as Java's LocalDate and
+// LocalTime print them, binary as lower-case hex, booleans true or false,
+// floats as Java's text, structs as {name=value,...} with NULL.
 type Row map[string]*string
 
 // Read returns every live row of namespace.table as the Java reader sees it.
@@ -63,41 +101,122 @@ func Read(t testing.TB, ident string) []Row {
 // lake tests read hundreds of tables); it loads the table from the catalog
 // again for each read, and is started again after a failure.
 func ReadErr(ident string) ([]Row, error) {
-	if err := build(); err != nil {
+	return ReadWith("java", ident)
+}
+
+// ReadWith returns every live row of namespace.table as reader (one of
+// [Readers]) reads it through its own engine: Iceberg's Java generic
+// reader; pyiceberg's scan().to_arrow(); DuckDB's iceberg extension,
+// SELECT * from the REST catalog attached; Spark's spark.table in local
+// mode. One process per reader serves every read of the test process (a
+// JVM or Spark session starts in seconds); it loads the table from the
+// catalog again for each read, and is started again after a failure. An
+// error of a reader that refused the table holds the engine's message.
+func ReadWith(reader, ident string) ([]Row, error) {
+	s, err := serverFor(reader)
+	if err != nil {
 		return nil, err
 	}
 	if strings.ContainsAny(ident, "\r\n") {
-		return nil, fmt.Errorf("java reader: table name %q has a line break", ident)
+		return nil, fmt.Errorf("%s reader: table name %q has a line break", reader, ident)
 	}
-	srv.mu.Lock()
-	defer srv.mu.Unlock()
-	rows, err := srv.read(ident)
-	if err != nil {
-		srv.stop()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rows, err := s.read(ident)
+	if err != nil && s.crashed {
+		s.stop()
 	}
 	return rows, err
+}
+
+// Start builds reader and starts its process in the background, if not
+// yet running, without waiting: a test starts the slow ones (a Maven
+// build, a JVM, a Spark session) early so that they come up while it
+// writes its tables. A failure shows in the first ReadWith.
+func Start(reader string) {
+	go func() {
+		s, err := serverFor(reader)
+		if err != nil {
+			return // ReadWith builds again, and fails the same way
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.cmd == nil {
+			_ = s.start()
+		}
+	}()
+}
+
+var servers = map[string]*server{}
+var serversMu sync.Mutex
+
+// serverFor builds reader's program (once) and returns its server.
+func serverFor(reader string) (*server, error) {
+	if !slices.Contains(Readers, reader) {
+		return nil, fmt.Errorf("no Iceberg reader %q (readers: %s)", reader, strings.Join(Readers, ", "))
+	}
+	var newCmd func() *exec.Cmd
+	switch reader {
+	case "java":
+		if err := build(); err != nil {
+			return nil, err
+		}
+		newCmd = func() *exec.Cmd {
+			d := dir()
+			return exec.Command("java", "-Xmx512m", "-cp", filepath.Join(d, "target", "iceberg-reader-1.jar")+string(os.PathListSeparator)+filepath.Join(d, "target", "lib", "*"),
+				"io.binlake.reader.ReadTable", "--serve")
+		}
+	default:
+		var env []string
+		if reader == "spark" {
+			jars, err := buildSpark()
+			if err != nil {
+				return nil, err
+			}
+			env = append(env, "BINLAKE_SPARK_JARS="+strings.Join(jars, ","))
+		}
+		// stack.sh installs the readers in a venv and names its
+		// interpreter BINLAKE_PYTHON; without it, python3 must have them.
+		python := os.Getenv("BINLAKE_PYTHON")
+		if python == "" {
+			python = "python3"
+		}
+		newCmd = func() *exec.Cmd {
+			cmd := exec.Command(python, "-c", readersPy, reader)
+			cmd.Env = append(os.Environ(), env...)
+			return cmd
+		}
+	}
+	serversMu.Lock()
+	defer serversMu.Unlock()
+	s := servers[reader]
+	if s == nil {
+		s = &server{name: reader + " reader", newCmd: newCmd}
+		servers[reader] = s
+	}
+	return s, nil
 }
 
 // readTimeout bounds one table read; a reader stuck past it is killed.
 const readTimeout = 5 * time.Minute
 
-// server is the Java reader in serve mode: table names on its stdin, each
-// answered by its rows (JSON lines) and a line END, or a line ERROR <json>.
+// server is a reader in serve mode (the Java reader's --serve, or
+// readers.py): table names on its stdin, each answered by its rows (JSON
+// lines) and a line END, or a line ERROR <json>.
 type server struct {
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	in     io.WriteCloser
-	out    *bufio.Reader
-	stderr *tailBuffer
-	done   chan struct{} // closed when cmd has exited
+	name    string
+	newCmd  func() *exec.Cmd
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	in      io.WriteCloser
+	out     *bufio.Reader
+	stderr  *tailBuffer
+	done    chan struct{} // closed when cmd has exited
+	crashed bool          // the last read failed other than by an ERROR line
 }
 
-var srv server
-
 func (s *server) start() error {
-	d := dir()
-	cmd := exec.Command("java", "-Xmx512m", "-cp", filepath.Join(d, "target", "iceberg-reader-1.jar")+string(os.PathListSeparator)+filepath.Join(d, "target", "lib", "*"),
-		"io.binlake.reader.ReadTable", "--serve")
+	cmd := s.newCmd()
 	s.stderr = &tailBuffer{max: 64 << 10}
 	cmd.Stderr = s.stderr
 	in, err := cmd.StdinPipe()
@@ -109,7 +228,7 @@ func (s *server) start() error {
 		return err
 	}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting the java reader: %w", err)
+		return fmt.Errorf("starting the %s: %w", s.name, err)
 	}
 	s.cmd, s.in, s.out, s.done = cmd, in, bufio.NewReaderSize(out, 1<<20), make(chan struct{})
 	go func(done chan struct{}) { _ = cmd.Wait(); close(done) }(s.done)
@@ -127,6 +246,7 @@ func (s *server) stop() {
 }
 
 func (s *server) read(ident string) ([]Row, error) {
+	s.crashed = true
 	if s.cmd == nil {
 		if err := s.start(); err != nil {
 			return nil, err
@@ -136,29 +256,31 @@ func (s *server) read(ident string) ([]Row, error) {
 	timer := time.AfterFunc(readTimeout, func() { _ = cmd.Process.Kill() })
 	defer timer.Stop()
 	if _, err := io.WriteString(s.in, ident+"\n"); err != nil {
-		return nil, fmt.Errorf("java reader on %s: %v\n%s", ident, err, s.stderr)
+		return nil, fmt.Errorf("%s on %s: %v\n%s", s.name, ident, err, s.stderr)
 	}
 	var rows []Row
 	for {
 		line, err := s.out.ReadBytes('\n')
 		if err != nil {
-			return nil, fmt.Errorf("java reader on %s stopped (killed after %s, or failed): %v\n%s", ident, readTimeout, err, s.stderr)
+			return nil, fmt.Errorf("%s on %s stopped (killed after %s, or failed): %v\n%s", s.name, ident, readTimeout, err, s.stderr)
 		}
 		line = bytes.TrimSuffix(line, []byte("\n"))
 		switch {
 		case string(line) == "END":
+			s.crashed = false
 			return rows, nil
 		case bytes.HasPrefix(line, []byte("ERROR ")):
 			var msg string
 			if err := json.Unmarshal(line[len("ERROR "):], &msg); err != nil {
 				msg = string(line)
 			}
-			s.stderr.Reset() // the JVM is fine: the table was not readable
-			return nil, fmt.Errorf("java reader on %s: %s", ident, msg)
+			s.stderr.Reset() // the reader is fine: the table was not readable
+			s.crashed = false
+			return nil, fmt.Errorf("%s on %s: %s", s.name, ident, msg)
 		}
 		var r Row
 		if err := json.Unmarshal(line, &r); err != nil {
-			return nil, fmt.Errorf("java reader output %q: %w", line, err)
+			return nil, fmt.Errorf("%s output %q: %w", s.name, line, err)
 		}
 		rows = append(rows, r)
 	}
