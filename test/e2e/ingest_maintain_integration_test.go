@@ -20,6 +20,9 @@ import (
 // retries), and at the end the table equals MariaDB, with fewer snapshots
 // than ingest committed.
 func TestIngestScheduledMaintenance(t *testing.T) {
+	// Mostly waiting for the first round: it runs beside the other
+	// parallel test (TestIngestDeleteModesReaders), after the serial ones.
+	t.Parallel()
 	c := newCaptureEnv(t)
 	exec1(t, c, typesDDL)
 	cp := start(t, binary(t, "capture"), c.env, "capture.log")

@@ -42,6 +42,8 @@ var readerModes = []struct{ mode, version string }{
 // pyiceberg, which does not read equality deletes, must refuse every table
 // whose scan has one, saying so (ingest/README.md, "Readers").
 func TestIngestDeleteModesReaders(t *testing.T) {
+	// Beside TestIngestScheduledMaintenance, which mostly waits.
+	t.Parallel()
 	t0 := time.Now()
 	// The readers' processes start now (a JVM, a Spark session) and come up
 	// while the tables are written.
