@@ -32,10 +32,10 @@ type CompactReport struct {
 	OutputBytes int64
 	// Delete files removed because nothing they apply to is left.
 	RemovedPositionDeletes, RemovedEqualityDeletes, RemovedDeletionVectors int
-	// SkippedOtherSpec counts data files of an older partition spec, left
-	// alone (they would be rewritten into the current spec's partitions).
-	SkippedOtherSpec int
-	SnapshotID       int64 // the compaction snapshot; 0 when none
+	// OtherSpecFiles counts the input data files of an older partition
+	// spec: every one is rewritten, into the current spec's partitions.
+	OtherSpecFiles int
+	SnapshotID     int64 // the compaction snapshot; 0 when none
 }
 
 func (r CompactReport) attrs() []any {
@@ -43,7 +43,7 @@ func (r CompactReport) attrs() []any {
 		"groups", r.Groups, "input_files", r.InputFiles, "input_bytes", r.InputBytes,
 		"input_delete_files", r.InputDeleteFiles, "output_files", r.OutputFiles, "output_bytes", r.OutputBytes,
 		"removed_position_deletes", r.RemovedPositionDeletes, "removed_equality_deletes", r.RemovedEqualityDeletes,
-		"removed_deletion_vectors", r.RemovedDeletionVectors, "skipped_other_spec", r.SkippedOtherSpec,
+		"removed_deletion_vectors", r.RemovedDeletionVectors, "other_spec_files", r.OtherSpecFiles,
 		"snapshot_id", r.SnapshotID,
 	}
 }
@@ -120,12 +120,13 @@ func (m *Maintainer) compactOnce(ctx context.Context, tbl *table.Table) (Compact
 	}
 	spec := int32(tbl.Metadata().DefaultPartitionSpec())
 	current := tasks[:0:0]
+	var other []table.FileScanTask
 	for _, t := range tasks {
 		if err := checkReadable(t); err != nil {
 			return rep, err
 		}
 		if t.File.SpecID() != spec {
-			rep.SkippedOtherSpec++
+			other = append(other, t)
 			continue
 		}
 		current = append(current, t)
@@ -136,6 +137,12 @@ func (m *Maintainer) compactOnce(ctx context.Context, tbl *table.Table) (Compact
 		return rep, fmt.Errorf("planning the compaction (target file size %d): %w", target, err)
 	}
 	groups := selectGroups(plan, m.cfg.MinInputFiles)
+	// Files of older specs are all rewritten, whatever their size: into the
+	// current spec, so that the table converges on one layout (readers
+	// prune by it, and equality deletes of the current spec apply to
+	// them).
+	rep.OtherSpecFiles = len(other)
+	groups = append(groups, otherSpecGroups(other, target)...)
 	deletes := map[string]bool{}
 	for _, g := range groups {
 		rep.Groups++
@@ -180,8 +187,15 @@ func (m *Maintainer) rewrite(ctx context.Context, tbl *table.Table, groups []tab
 		}
 	}
 	rewritten := map[string]struct{}{}
+	spec := int32(tbl.Metadata().DefaultPartitionSpec())
 	for _, g := range groups {
-		gr, err := table.ExecuteCompactionGroup(ctx, tbl, g, table.WithCompactionTargetFileSize(target))
+		var gr table.CompactionGroupResult
+		var err error
+		if g.Tasks[0].File.SpecID() != spec {
+			gr, err = respec(ctx, tbl, g, target)
+		} else {
+			gr, err = table.ExecuteCompactionGroup(ctx, tbl, g, table.WithCompactionTargetFileSize(target))
+		}
 		results = append(results, gr)
 		if err != nil {
 			cleanup()
@@ -261,6 +275,52 @@ func (m *Maintainer) rewrite(ctx context.Context, tbl *table.Table, groups []tab
 		rep.SnapshotID = s.SnapshotID
 	}
 	return nil
+}
+
+// otherSpecGroups groups data files of older partition specs by spec and
+// partition, each group at most about target bytes of input.
+func otherSpecGroups(tasks []table.FileScanTask, target int64) []table.CompactionTaskGroup {
+	var out []table.CompactionTaskGroup
+	open := map[string]int{} // spec and partition → index of its group being filled
+	for _, t := range tasks {
+		base := fmt.Sprintf("spec-%d/%v", t.File.SpecID(), t.File.Partition())
+		i, ok := open[base]
+		if !ok || (out[i].TotalSizeBytes > 0 && out[i].TotalSizeBytes+t.File.FileSizeBytes() > target) {
+			out = append(out, table.CompactionTaskGroup{PartitionKey: fmt.Sprintf("%s#%d", base, len(out))})
+			i = len(out) - 1
+			open[base] = i
+		}
+		out[i].Tasks = append(out[i].Tasks, t)
+		out[i].TotalSizeBytes += t.File.FileSizeBytes()
+	}
+	return out
+}
+
+// respec rewrites a group of data files of an older partition spec, their
+// deletes applied, into the table's current spec: the rows are read as a
+// compaction group is, and written by the fanout writer, which partitions
+// them by the current spec (ExecuteCompactionGroup's clustered writer
+// expects rows of one partition of it). Row lineage is not kept (as
+// ExecuteCompactionGroup does for a group of mixed lineage).
+func respec(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup, target int64) (table.CompactionGroupResult, error) {
+	res := table.CompactionGroupResult{PartitionKey: g.PartitionKey, BytesBefore: g.TotalSizeBytes}
+	arrowSchema, records, err := tbl.Scan().ReadTasks(ctx, g.Tasks)
+	if err != nil {
+		return res, fmt.Errorf("reading the files of group %q: %w", g.PartitionKey, err)
+	}
+	for df, err := range table.WriteRecords(ctx, tbl, arrowSchema, records, table.WithTargetFileSize(target)) {
+		if err != nil {
+			return res, fmt.Errorf("writing group %q in the current partition spec: %w", g.PartitionKey, err)
+		}
+		res.NewDataFiles = append(res.NewDataFiles, df)
+		res.BytesAfter += df.FileSizeBytes()
+	}
+	for _, t := range g.Tasks {
+		res.OldDataFiles = append(res.OldDataFiles, t.File)
+	}
+	res.SafePosDeletes = table.CollectSafePositionDeletes(g.Tasks)
+	res.SafeDeletionVectors = table.CollectSafeDeletionVectors(g.Tasks)
+	return res, nil
 }
 
 func derefInt64(p *int64) int64 {
