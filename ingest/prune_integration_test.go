@@ -3,7 +3,6 @@
 package main
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/binlake/binlake/ingest/internal/batch"
 	"github.com/binlake/binlake/ingest/internal/commit"
 	"github.com/binlake/binlake/ingest/internal/keyindex"
+	"github.com/binlake/binlake/ingest/internal/testtable"
 	"github.com/binlake/binlake/test/testenv"
 )
 
@@ -29,21 +29,6 @@ func TestPruneIndexesREST(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ns := table.Identifier{testenv.Unique(t, "prune")}
-	if err := cat.CreateNamespace(ctx, ns, nil); err != nil {
-		t.Fatal(err)
-	}
-	sch := iceberg.NewSchemaWithIdentifiers(0, []int{1},
-		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
-		iceberg.NestedField{ID: 2, Name: "name", Type: iceberg.PrimitiveTypes.String},
-	)
-	create := func(name string) table.Identifier {
-		ident := table.Identifier{ns[0], name}
-		if _, err := cat.CreateTable(ctx, ident, sch, catalog.WithProperties(iceberg.Properties{"format-version": "2"})); err != nil {
-			t.Fatal(err)
-		}
-		return ident
-	}
 	dir := t.TempDir()
 	st, err := keyindex.Open(keyindex.Config{Dir: dir})
 	if err != nil {
@@ -51,8 +36,9 @@ func TestPruneIndexesREST(t *testing.T) {
 	}
 	uuids := map[string]string{}
 	var idents []table.Identifier
+	var schema *iceberg.Schema
 	for _, name := range []string{"kept", "dropped", "recreated"} {
-		ident := create(name)
+		ident := testtable.Create(t, cat, "prune_"+name, 2, nil)
 		idents = append(idents, ident)
 		c, err := commit.New(ctx, cat, ident, commit.Config{DeleteMode: commit.DeletePosition, Index: st})
 		if err != nil {
@@ -62,7 +48,7 @@ func TestPruneIndexesREST(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := b.Add(batch.Event{Op: batch.OpCreate, Topic: "p.db." + name, Key: []any{int64(1)}, Row: []any{int64(1), "one"}}, time.Now()); err != nil {
+		if err := b.Add(batch.Event{Op: batch.OpCreate, Topic: "p.db.orders", Key: []any{int64(1)}, Row: []any{int64(1), "one"}}, time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := c.Commit(ctx, b); err != nil {
@@ -72,15 +58,8 @@ func TestPruneIndexesREST(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		uuids[name] = tbl.Metadata().TableUUID().String()
+		uuids[name], schema = tbl.Metadata().TableUUID().String(), tbl.Schema()
 	}
-	t.Cleanup(func() {
-		ctx := context.WithoutCancel(t.Context())
-		for _, id := range idents {
-			_ = cat.DropTable(ctx, id)
-		}
-		_ = cat.DropNamespace(ctx, ns)
-	})
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +69,9 @@ func TestPruneIndexesREST(t *testing.T) {
 	if err := cat.DropTable(ctx, idents[2]); err != nil {
 		t.Fatal(err)
 	}
-	create("recreated")
+	if _, err := cat.CreateTable(ctx, idents[2], schema, catalog.WithProperties(iceberg.Properties{"format-version": "2"})); err != nil {
+		t.Fatal(err)
+	}
 
 	if st, err = keyindex.Open(keyindex.Config{Dir: dir}); err != nil {
 		t.Fatal(err)

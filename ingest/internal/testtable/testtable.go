@@ -6,13 +6,8 @@
 package testtable
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"strconv"
 	"testing"
 
@@ -92,18 +87,47 @@ func Scan(t testing.TB, cat catalog.Catalog, ident table.Identifier) map[int64]s
 // Java reads the table with Iceberg's Java reference reader.
 func Java(t testing.TB, ident table.Identifier) map[int64]string {
 	t.Helper()
+	got, err := read(t, "java", ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// PyIceberg reads the table with pyiceberg (0.12 refuses any table whose
+// scan meets an equality delete: the error says "equality deletes").
+func PyIceberg(t testing.TB, ident table.Identifier) (map[int64]string, error) {
+	t.Helper()
+	return read(t, "pyiceberg", ident)
+}
+
+// DuckDB reads the table with DuckDB 1.5.5's iceberg extension.
+func DuckDB(t testing.TB, ident table.Identifier) (map[int64]string, error) {
+	t.Helper()
+	return read(t, "duckdb", ident)
+}
+
+// read reads the table with one of icebergreader.Readers, failing on a key
+// read twice.
+func read(t testing.TB, reader string, ident table.Identifier) (map[int64]string, error) {
+	t.Helper()
+	testenv.IcebergEnv(t) // skips without the stack
+	rows, err := icebergreader.ReadWith(reader, ident[0]+"."+ident[1])
+	if err != nil {
+		return nil, err
+	}
 	got := map[int64]string{}
-	for _, r := range icebergreader.Read(t, ident[0]+"."+ident[1]) {
+	for _, r := range rows {
 		id, err := strconv.ParseInt(Deref(r["id"]), 10, 64)
 		if err != nil {
-			t.Fatalf("java reader: id %q: %v", Deref(r["id"]), err)
+			return nil, fmt.Errorf("%s reader: id %q: %v", reader, Deref(r["id"]), err)
 		}
 		if _, dup := got[id]; dup {
-			t.Fatalf("java reader: key %d twice", id)
+			return nil, fmt.Errorf("%s reader: key %d twice", reader, id)
 		}
 		got[id] = Deref(r["name"])
 	}
-	return got
+	return got, nil
 }
 
 // Deref is a nullable value as the readers compare it ("<null>" for NULL).
@@ -114,93 +138,3 @@ func Deref(s *string) string {
 	return *s
 }
 
-// pyScan reads a table with pyiceberg and prints its rows as JSON lines.
-const pyScan = `
-import json, os, sys
-from pyiceberg.catalog import load_catalog
-cat = load_catalog("rest", **{
-    "type": "rest",
-    "uri": os.environ["BINLAKE_ICEBERG_URI"],
-    "s3.endpoint": os.environ["BINLAKE_S3_ENDPOINT"],
-    "s3.access-key-id": os.environ["AWS_ACCESS_KEY_ID"],
-    "s3.secret-access-key": os.environ["AWS_SECRET_ACCESS_KEY"],
-    "s3.region": os.environ["AWS_REGION"],
-})
-tbl = cat.load_table((sys.argv[1], sys.argv[2]))
-for row in tbl.scan().to_arrow().to_pylist():
-    print(json.dumps(row))
-`
-
-// duckScan reads a table with DuckDB's iceberg extension through the REST
-// catalog and prints its rows as JSON lines. DuckDB cannot download
-// extensions here: stack.sh installs them from PyPI and they are loaded by
-// path, avro and httpfs before iceberg.
-const duckScan = `
-import glob, json, os, site, sys, urllib.parse
-import duckdb
-con = duckdb.connect()
-exts = []
-for d in site.getsitepackages():
-    exts += glob.glob(os.path.join(d, "duckdb_extension_*", "extensions", "*", "*.duckdb_extension"))
-if len(exts) != 3:
-    sys.exit("want the iceberg, avro and httpfs extensions, found %s" % exts)
-for e in sorted(exts, key=lambda p: os.path.basename(p).startswith("iceberg")):
-    con.execute("LOAD '%s'" % e)
-ep = urllib.parse.urlparse(os.environ["BINLAKE_S3_ENDPOINT"])
-con.execute("CREATE SECRET s3 (TYPE s3, KEY_ID ?, SECRET ?, ENDPOINT ?, URL_STYLE 'path', USE_SSL ?, REGION ?)",
-            [os.environ["AWS_ACCESS_KEY_ID"], os.environ["AWS_SECRET_ACCESS_KEY"], ep.netloc, ep.scheme == "https", os.environ["AWS_REGION"]])
-con.execute("ATTACH 'warehouse' AS ice (TYPE iceberg, ENDPOINT ?, AUTHORIZATION_TYPE 'none')", [os.environ["BINLAKE_ICEBERG_URI"]])
-q = lambda n: '"' + n.replace('"', '""') + '"'
-for id_, name in con.execute("SELECT id, name FROM ice.%s.%s" % (q(sys.argv[1]), q(sys.argv[2]))).fetchall():
-    print(json.dumps({"id": id_, "name": name}))
-`
-
-// PyIceberg reads the table with pyiceberg (0.12 refuses any table whose
-// scan meets an equality delete: the error says "equality deletes").
-func PyIceberg(t testing.TB, ident table.Identifier) (map[int64]string, error) {
-	t.Helper()
-	return pythonReader(t, "pyiceberg", pyScan, ident)
-}
-
-// DuckDB reads the table with DuckDB 1.5.5's iceberg extension.
-func DuckDB(t testing.TB, ident table.Identifier) (map[int64]string, error) {
-	t.Helper()
-	return pythonReader(t, "duckdb", duckScan, ident)
-}
-
-// pythonReader runs script (one of the Python readers) on the table and
-// returns its rows, failing on a key read twice.
-func pythonReader(t testing.TB, reader, script string, ident table.Identifier) (map[int64]string, error) {
-	t.Helper()
-	testenv.IcebergEnv(t) // skips without the stack
-	// stack.sh installs the readers in a venv and names its interpreter
-	// BINLAKE_PYTHON; without it, python3 must have them itself.
-	python := os.Getenv("BINLAKE_PYTHON")
-	if python == "" {
-		python = "python3"
-	}
-	out, err := exec.CommandContext(t.Context(), python, "-c", script, ident[0], ident[1]).Output()
-	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return nil, fmt.Errorf("%s: %w\n%s", reader, err, ee.Stderr)
-		}
-		return nil, fmt.Errorf("%s with %s (deploy/local/stack.sh up installs it and exports BINLAKE_PYTHON): %w", reader, python, err)
-	}
-	got := map[int64]string{}
-	dec := json.NewDecoder(bytes.NewReader(out))
-	for dec.More() {
-		var r struct {
-			ID   int64   `json:"id"`
-			Name *string `json:"name"`
-		}
-		if err := dec.Decode(&r); err != nil {
-			return nil, fmt.Errorf("%s output: %w\n%s", reader, err, out)
-		}
-		if _, dup := got[r.ID]; dup {
-			return nil, fmt.Errorf("%s: key %d twice", reader, r.ID)
-		}
-		got[r.ID] = Deref(r.Name)
-	}
-	return got, nil
-}
