@@ -137,4 +137,3 @@ func Deref(s *string) string {
 	}
 	return *s
 }
-
