@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -78,8 +79,47 @@ func ReadErr(ident string) ([]Row, error) {
 	return rows, err
 }
 
+// CountErr reads every live row of namespace.table with the Java reader
+// as ReadErr does (every column decoded, deletes applied) and returns
+// their number: the rows are neither rendered nor sent, so that timing it
+// times the reader (the benchmarks), not JSON.
+func CountErr(ident string) (int64, error) {
+	if err := build(); err != nil {
+		return 0, err
+	}
+	if strings.ContainsAny(ident, "\r\n") {
+		return 0, fmt.Errorf("java reader: table name %q has a line break", ident)
+	}
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	var n int64 = -1
+	err := srv.request("COUNT "+ident, ident, countTimeout, func(line []byte) error {
+		rest, ok := bytes.CutPrefix(line, []byte("ROWS "))
+		if !ok {
+			return fmt.Errorf("java reader on %s: want ROWS <n>, got %q", ident, line)
+		}
+		v, err := strconv.ParseInt(string(rest), 10, 64)
+		n = v
+		return err
+	})
+	if err != nil {
+		srv.stop()
+		return 0, err
+	}
+	if n < 0 {
+		return 0, fmt.Errorf("java reader on %s: no row count", ident)
+	}
+	return n, nil
+}
+
 // readTimeout bounds one table read; a reader stuck past it is killed.
-const readTimeout = 5 * time.Minute
+// countTimeout bounds one count, which the benchmarks make of tables
+// whose read is slow on purpose (a million rows under a hundred commits'
+// deletes).
+const (
+	readTimeout  = 5 * time.Minute
+	countTimeout = 30 * time.Minute
+)
 
 // server is the Java reader in serve mode: table names on its stdin, each
 // answered by its rows (JSON lines) and a line END, or a line ERROR <json>.
@@ -127,40 +167,53 @@ func (s *server) stop() {
 }
 
 func (s *server) read(ident string) ([]Row, error) {
+	var rows []Row
+	err := s.request(ident, ident, readTimeout, func(line []byte) error {
+		var r Row
+		if err := json.Unmarshal(line, &r); err != nil {
+			return fmt.Errorf("java reader output %q: %w", line, err)
+		}
+		rows = append(rows, r)
+		return nil
+	})
+	return rows, err
+}
+
+// request sends the request line req (about table ident) and passes each
+// line of the answer before END to onLine; a reader still answering after
+// timeout is killed.
+func (s *server) request(req, ident string, timeout time.Duration, onLine func([]byte) error) error {
 	if s.cmd == nil {
 		if err := s.start(); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	cmd := s.cmd
-	timer := time.AfterFunc(readTimeout, func() { _ = cmd.Process.Kill() })
+	timer := time.AfterFunc(timeout, func() { _ = cmd.Process.Kill() })
 	defer timer.Stop()
-	if _, err := io.WriteString(s.in, ident+"\n"); err != nil {
-		return nil, fmt.Errorf("java reader on %s: %v\n%s", ident, err, s.stderr)
+	if _, err := io.WriteString(s.in, req+"\n"); err != nil {
+		return fmt.Errorf("java reader on %s: %v\n%s", ident, err, s.stderr)
 	}
-	var rows []Row
 	for {
 		line, err := s.out.ReadBytes('\n')
 		if err != nil {
-			return nil, fmt.Errorf("java reader on %s stopped (killed after %s, or failed): %v\n%s", ident, readTimeout, err, s.stderr)
+			return fmt.Errorf("java reader on %s stopped (killed after %s, or failed): %v\n%s", ident, timeout, err, s.stderr)
 		}
 		line = bytes.TrimSuffix(line, []byte("\n"))
 		switch {
 		case string(line) == "END":
-			return rows, nil
+			return nil
 		case bytes.HasPrefix(line, []byte("ERROR ")):
 			var msg string
 			if err := json.Unmarshal(line[len("ERROR "):], &msg); err != nil {
 				msg = string(line)
 			}
 			s.stderr.Reset() // the JVM is fine: the table was not readable
-			return nil, fmt.Errorf("java reader on %s: %s", ident, msg)
+			return fmt.Errorf("java reader on %s: %s", ident, msg)
 		}
-		var r Row
-		if err := json.Unmarshal(line, &r); err != nil {
-			return nil, fmt.Errorf("java reader output %q: %w", line, err)
+		if err := onLine(line); err != nil {
+			return err
 		}
-		rows = append(rows, r)
 	}
 }
 
