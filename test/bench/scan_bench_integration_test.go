@@ -41,7 +41,7 @@ import (
 // transaction (flush-rows = 10 % of the rows, BINLAKE_SCAN_FLUSH_ROWS;
 // interval and bytes out of the way), and prints
 //
-//	SCAN mode=<m> ingest_rows_per_s=<r> read_s=<s> read_compacted_s=<c> ratio=<s/c> delete_files=<n> index_mib=<i> rss_mib=<m> duckdb_read_s=<d> duckdb_read_compacted_s=<dc> duckdb_ratio=<d/dc> data_files=<f> compacted_data_files=<cf> compacted_delete_files=<cd> commits=<k> maintain_s=<ms> ingest_vs_equality=<q>
+//	SCAN mode=<m> ingest_rows_per_s=<r> read_s=<s> read_compacted_s=<c> ratio=<s/c> delete_files=<n> index_mib=<i> rss_mib=<m> duckdb_read_s=<d> duckdb_read_compacted_s=<dc> duckdb_ratio=<d/dc> data_files=<f> compacted_data_files=<cf> compacted_delete_files=<cd> commits=<k> maintain_s=<ms> maintain_rss_mib=<mr> ingest_vs_equality=<q>
 //
 // ingest_rows_per_s is change events from ingest's start to its last
 // commit (all counted, none buffered) as in TestBenchIngest; rss_mib
@@ -62,7 +62,8 @@ import (
 // one killed after BINLAKE_SCAN_READ_TIMEOUT_S (600) seconds timeout (the
 // test logs why). read_compacted_s and duckdb_read_compacted_s
 // are the same reads after `ingest maintain` (every step, every data file
-// carrying a delete rewritten) of that table. ingest_vs_equality is the
+// carrying a delete rewritten) of that table, which took maintain_s with
+// a peak RSS of maintain_rss_mib. ingest_vs_equality is the
 // mode's ingest_rows_per_s over equality's in the same run.
 //
 // BINLAKE_SCAN_READ=0 skips the reads and maintenance (the index and RSS
@@ -163,10 +164,10 @@ func TestBenchScan(t *testing.T) {
 			vsEq = fmt.Sprintf("%.2f", r.rate/equalityRate)
 		}
 		fmt.Printf("SCAN mode=%s ingest_rows_per_s=%.0f read_s=%s read_compacted_s=%s ratio=%s delete_files=%d index_mib=%.1f rss_mib=%.0f"+
-			" duckdb_read_s=%s duckdb_read_compacted_s=%s duckdb_ratio=%s data_files=%d compacted_data_files=%d compacted_delete_files=%d commits=%.0f maintain_s=%s ingest_vs_equality=%s\n",
+			" duckdb_read_s=%s duckdb_read_compacted_s=%s duckdb_ratio=%s data_files=%d compacted_data_files=%d compacted_delete_files=%d commits=%.0f maintain_s=%s maintain_rss_mib=%.0f ingest_vs_equality=%s\n",
 			mode, r.rate, secs(r.java), secs(r.javaCompacted), ratio(r.java, r.javaCompacted), r.files.deletes, r.indexMiB, r.rss,
 			secs(r.duck), secs(r.duckCompacted), ratio(r.duck, r.duckCompacted), r.files.data, r.compacted.data, r.compacted.deletes,
-			r.commits, secs(r.maintain), vsEq)
+			r.commits, secs(r.maintain), r.maintainRSS, vsEq)
 	}
 }
 
@@ -189,7 +190,7 @@ type scanResult struct {
 	files, compacted             fileCount
 	java, javaCompacted          float64
 	duck, duckCompacted          float64
-	maintain                     float64
+	maintain, maintainRSS        float64
 }
 
 // scanMode runs ingest in one delete mode over the whole topic, then
@@ -282,6 +283,9 @@ func scanMode(t *testing.T, r scanRun) scanResult {
 		t.Fatalf("%s: ingest maintain: %v\n%s", r.mode, err, tail(out))
 	}
 	res.maintain = time.Since(mstart).Seconds()
+	if ru, ok := maintain.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		res.maintainRSS = float64(ru.Maxrss) / 1024 // KiB on Linux
+	}
 	res.compacted = countFiles(t, r.cat, r.ident)
 	res.javaCompacted = timeJava(t, name, r.rows, r.readTimeout)
 	res.duckCompacted = timeDuckDB(t, r.ident, r.rows, r.readTimeout)
