@@ -8,7 +8,7 @@ GO    ?= go
 INTEGRATION_FLAGS ?= -tags integration -count=1 -p 1 -timeout 50m -short
 FULL_FLAGS        ?= -tags integration -count=1 -p 1 -timeout 120m
 
-.PHONY: all build test test-full unit integration integration-full deploy-check compat bench-capture bench-large-txn bench-ingest bench-snapshot demo stack-up stack-down stack-status stack-env stack-logs stack-wipe vet fmt clean
+.PHONY: all build test test-full unit integration integration-full deploy-check compat bench-capture bench-large-txn bench-ingest bench-scan bench-snapshot demo stack-up stack-down stack-status stack-env stack-logs stack-wipe vet fmt clean
 
 all: build
 
@@ -99,6 +99,13 @@ bench-large-txn: stack-up
 ## Prints: INGEST rows=<n> seconds=<s> rows_per_s=<r> commits=<c> rss_mib=<m>
 bench-ingest: stack-up
 	eval "$$($(STACK) env)" && BINLAKE_REQUIRE_STACK=1 BINLAKE_BENCH=1 $(GO) test -tags integration -count=1 -timeout 60m -run TestBenchIngest -v ./test/bench | grep -E '^(INGEST|--- |ok|FAIL)|bench_integration_test'
+
+## bench-scan: a 1,000,000-row table (BINLAKE_SCAN_ROWS) after 100 upsert commits (BINLAKE_SCAN_ROUNDS) of 10 % of
+## its rows, ingested in each delete mode (equality, position, dv), read by the Java reader and DuckDB before and
+## after `ingest maintain`. Prints one line per mode:
+## SCAN mode=<m> ingest_rows_per_s=<r> read_s=<s> read_compacted_s=<c> ratio=<s/c> delete_files=<n> index_mib=<i> rss_mib=<m> duckdb_read_s=... (see TestBenchScan)
+bench-scan: stack-up
+	eval "$$($(STACK) env)" && BINLAKE_REQUIRE_STACK=1 BINLAKE_BENCH=1 $(GO) test -tags integration -count=1 -timeout 90m -run TestBenchScan -v ./test/bench | grep -E '^(SCAN|--- |ok|FAIL)|bench_integration_test'
 
 ## bench-snapshot: a 5,000,000-row table (BINLAKE_SNAPSHOT_BENCH_ROWS) snapshotted by capture and by the Debezium MariaDB connector.
 ## Prints: SNAPSHOT rows=<n> seconds=<s> rows_per_s=<r> debezium_rows_per_s=<d> ratio=<r/d> rss_mib=<m>

@@ -5,7 +5,6 @@ package bench
 import (
 	"bufio"
 	"fmt"
-	"io/fs"
 	"net/http"
 	"os"
 	"os/exec"
@@ -139,24 +138,10 @@ func runIngest(t *testing.T, dir, name string, env []string, events float64) ing
 	}
 	r := ingestRun{seconds: time.Since(start).Seconds(), commits: commits, rss: peakRSS(t, ingest.Process.Pid)}
 	r.rate = events / r.seconds
-	r.indexMiB = float64(dirBytes(state)) / (1 << 20)
+	r.indexMiB = float64(dirBytes(t, state)) / (1 << 20)
 	_ = ingest.Process.Signal(os.Interrupt)
 	_ = ingest.Wait()
 	return r
-}
-
-// dirBytes is the size of the files under dir (0 when it does not exist).
-func dirBytes(dir string) int64 {
-	var n int64
-	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			if info, err := d.Info(); err == nil {
-				n += info.Size()
-			}
-		}
-		return nil
-	})
-	return n
 }
 
 // scrape sums each metric over its labels, except the commit result label,

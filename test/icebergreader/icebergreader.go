@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -161,9 +162,16 @@ func serverFor(reader string) (*server, error) {
 		if err := build(); err != nil {
 			return nil, err
 		}
+		// The heap is BINLAKE_JAVA_READER_HEAP (a -Xmx value), 512m unless
+		// set: the generic reader holds a data file's equality deletes in
+		// memory, which for the benchmarks' tables takes more.
+		heap := os.Getenv("BINLAKE_JAVA_READER_HEAP")
+		if heap == "" {
+			heap = "512m"
+		}
 		newCmd = func() *exec.Cmd {
 			d := dir()
-			return exec.Command("java", "-Xmx512m", "-cp", filepath.Join(d, "target", "iceberg-reader-1.jar")+string(os.PathListSeparator)+filepath.Join(d, "target", "lib", "*"),
+			return exec.Command("java", "-Xmx"+heap, "-cp", filepath.Join(d, "target", "iceberg-reader-1.jar")+string(os.PathListSeparator)+filepath.Join(d, "target", "lib", "*"),
 				"io.binlake.reader.ReadTable", "--serve")
 		}
 	default:
@@ -246,29 +254,45 @@ func (s *server) stop() {
 }
 
 func (s *server) read(ident string) ([]Row, error) {
+	var rows []Row
+	err := s.request(ident, ident, readTimeout, func(line []byte) error {
+		var r Row
+		if err := json.Unmarshal(line, &r); err != nil {
+			return fmt.Errorf("%s output %q: %w", s.name, line, err)
+		}
+		rows = append(rows, r)
+		return nil
+	})
+	return rows, err
+}
+
+// request sends the request line req (about table ident) and passes each
+// line of the answer before END to onLine; a reader still answering after
+// timeout is killed. An ERROR answer is the table's error, not the
+// reader's; any other failure marks the reader crashed.
+func (s *server) request(req, ident string, timeout time.Duration, onLine func([]byte) error) error {
 	s.crashed = true
 	if s.cmd == nil {
 		if err := s.start(); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	cmd := s.cmd
-	timer := time.AfterFunc(readTimeout, func() { _ = cmd.Process.Kill() })
+	timer := time.AfterFunc(timeout, func() { _ = cmd.Process.Kill() })
 	defer timer.Stop()
-	if _, err := io.WriteString(s.in, ident+"\n"); err != nil {
-		return nil, fmt.Errorf("%s on %s: %v\n%s", s.name, ident, err, s.stderr)
+	if _, err := io.WriteString(s.in, req+"\n"); err != nil {
+		return fmt.Errorf("%s on %s: %v\n%s", s.name, ident, err, s.stderr)
 	}
-	var rows []Row
 	for {
 		line, err := s.out.ReadBytes('\n')
 		if err != nil {
-			return nil, fmt.Errorf("%s on %s stopped (killed after %s, or failed): %v\n%s", s.name, ident, readTimeout, err, s.stderr)
+			return fmt.Errorf("%s on %s stopped (killed after %s, or failed): %v\n%s", s.name, ident, timeout, err, s.stderr)
 		}
 		line = bytes.TrimSuffix(line, []byte("\n"))
 		switch {
 		case string(line) == "END":
 			s.crashed = false
-			return rows, nil
+			return nil
 		case bytes.HasPrefix(line, []byte("ERROR ")):
 			var msg string
 			if err := json.Unmarshal(line[len("ERROR "):], &msg); err != nil {
@@ -276,14 +300,49 @@ func (s *server) read(ident string) ([]Row, error) {
 			}
 			s.stderr.Reset() // the reader is fine: the table was not readable
 			s.crashed = false
-			return nil, fmt.Errorf("%s on %s: %s", s.name, ident, msg)
+			return fmt.Errorf("%s on %s: %s", s.name, ident, msg)
 		}
-		var r Row
-		if err := json.Unmarshal(line, &r); err != nil {
-			return nil, fmt.Errorf("%s output %q: %w", s.name, line, err)
+		if err := onLine(line); err != nil {
+			return err
 		}
-		rows = append(rows, r)
 	}
+}
+
+// CountErr reads every live row of namespace.table with the Java reader
+// as ReadErr does (every column decoded, deletes applied) and returns
+// their number: the rows are neither rendered nor sent, so that timing it
+// times the reader (the benchmarks), not JSON. A reader still reading
+// after timeout is killed.
+func CountErr(ident string, timeout time.Duration) (int64, error) {
+	s, err := serverFor("java")
+	if err != nil {
+		return 0, err
+	}
+	if strings.ContainsAny(ident, "\r\n") {
+		return 0, fmt.Errorf("java reader: table name %q has a line break", ident)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var n int64 = -1
+	err = s.request("COUNT "+ident, ident, timeout, func(line []byte) error {
+		rest, ok := bytes.CutPrefix(line, []byte("ROWS "))
+		if !ok {
+			return fmt.Errorf("java reader on %s: want ROWS <n>, got %q", ident, line)
+		}
+		v, err := strconv.ParseInt(string(rest), 10, 64)
+		n = v
+		return err
+	})
+	if err != nil {
+		if s.crashed {
+			s.stop()
+		}
+		return 0, err
+	}
+	if n < 0 {
+		return 0, fmt.Errorf("java reader on %s: no row count", ident)
+	}
+	return n, nil
 }
 
 // tailBuffer keeps the last max bytes written to it.

@@ -30,7 +30,8 @@ import org.apache.iceberg.types.Types;
  * canonical strings (timestamps as UTC "yyyy-MM-dd HH:mm:ss.SSSSSS", decimals plain,
  * binary as hex, structs as {name=value,...}), read with iceberg-data's generic reader, which applies equality
  * and position deletes. Usage: ReadTable namespace.table, or ReadTable --serve (table names on
- * stdin, see main); the catalog comes from the environment.
+ * stdin, see main; "COUNT
+ * namespace.table" answers with the number of rows only); the catalog comes from the environment.
  */
 public final class ReadTable {
   // uuuu, the proleptic year: yyyy is the year of the era, which prints year 0 (1 BC) as 0001.
@@ -54,13 +55,18 @@ public final class ReadTable {
         return;
       }
       // Serve mode: one table name per stdin line; its rows, then a line
-      // "END", or a line "ERROR <message as a JSON string>". The table is
+      // "END", or a line "ERROR <message as a JSON string>"; for a line
+      // "COUNT <table>", a line "ROWS <n>" then "END". The table is
       // loaded from the catalog again for every request.
       BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
       for (String line; (line = in.readLine()) != null; ) {
         if (line.isEmpty()) continue;
         try {
-          print(catalog, line, out);
+          if (line.startsWith(COUNT)) {
+            out.println("ROWS " + count(catalog, line.substring(COUNT.length())));
+          } else {
+            print(catalog, line, out);
+          }
           out.println("END");
         } catch (Exception e) {
           StringBuilder msg = new StringBuilder("ERROR ");
@@ -70,6 +76,28 @@ public final class ReadTable {
         out.flush();
       }
     }
+  }
+
+  /** A serve-mode request "COUNT ns.table": read every row, answer only their number. */
+  private static final String COUNT = "COUNT ";
+
+  /**
+   * count reads every live row of the table as print does (every column decoded, deletes
+   * applied) without rendering them, so that a benchmark times the reader, not the printing.
+   */
+  private static long count(RESTCatalog catalog, String ident) throws Exception {
+    Table table = catalog.loadTable(TableIdentifier.parse(ident));
+    List<Types.NestedField> fields = table.schema().columns();
+    long n = 0, nulls = 0;
+    try (CloseableIterable<Record> rows = IcebergGenerics.read(table).build()) {
+      for (Record r : rows) {
+        for (int i = 0; i < fields.size(); i++) {
+          if (r.get(i) == null) nulls++;
+        }
+        n++;
+      }
+    }
+    return nulls < 0 ? -1 : n; // nulls is used so that the field reads are not dropped
   }
 
   private static void print(RESTCatalog catalog, String ident, PrintStream sink) throws Exception {
