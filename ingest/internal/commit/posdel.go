@@ -173,8 +173,9 @@ type target struct {
 	pos  []int64
 }
 
-// writePositionDeletes writes one position-delete file per partition (spec
-// id and partition values) of the targeted data files, rows sorted by
+// writePositionDeletes writes one position-delete file per targeted data
+// file, or per partition (spec id and partition values) of them when the
+// table's write.delete.granularity is partition, rows sorted by
 // (file_path, pos) as the spec requires. It returns the files and the
 // number of positions.
 func writePositionDeletes(ctx context.Context, tbl *table.Table, fsys icebergio.IO, targets map[string]*target) ([]iceberg.DataFile, int, error) {
@@ -189,9 +190,18 @@ func writePositionDeletes(ctx context.Context, tbl *table.Table, fsys icebergio.
 	if err != nil {
 		return nil, 0, err
 	}
+	// By the table's write.delete.granularity, as Iceberg's Java writers:
+	// file (the default here) writes one delete file per data file it
+	// targets, so that a reader of a data file loads only its own deletes
+	// (partition-grouped files make every reader of every data file in
+	// the partition read all of them); partition, one per partition.
+	byFile := tbl.Properties().Get(DeleteGranularityKey, DeleteGranularityFile) != DeleteGranularityPartition
 	groups := map[string][]*target{}
 	for _, t := range targets {
 		g := partitionKey(t.file)
+		if byFile {
+			g = t.file.FilePath()
+		}
 		groups[g] = append(groups[g], t)
 	}
 	names := slices.Sorted(maps.Keys(groups))
@@ -251,6 +261,15 @@ func writePositionDeletes(ctx context.Context, tbl *table.Table, fsys icebergio.
 	}
 	return out, total, nil
 }
+
+// DeleteGranularityKey is the table property that says how position deletes
+// are grouped into files (Iceberg's write.delete.granularity): file or
+// partition.
+const (
+	DeleteGranularityKey       = "write.delete.granularity"
+	DeleteGranularityFile      = "file"
+	DeleteGranularityPartition = "partition"
+)
 
 // partitionKey names a data file's partition: its spec id and partition
 // values.

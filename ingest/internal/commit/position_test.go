@@ -625,3 +625,54 @@ func TestAutoDeleteMode(t *testing.T) {
 		})
 	}
 }
+
+// TestPositionDeleteGranularity: by default a commit writes one
+// position-delete file per data file it targets, scoped to that file (a
+// reader of a data file loads only its own deletes); with the table's
+// write.delete.granularity=partition, one per partition.
+func TestPositionDeleteGranularity(t *testing.T) {
+	for _, tc := range []struct {
+		granularity string
+		want        int
+		referenced  bool
+	}{{"", 2, true}, {DeleteGranularityPartition, 1, false}} {
+		t.Run("granularity="+tc.granularity, func(t *testing.T) {
+			e := newPosEnv(t, DeletePosition, nil)
+			if tc.granularity != "" {
+				tbl, err := e.cat.LoadTable(t.Context(), e.ident)
+				if err != nil {
+					t.Fatal(err)
+				}
+				tx := tbl.NewTransaction()
+				if err := tx.SetProperties(iceberg.Properties{DeleteGranularityKey: tc.granularity}); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := tx.Commit(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c := e.committer()
+			e.commit(c, batchOf(t, 0, op{batch.OpCreate, 1, "a"}))
+			e.commit(c, batchOf(t, 1, op{batch.OpCreate, 2, "b"}))
+			e.commit(c, batchOf(t, 2, op{batch.OpUpdate, 1, "a2"}, op{batch.OpDelete, 2, ""}))
+			e.expect(map[int64]string{1: "a2"})
+			tbl, err := e.cat.LoadTable(t.Context(), e.ident)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, dels := filesOf(t, tbl)
+			if len(dels) != tc.want {
+				t.Fatalf("%d position-delete files, want %d", len(dels), tc.want)
+			}
+			// A file-scoped delete file names its one data file in its
+			// file_path bounds (lower = upper), which is how readers of
+			// format v2 tables skip the deletes of other files.
+			for _, d := range dels {
+				ends := targetsOf(d)
+				if scoped := len(ends) == 1 || ends[0] == ends[1]; scoped != tc.referenced {
+					t.Errorf("delete file %s: targets %v, want file-scoped: %v", d.FilePath(), ends, tc.referenced)
+				}
+			}
+		})
+	}
+}
