@@ -43,6 +43,10 @@ APICURIO_SDK_VERSION=3.0.7
 BROKERS=${BINLAKE_KAFKA_BROKERS:-127.0.0.1:19092}
 REST_PORT=${BINLAKE_CONNECT_PORT:-18083}
 CONNECT_HEAP=${BINLAKE_CONNECT_HEAP:--Xmx768m}
+# hybrid_warn scans every plugin jar reflectively (about a minute on a loaded machine with the
+# JDBC sink's drivers); service_load reads only their ServiceLoader manifests, which all of
+# these plugins have (the worker says so).
+PLUGIN_DISCOVERY=${BINLAKE_CONNECT_PLUGIN_DISCOVERY:-hybrid_warn}
 
 log() { printf '%s debezium: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -195,7 +199,7 @@ cmd_run() {
 bootstrap.servers=$BROKERS
 listeners=http://127.0.0.1:$REST_PORT
 plugin.path=$CONNECT/plugins
-plugin.discovery=hybrid_warn
+plugin.discovery=$PLUGIN_DISCOVERY
 offset.storage.file.filename=$dir/offsets.dat
 offset.flush.interval.ms=1000
 # Defaults for connectors that do not choose converters (the binlake ones always do).

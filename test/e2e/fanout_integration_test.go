@@ -29,6 +29,7 @@ var fanoutTables = []keyedTable{
 	{"accounts", []string{"id"}},
 	{"order_lines", []string{"order_id", "line_no"}},
 	{"events", []string{"id"}},
+	{"tags", []string{"name"}},
 }
 
 var fanoutDDL = []string{
@@ -54,6 +55,9 @@ var fanoutDDL = []string{
 		amount DECIMAL(20,6) NULL,
 		ratio DOUBLE NULL,
 		happened DATETIME(6) NOT NULL)`,
+	`CREATE TABLE tags (
+		name VARCHAR(40) CHARACTER SET utf8mb4 PRIMARY KEY,
+		n INT NULL)`,
 }
 
 // fanoutWriter makes random transactions of inserts, updates, deletes and
@@ -91,7 +95,20 @@ func fanoutWriter(ctx context.Context, db *sql.DB, seed uint64) (commits int, er
 		if rng.IntN(4) == 0 {
 			ratio = nil
 		}
-		switch rng.IntN(15) {
+		tag := func() string { return fmt.Sprintf("tag-%d-ü😀", 1+rng.IntN(60)) }
+		switch rng.IntN(19) {
+		case 15:
+			return "INSERT IGNORE INTO tags VALUES (?, ?)", []any{tag(), rng.IntN(100)}
+		case 16:
+			var n any = rng.IntN(1000)
+			if rng.IntN(3) == 0 {
+				n = nil
+			}
+			return "UPDATE tags SET n = ? WHERE name = ?", []any{n, tag()}
+		case 17:
+			return "DELETE FROM tags WHERE name = ?", []any{tag()}
+		case 18:
+			return "UPDATE IGNORE tags SET name = ? WHERE name = ?", []any{tag(), tag()}
 		case 0, 1:
 			return "INSERT IGNORE INTO accounts VALUES (?, ?, ?, ?, ?, ?)", []any{k, texts[rng.IntN(len(texts))], dec(2), dt(), born, txt()}
 		case 2:
@@ -174,15 +191,15 @@ func pow10(n int) int {
 func TestFanOut(t *testing.T) {
 	// Mostly waits: beside the other e2e tests that do.
 	t.Parallel()
+	bin := binary(t, "capture") // and ingest: built once for the package
 	t0 := time.Now()
 	c := newCaptureEnv(t, "CAPTURE_SNAPSHOT_MODE=no_data", "CAPTURE_LOG_LEVEL=info", "CAPTURE_COMMIT_INTERVAL=100ms")
 	exec1(t, c, fanoutDDL...)
 	sinkDB := c.db.CreateDatabase(t, "sink")
-	regex := regexp.QuoteMeta(c.prefix+"."+c.dbName+".") + "(accounts|order_lines|events)"
+	regex := regexp.QuoteMeta(c.prefix+"."+c.dbName+".") + "(accounts|order_lines|events|tags)"
 	// The sink's worker (a JVM) comes up while capture and ingest start.
 	port := freeTCPPort(t)
 	sink, sinkRunning := debezium.StartJDBCSink(t, debezium.JDBCSinkConfig{TopicsRegex: regex, Database: sinkDB, Port: port})
-	bin := binary(t, "capture")
 	cp := start(t, bin, c.env, "capture-0.log")
 	waitLog(t, cp, "Connected to server", 30*time.Second)
 	t.Logf("%s: capture streaming", time.Since(t0).Round(time.Second))
@@ -191,7 +208,8 @@ func TestFanOut(t *testing.T) {
 	exec1(t, c,
 		"INSERT INTO accounts VALUES (1, 'first ü😀', 10.50, '2024-02-29 23:59:59.123456', NULL, NULL)",
 		"INSERT INTO order_lines VALUES (1, 1, 'SKU-0001', 3, NULL, NULL)",
-		"INSERT INTO events VALUES (1, 'view', NULL, -0.000001, NULL, '1970-01-01 00:00:00.000000')")
+		"INSERT INTO events VALUES (1, 'view', NULL, -0.000001, NULL, '1970-01-01 00:00:00.000000')",
+		"INSERT INTO tags VALUES ('tag-1-ü😀', NULL)")
 
 	ice := testenv.IcebergEnv(t)
 	ingest := func(name string, extra ...string) *proc {
@@ -242,7 +260,7 @@ func TestFanOut(t *testing.T) {
 
 	// Kill capture with SIGKILL at random moments while the writer runs.
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 3))
-	const kills = 4
+	const kills = 5
 	for i := range kills {
 		time.Sleep(time.Duration(1500+rng.IntN(2500)) * time.Millisecond) // a random kill moment: pacing, not a wait
 		if cp.exited() {
