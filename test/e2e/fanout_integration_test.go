@@ -23,13 +23,24 @@ import (
 	"github.com/binlake/binlake/test/testenv"
 )
 
-// fanoutTables are the source tables of TestFanOut: a composite key, and
-// DECIMAL, DATETIME(6), DATE, utf8mb4 VARCHAR, DOUBLE and NULLs.
+// fanoutTables are the source tables of TestFanOut: a composite key, a
+// utf8mb4 VARCHAR key, and DECIMAL, DATETIME(6), DATE, utf8mb4 VARCHAR,
+// DOUBLE and NULLs under the workload; misc, written only before it, has
+// further types whose values the JDBC sink reproduces (its declarations
+// differ; the test logs them). Left out of misc, because Debezium's JDBC
+// sink 3.5.0 cannot reproduce them from capture's (or Debezium's) events:
+// a negative TIME (-838:59:59: the task fails, "Invalid value for
+// NanoOfDay"; 24 h and more is outside that range too, not tried), every bytes column, BLOB, VARBINARY and BIT(n) (the task
+// fails: "Type java.nio.HeapByteBuffer not supported" with the Apicurio
+// converter), DECIMAL with precision above 38 (the task fails: "Out of
+// range value") and BIGINT UNSIGNED above 2^63-1 (written as the signed
+// long of bigint.unsigned.handling.mode=long, 2^64-1 as -1).
 var fanoutTables = []keyedTable{
 	{"accounts", []string{"id"}},
 	{"order_lines", []string{"order_id", "line_no"}},
 	{"events", []string{"id"}},
 	{"tags", []string{"name"}},
+	{"misc", []string{"id"}},
 }
 
 var fanoutDDL = []string{
@@ -55,6 +66,10 @@ var fanoutDDL = []string{
 		amount DECIMAL(20,6) NULL,
 		ratio DOUBLE NULL,
 		happened DATETIME(6) NOT NULL)`,
+	// Only seeded rows: the extra types, not the workload.
+	`CREATE TABLE misc (id INT PRIMARY KEY, ts TIMESTAMP(3) NULL, tm TIME(6) NULL, j JSON NULL, e ENUM('a','b','ü') NULL,
+		st SET('x','y','z') NULL, b1 TINYINT(1) NULL, ub BIGINT UNSIGNED NULL, f FLOAT NULL,
+		y YEAR NULL, ch CHAR(3) NULL, tx TEXT NULL, mi MEDIUMINT NULL, su SMALLINT UNSIGNED NULL, dd DATE NULL, dt0 DATETIME NULL)`,
 	`CREATE TABLE tags (
 		name VARCHAR(40) CHARACTER SET utf8mb4 PRIMARY KEY,
 		n INT NULL)`,
@@ -196,7 +211,7 @@ func TestFanOut(t *testing.T) {
 	c := newCaptureEnv(t, "CAPTURE_SNAPSHOT_MODE=no_data", "CAPTURE_LOG_LEVEL=info", "CAPTURE_COMMIT_INTERVAL=100ms")
 	exec1(t, c, fanoutDDL...)
 	sinkDB := c.db.CreateDatabase(t, "sink")
-	regex := regexp.QuoteMeta(c.prefix+"."+c.dbName+".") + "(accounts|order_lines|events|tags)"
+	regex := regexp.QuoteMeta(c.prefix+"."+c.dbName+".") + "(accounts|order_lines|events|tags|misc)"
 	// The sink's worker (a JVM) comes up while capture and ingest start.
 	port := freeTCPPort(t)
 	sink, sinkRunning := debezium.StartJDBCSink(t, debezium.JDBCSinkConfig{TopicsRegex: regex, Database: sinkDB, Port: port})
@@ -209,7 +224,10 @@ func TestFanOut(t *testing.T) {
 		"INSERT INTO accounts VALUES (1, 'first ü😀', 10.50, '2024-02-29 23:59:59.123456', NULL, NULL)",
 		"INSERT INTO order_lines VALUES (1, 1, 'SKU-0001', 3, NULL, NULL)",
 		"INSERT INTO events VALUES (1, 'view', NULL, -0.000001, NULL, '1970-01-01 00:00:00.000000')",
-		"INSERT INTO tags VALUES ('tag-1-ü😀', NULL)")
+		"INSERT INTO tags VALUES ('tag-1-ü😀', NULL)",
+		"INSERT INTO misc VALUES (1, '2024-02-29 12:34:56.789', '23:59:59.999999', '{\"a\": [1, 2.5, \"ü\"]}', 'ü', 'x,z', 1, 9223372036854775807, 1.5, 2024, 'abc', 'long ü😀 text', -8388608, 65535, '1000-01-01', '2024-01-01 01:02:03')",
+		"INSERT INTO misc VALUES (2, '1970-01-01 00:00:01.000', '12:00:00.5', 'null', NULL, '', 0, 0, -0.25, 1901, '', '', 0, 0, NULL, NULL)",
+		"INSERT INTO misc (id) VALUES (3)")
 
 	ice := testenv.IcebergEnv(t)
 	ingest := func(name string, extra ...string) *proc {
