@@ -14,10 +14,12 @@
 # Uses the stack of deploy/local/stack.sh (MariaDB, Kafka, Apicurio Registry), which must
 # be up. Files live under $BINLAKE_STACK_DIR/connect (default <repo>/.stack/connect):
 #   lib/        Kafka Connect runtime jars    plugins/   Debezium and the Apicurio converter
+#                                             (and Debezium's JDBC sink, fetched by install or
+#                                             by the first run of a JdbcSinkConnector)
 #   <name>/     worker.properties, connector.properties, offsets.dat, schema-history.dat,
 #               connect.log, connect.pid
 # In connector.properties, the text @DIR@ is replaced with the absolute path of <name>/.
-# One worker at a time: the REST port is fixed (18083, or $BINLAKE_CONNECT_PORT).
+# One worker per REST port: 18083, or $BINLAKE_CONNECT_PORT (a sink worker beside a source one).
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -41,11 +43,15 @@ APICURIO_SDK_VERSION=3.0.7
 BROKERS=${BINLAKE_KAFKA_BROKERS:-127.0.0.1:19092}
 REST_PORT=${BINLAKE_CONNECT_PORT:-18083}
 CONNECT_HEAP=${BINLAKE_CONNECT_HEAP:--Xmx768m}
+# hybrid_warn scans every plugin jar reflectively (about a minute on a loaded machine with the
+# JDBC sink's drivers); service_load reads only their ServiceLoader manifests, which all of
+# these plugins have (the worker says so).
+PLUGIN_DISCOVERY=${BINLAKE_CONNECT_PLUGIN_DISCOVERY:-hybrid_warn}
 
 log() { printf '%s debezium: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
-usage() { sed -n '2,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 # ---------------------------------------------------------------- Java 17
 
@@ -115,6 +121,23 @@ install_converter() {
   touch "$dir/.complete"
 }
 
+JDBC_SINK_CLASS=io.debezium.connector.jdbc.JdbcSinkConnector
+
+install_jdbc_sink() { # Debezium's JDBC sink connector: a third-party consumer of capture's topics
+  local dir=$CONNECT/plugins/debezium-connector-jdbc
+  if [[ -f $dir/debezium-connector-jdbc-$DEBEZIUM_VERSION.jar ]]; then return; fi
+  log "downloading the Debezium JDBC sink connector $DEBEZIUM_VERSION plugin (Maven Central)"
+  mvn_copy "io.debezium:debezium-connector-jdbc:$DEBEZIUM_VERSION:tar.gz:plugin" "$CONNECT/dl"
+  rm -rf "$dir"
+  mkdir -p "$CONNECT/plugins"
+  tar xzf "$CONNECT/dl/debezium-connector-jdbc-$DEBEZIUM_VERSION-plugin.tar.gz" -C "$CONNECT/plugins"
+  rm -f "$CONNECT/dl/debezium-connector-jdbc-$DEBEZIUM_VERSION-plugin.tar.gz"
+  # As for the MariaDB connector: the worker's Kafka client and Connect API win.
+  rm -f "$dir"/kafka-clients-*.jar "$dir"/connect-api-*.jar "$dir"/connect-runtime-*.jar \
+    "$dir"/connect-json-*.jar "$dir"/connect-transforms-*.jar
+  [[ -f $dir/debezium-connector-jdbc-$DEBEZIUM_VERSION.jar ]] || die "unexpected plugin layout in $dir"
+}
+
 install_log4j() {
   cat >"$CONNECT/log4j2.properties" <<'EOF'
 status = warn
@@ -135,13 +158,14 @@ logger.debezium.level = INFO
 EOF
 }
 
-cmd_install() {
+cmd_install() { # cmd_install [jdbc]: the runtime, the MariaDB connector, the converter (and the JDBC sink)
   command -v mvn >/dev/null || die "maven (mvn) is needed: apt-get install maven"
   find_java17 >/dev/null || die "Java 17 is needed: apt-get install openjdk-17-jre-headless"
   mkdir -p "$CONNECT"
   install_runtime
   install_debezium
   install_converter
+  if [[ ${1:-} == jdbc ]]; then install_jdbc_sink; fi
   install_log4j
   log "installed: Kafka Connect $KAFKA_VERSION, Debezium MariaDB $DEBEZIUM_VERSION, Apicurio converter"
 }
@@ -166,7 +190,8 @@ cmd_run() {
   [[ -f $props ]] || die "no connector properties file $props"
   running "$dir" && die "worker $1 is already running (pid $(cat "$dir/connect.pid"))"
   if rest / >/dev/null 2>&1; then die "another Kafka Connect worker already listens on port $REST_PORT"; fi
-  cmd_install
+  # The JDBC sink plugin (55 MB) only for the workers that run it.
+  if grep -q "^connector.class=$JDBC_SINK_CLASS" "$props"; then cmd_install jdbc; else cmd_install; fi
   java=$(find_java17)
   mkdir -p "$dir"
   sed "s#@DIR@#$dir#g" "$props" >"$dir/connector.properties"
@@ -174,7 +199,7 @@ cmd_run() {
 bootstrap.servers=$BROKERS
 listeners=http://127.0.0.1:$REST_PORT
 plugin.path=$CONNECT/plugins
-plugin.discovery=hybrid_warn
+plugin.discovery=$PLUGIN_DISCOVERY
 offset.storage.file.filename=$dir/offsets.dat
 offset.flush.interval.ms=1000
 # Defaults for connectors that do not choose converters (the binlake ones always do).
@@ -287,7 +312,7 @@ cmd_logs() {
 }
 
 case ${1:-} in
-install) cmd_install ;;
+install) cmd_install jdbc ;;
 run) shift; cmd_run "$@" ;;
 stop) shift; cmd_stop "$@" ;;
 reset) shift; cmd_reset "$@" ;;

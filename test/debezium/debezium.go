@@ -16,8 +16,10 @@
 package debezium
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,7 +27,9 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // Config selects what one connector captures.
@@ -47,6 +51,7 @@ type Connector struct {
 	Dir   string            // its directory: logs, offsets, schema history
 	Props map[string]string // the connector properties it was started with
 	stack string
+	port  string // BINLAKE_CONNECT_PORT of its worker; "" for the default
 }
 
 // RepoRoot returns the repository root (the directory holding go.mod).
@@ -176,7 +181,9 @@ func Properties(name string, cfg Config, mariadbAddr, user, password, registryUR
 func FormatProperties(p map[string]string) string {
 	var b strings.Builder
 	for _, k := range slices.Sorted(maps.Keys(p)) {
-		fmt.Fprintf(&b, "%s=%s\n", k, p[k])
+		// A backslash in a .properties value escapes the next character:
+		// a regular expression's \. must be written \\. to stay one.
+		fmt.Fprintf(&b, "%s=%s\n", k, strings.ReplaceAll(p[k], `\`, `\\`))
 	}
 	return b.String()
 }
@@ -244,10 +251,26 @@ func (c *Connector) logTail() string {
 	return l
 }
 
+func (c *Connector) script(t testing.TB, args ...string) error {
+	t.Helper()
+	var env []string
+	if c.port != "" {
+		env = []string{"BINLAKE_CONNECT_PORT=" + c.port}
+	}
+	return script(t, c.stack, append(env, args...)...)
+}
+
+// script runs debezium.sh with args; leading NAME=value arguments are
+// added to its environment.
 func script(t testing.TB, stack string, args ...string) error {
 	t.Helper()
+	env := append(os.Environ(), "BINLAKE_STACK_DIR="+stack)
+	for len(args) > 0 && strings.Contains(args[0], "=") {
+		env = append(env, args[0])
+		args = args[1:]
+	}
 	cmd := exec.Command("bash", append([]string{Script()}, args...)...)
-	cmd.Env = append(os.Environ(), "BINLAKE_STACK_DIR="+stack)
+	cmd.Env = env
 	out, err := cmd.CombinedOutput()
 	if len(out) > 0 {
 		t.Logf("debezium.sh %s:\n%s", strings.Join(args, " "), strings.TrimRight(string(out), "\n"))
@@ -256,4 +279,135 @@ func script(t testing.TB, stack string, args ...string) error {
 		return fmt.Errorf("debezium.sh %s: %w", strings.Join(args, " "), err)
 	}
 	return nil
+}
+
+// JDBCSinkConfig selects what one Debezium JDBC sink connector
+// (io.debezium.connector.jdbc.JdbcSinkConnector) consumes and where it writes.
+type JDBCSinkConfig struct {
+	TopicsRegex string // topics.regex: the topics consumed
+	Database    string // the MariaDB database written into (it must exist)
+	// Port is the REST port of its own Kafka Connect worker, so that it can
+	// run beside a Debezium source connector's (18083); "" means 18083.
+	Port  string
+	Extra map[string]string // applied last
+}
+
+// JDBCSinkProperties are the connector properties of a JDBC sink consuming
+// capture's (or Debezium's) Confluent-framed Avro topics through the
+// registry (registryURL: its Confluent-compatible URL) and writing each
+// source table into a table of the same name in database (on the MariaDB at
+// mariadbAddr): upserts by the record key, deletes (and tombstones) as
+// deletes, tables created and widened as the records' schemas say
+// (schema.evolution=basic). The topic <prefix>.<db>.<table> is routed to
+// the table <table> with Kafka's RegexRouter. The consumer reads only
+// committed records (read_committed): capture writes in Kafka transactions
+// and the records of an aborted one (a killed capture's) must not be applied.
+func JDBCSinkProperties(name string, cfg JDBCSinkConfig, mariadbAddr, user, password, registryURL string) map[string]string {
+	p := map[string]string{
+		"name":            name,
+		"connector.class": "io.debezium.connector.jdbc.JdbcSinkConnector",
+		"tasks.max":       "1",
+		"topics.regex":    cfg.TopicsRegex,
+		// nullDatabaseMeansCurrent: the sink asks the driver whether a table
+		// exists without naming a database, and the MariaDB driver then
+		// searches every database, finding the source's table of the same
+		// name: the sink would not create its own, and fail writing to it.
+		"connection.url":                      "jdbc:mariadb://" + mariadbAddr + "/" + cfg.Database + "?nullDatabaseMeansCurrent=true",
+		"connection.username":                 user,
+		"connection.password":                 password,
+		"insert.mode":                         "upsert",
+		"primary.key.mode":                    "record_key",
+		"delete.enabled":                      "true",
+		"schema.evolution":                    "basic",
+		"database.time_zone":                  "UTC",
+		"transforms":                          "table",
+		"transforms.table.type":               "org.apache.kafka.connect.transforms.RegexRouter",
+		"transforms.table.regex":              `.*\.([^.]+)`,
+		"transforms.table.replacement":        "$1",
+		"consumer.override.isolation.level":   "read_committed",
+		"consumer.override.auto.offset.reset": "earliest",
+		// New topics matching topics.regex are found within a second, not
+		// the consumer's default five minutes.
+		"consumer.override.metadata.max.age.ms": "1000",
+	}
+	maps.Copy(p, AvroConverterProperties(NativeRegistryURL(registryURL)))
+	maps.Copy(p, cfg.Extra)
+	return p
+}
+
+// StartJDBCSink starts a JDBC sink connector (JDBCSinkProperties) on a
+// Kafka Connect worker of its own, with the MariaDB admin user of the
+// stack, and stops it (deleting its worker directory) when the test ends.
+// The worker comes up in the background (a JVM: tens of seconds); wait,
+// called from the test's goroutine, waits until the connector and its task
+// are RUNNING. The sink's consumer group is connect-<Name>: its offsets
+// live there, in Kafka, not in the worker directory.
+func StartJDBCSink(t testing.TB, cfg JDBCSinkConfig) (c *Connector, wait func()) {
+	t.Helper()
+	stack := env(t, "BINLAKE_STACK_DIR")
+	addr := env(t, "BINLAKE_MARIADB_ADDR")
+	user := env(t, "BINLAKE_MARIADB_ADMIN_USER")
+	password := env(t, "BINLAKE_MARIADB_ADMIN_PASSWORD")
+	registry := env(t, "BINLAKE_SCHEMA_REGISTRY_URL")
+	if cfg.TopicsRegex == "" || cfg.Database == "" {
+		t.Fatalf("debezium.StartJDBCSink: TopicsRegex and Database are required (got %+v)", cfg)
+	}
+	name := nonWorker.ReplaceAllString("jdbc-"+cfg.Database, "_")
+	props := JDBCSinkProperties(name, cfg, addr, user, password, registry)
+	file := filepath.Join(t.TempDir(), "connector.properties")
+	if err := os.WriteFile(file, []byte(FormatProperties(props)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c = &Connector{Name: name, Dir: filepath.Join(stack, "connect", name), Props: props, stack: stack, port: cfg.Port}
+	_ = c.script(t, "reset", name)
+	done := make(chan error, 1)
+	// Only ServiceLoader manifests, no reflective scan of the plugin
+	// jars: the worker starts in seconds instead of about a minute.
+	go func() { done <- c.script(t, "BINLAKE_CONNECT_PLUGIN_DISCOVERY=service_load", "run", name, file) }()
+	t.Cleanup(func() {
+		<-done // the script has started the worker, or given up
+		if err := c.script(t, "reset", name); err != nil {
+			t.Errorf("stopping the JDBC sink worker %s: %v", name, err)
+		}
+	})
+	var once sync.Once
+	var err error
+	return c, func() {
+		t.Helper()
+		once.Do(func() { err = <-done; done <- err })
+		if err != nil {
+			t.Fatalf("starting the JDBC sink: %v\n%s", err, c.logTail())
+		}
+	}
+}
+
+// Failed returns the connector's or its task's failure trace when the
+// worker's REST API reports one FAILED, "" otherwise.
+func (c *Connector) Failed() string {
+	port := c.port
+	if port == "" {
+		port = "18083"
+	}
+	cl := http.Client{Timeout: 5 * time.Second}
+	resp, err := cl.Get("http://127.0.0.1:" + port + "/connectors/" + c.Name + "/status")
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	var st struct {
+		Connector struct{ State, Trace string }
+		Tasks     []struct{ State, Trace string }
+	}
+	if json.NewDecoder(resp.Body).Decode(&st) != nil {
+		return ""
+	}
+	if st.Connector.State == "FAILED" {
+		return "connector FAILED: " + st.Connector.Trace
+	}
+	for _, tk := range st.Tasks {
+		if tk.State == "FAILED" {
+			return "task FAILED: " + tk.Trace
+		}
+	}
+	return ""
 }
