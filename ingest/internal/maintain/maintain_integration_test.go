@@ -193,7 +193,8 @@ func TestMaintainEachDeleteMode(t *testing.T) {
 }
 
 // TestCompactKeepsSharedPositionDeletes rewrites only one of two data files
-// that one position-delete file covers (ingest writes one per partition).
+// that one position-delete file covers (ingest writes one per partition
+// when the table's write.delete.granularity is partition).
 // The delete file must stay, or the row it deletes in the other file comes
 // back. The control runs the same rewrite through iceberg-go's
 // Table.RewriteDataFiles, which drops the delete file and resurrects the
@@ -203,6 +204,17 @@ func TestCompactKeepsSharedPositionDeletes(t *testing.T) {
 		t.Run(fmt.Sprintf("library=%v", control), func(t *testing.T) {
 			cat := connect(t)
 			ident := createTable(t, cat, 2, nil)
+			tbl, err := cat.LoadTable(t.Context(), ident)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tx := tbl.NewTransaction()
+			if err := tx.SetProperties(iceberg.Properties{commit.DeleteGranularityKey: commit.DeleteGranularityPartition}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tx.Commit(t.Context()); err != nil {
+				t.Fatal(err)
+			}
 			w := newWorkload(t, committer(t, cat, ident, commit.DeletePosition))
 			var a, b []op
 			for i := int64(1); i <= 10; i++ {
@@ -212,7 +224,7 @@ func TestCompactKeepsSharedPositionDeletes(t *testing.T) {
 			w.mustCommit(a...)
 			w.mustCommit(b...)
 			w.mustCommit(op{batch.OpDelete, 1, ""}, op{batch.OpDelete, 101, ""})
-			tbl, err := cat.LoadTable(t.Context(), ident)
+			tbl, err = cat.LoadTable(t.Context(), ident)
 			if err != nil {
 				t.Fatal(err)
 			}
