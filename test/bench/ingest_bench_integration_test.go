@@ -75,7 +75,7 @@ func TestBenchIngest(t *testing.T) {
 	var equalityRate float64
 	for _, mode := range []struct{ name, version string }{{"equality", "2"}, {"position", "2"}, {"dv", "3"}} {
 		const events = ins + upd + del
-		r := runIngest(t, dir, mode.name, []string{
+		r := runIngest(t, build(t, "ingest"), dir, mode.name, []string{
 			"INGEST_KAFKA_BROKERS=" + strings.Join(brokers, ","), "INGEST_GROUP_ID=" + db + "_" + mode.name, "INGEST_TOPICS=" + topic,
 			"INGEST_SCHEMA_REGISTRY_URL=" + testenv.RegistryURL(t), "INGEST_CATALOG_URI=" + ice.URI,
 			"INGEST_S3_ENDPOINT=" + ice.S3Endpoint, "INGEST_S3_REGION=" + ice.Region,
@@ -97,15 +97,16 @@ type ingestRun struct {
 	seconds, rate, commits, rss, indexMiB float64
 }
 
-// runIngest runs the ingest binary with env (plus a state-dir and metrics
-// address of its own) until its metrics count events rows and nothing is
-// buffered, and returns the figures: seconds from its start to that
-// point, its peak RSS and the size of its key index.
-func runIngest(t *testing.T, dir, name string, env []string, events float64) ingestRun {
+// runIngest runs the ingest binary bin with env (plus a state-dir and
+// metrics address of its own, under dir) until its metrics count events
+// rows and nothing is buffered, then stops it, and returns the figures:
+// seconds from its start to that point, its peak RSS and the size of its
+// key index. A process that exits first fails the test with its log.
+func runIngest(t *testing.T, bin, dir, name string, env []string, events float64) ingestRun {
 	t.Helper()
 	metricsAddr := "127.0.0.1:19466"
 	state := filepath.Join(dir, name+"-state")
-	ingest := exec.Command(build(t, "ingest"))
+	ingest := exec.Command(bin)
 	logPath := filepath.Join(dir, name+"-ingest.log")
 	logf, err := os.Create(logPath)
 	if err != nil {
@@ -118,10 +119,27 @@ func runIngest(t *testing.T, dir, name string, env []string, events float64) ing
 	if err := ingest.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = ingest.Process.Kill(); _ = ingest.Wait() }()
+	exited := make(chan struct{})
+	go func() { _ = ingest.Wait(); close(exited) }()
+	stop := func() {
+		_ = ingest.Process.Signal(os.Interrupt)
+		select {
+		case <-exited:
+		case <-time.After(2 * time.Minute):
+			_ = ingest.Process.Kill()
+			<-exited
+		}
+	}
+	defer stop()
 	var rows, buffered, commits float64
-	deadline := time.Now().Add(30 * time.Minute)
+	deadline := time.Now().Add(60 * time.Minute)
 	for {
+		select {
+		case <-exited:
+			b, _ := os.ReadFile(logPath)
+			t.Fatalf("%s: ingest exited after %.0f of %.0f events; log:\n%s", name, rows, events, tail(b))
+		default:
+		}
 		if time.Now().After(deadline) {
 			b, _ := os.ReadFile(logPath)
 			t.Fatalf("%s: ingest counted %.0f of %.0f events (buffered %.0f) in time; log:\n%s", name, rows, events, buffered, tail(b))
@@ -138,9 +156,8 @@ func runIngest(t *testing.T, dir, name string, env []string, events float64) ing
 	}
 	r := ingestRun{seconds: time.Since(start).Seconds(), commits: commits, rss: peakRSS(t, ingest.Process.Pid)}
 	r.rate = events / r.seconds
+	stop()
 	r.indexMiB = float64(dirBytes(t, state)) / (1 << 20)
-	_ = ingest.Process.Signal(os.Interrupt)
-	_ = ingest.Wait()
 	return r
 }
 

@@ -202,76 +202,24 @@ type scanResult struct {
 // measures its table before and after maintenance.
 func scanMode(t *testing.T, r scanRun) scanResult {
 	t.Helper()
-	dir := t.TempDir()
-	state := filepath.Join(dir, "state")
 	version := "2"
 	if r.mode == "dv" {
 		version = "3"
 	}
-	metricsAddr := "127.0.0.1:19467"
-	logPath := filepath.Join(dir, "ingest.log")
-	logf, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logf.Close()
-	ingest := exec.Command(r.bin)
-	ingest.Stdout, ingest.Stderr = logf, logf
-	ingest.Env = append(os.Environ(),
-		"INGEST_KAFKA_BROKERS="+strings.Join(r.brokers, ","), "INGEST_GROUP_ID="+r.group, "INGEST_TOPICS="+r.topic,
-		"INGEST_SCHEMA_REGISTRY_URL="+os.Getenv("BINLAKE_SCHEMA_REGISTRY_URL"), "INGEST_CATALOG_URI="+r.ice.URI,
-		"INGEST_S3_ENDPOINT="+r.ice.S3Endpoint, "INGEST_S3_REGION="+r.ice.Region, "INGEST_METRICS_ADDR="+metricsAddr,
-		"INGEST_DELETE_MODE="+r.mode, "INGEST_TABLE_FORMAT_VERSION="+version, "INGEST_STATE_DIR="+state,
+	run := runIngest(t, r.bin, t.TempDir(), r.mode, []string{
+		"INGEST_KAFKA_BROKERS=" + strings.Join(r.brokers, ","), "INGEST_GROUP_ID=" + r.group, "INGEST_TOPICS=" + r.topic,
+		"INGEST_SCHEMA_REGISTRY_URL=" + os.Getenv("BINLAKE_SCHEMA_REGISTRY_URL"), "INGEST_CATALOG_URI=" + r.ice.URI,
+		"INGEST_S3_ENDPOINT=" + r.ice.S3Endpoint, "INGEST_S3_REGION=" + r.ice.Region,
+		"INGEST_DELETE_MODE=" + r.mode, "INGEST_TABLE_FORMAT_VERSION=" + version,
 		// One commit per source transaction: a batch is cut at flush-rows
 		// (by default a tenth of the rows, as many as a transaction
 		// changes) and never earlier by its bytes or its age.
-		"INGEST_FLUSH_ROWS="+strconv.Itoa(r.flushRows), "INGEST_FLUSH_BYTES="+strconv.Itoa(512<<20),
-		"INGEST_MAX_BUFFERED_BYTES="+strconv.Itoa(1<<30), "INGEST_FLUSH_INTERVAL=2m")
-	start := time.Now()
-	if err := ingest.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = ingest.Wait(); close(exited) }()
-	stop := func() {
-		_ = ingest.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(2 * time.Minute):
-			_ = ingest.Process.Kill()
-			<-exited
-		}
-	}
-	defer stop()
-	var rows, buffered, commits float64
-	deadline := time.Now().Add(60 * time.Minute)
-	for {
-		select {
-		case <-exited:
-			b, _ := os.ReadFile(logPath)
-			t.Fatalf("%s: ingest exited after %.0f of %d events; log:\n%s", r.mode, rows, r.events, tail(b))
-		default:
-		}
-		if time.Now().After(deadline) {
-			b, _ := os.ReadFile(logPath)
-			t.Fatalf("%s: ingest counted %.0f of %d events (buffered %.0f) in time; log:\n%s", r.mode, rows, r.events, buffered, tail(b))
-		}
-		time.Sleep(100 * time.Millisecond) // polling interval: the loop re-reads the metrics
-		ms, err := scrape("http://" + metricsAddr + "/metrics")
-		if err != nil {
-			continue
-		}
-		rows, buffered, commits = ms["ingest_rows_total"], ms["ingest_buffered_rows"], ms[`ingest_commits_total{result="ok"}`]
-		if rows >= float64(r.events) && buffered == 0 {
-			break
-		}
-	}
-	res := scanResult{rate: float64(r.events) / time.Since(start).Seconds(), commits: commits,
+		"INGEST_FLUSH_ROWS=" + strconv.Itoa(r.flushRows), "INGEST_FLUSH_BYTES=" + strconv.Itoa(512<<20),
+		"INGEST_MAX_BUFFERED_BYTES=" + strconv.Itoa(1<<30), "INGEST_FLUSH_INTERVAL=2m",
+	}, float64(r.events))
+	res := scanResult{rate: run.rate, commits: run.commits, rss: run.rss, indexMiB: run.indexMiB,
 		java: skipped, javaCompacted: skipped, duck: skipped, duckCompacted: skipped, maintain: skipped}
-	res.rss = peakRSS(t, ingest.Process.Pid)
-	stop()
-	t.Logf("%s: %d events at %.0f rows/s, %.0f commits", r.mode, r.events, res.rate, commits)
-	res.indexMiB = float64(dirBytes(t, state)) / (1 << 20)
+	t.Logf("%s: %d events at %.0f rows/s, %.0f commits", r.mode, r.events, res.rate, res.commits)
 	res.files = countFiles(t, r.cat, r.ident)
 	if !r.reads {
 		return res
