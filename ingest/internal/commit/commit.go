@@ -53,6 +53,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strconv"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -262,6 +263,11 @@ func (c *Committer) Commit(ctx context.Context, buf *batch.Buffer) (Result, erro
 		}
 		offsets.Merge(col.Offsets)
 		props := summaryProps(res.CommitID, offsets, col)
+		if mark := max(watermark, col.Watermark); mark > 0 {
+			// Also in the summary: a branch (package branch) has no
+			// table properties of its own.
+			props[TruncateWatermarkKey] = strconv.FormatInt(mark, 10)
+		}
 		var newMark int64
 		if col.Watermark > watermark {
 			newMark = col.Watermark
