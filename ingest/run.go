@@ -51,6 +51,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if len(args) > 1 && args[1] == "status" {
 		return runStatus(ctx, args[1:], getenv, stdout)
 	}
+	if len(args) > 1 && args[1] == "replay" {
+		return runReplay(ctx, args[1:], getenv, stdout, stderr)
+	}
 	if len(args) > 1 && args[1] == "maintain" {
 		return runMaintain(ctx, args[1:], getenv, stdout, stderr)
 	}
@@ -58,7 +61,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs := ef.fs
 	fs.SetOutput(stdout)
 	fs.Usage = func() {
-		fmt.Fprintf(stdout, "Usage: ingest [flags]\n       ingest maintain [flags]  (table maintenance; see ingest maintain -help)\n       ingest status [flags]    (how far each table has got; see ingest status -help)\n\n"+
+		fmt.Fprintf(stdout, "Usage: ingest [flags]\n       ingest maintain [flags]  (table maintenance; see ingest maintain -help)\n       ingest status [flags]    (how far each table has got; see ingest status -help)\n       ingest replay [flags]    (rebuild tables from an earlier snapshot; see ingest replay -help)\n\n"+
 			"ingest upserts Debezium change events from Kafka into Apache Iceberg tables, exactly once.\n"+
 			"Every flag can also be set through the environment variable shown; secrets only through the environment:\n"+
 			"INGEST_CATALOG_CREDENTIAL, INGEST_CATALOG_TOKEN (or <NAME>_FILE), and AWS_* for S3 and SigV4.\n\n")
@@ -136,61 +139,14 @@ func ingest(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	var registry decode.Registry
-	if cfg.RegistryURL != "" {
-		cl, err := sr.NewClient(sr.URLs(cfg.RegistryURL))
-		if err != nil {
-			return fmt.Errorf("schema registry %s: %w", redactURL(cfg.RegistryURL), err)
-		}
-		registry = cl
-	}
-	kafkaOpts, err := cfg.Kafka.clientOpts(ctx, "binlake-ingest")
+	pcfg, dec, release, err := pipelineConfig(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}
-	partitions, err := pipeline.ParsePartitionSpecs(cfg.PartitionSpec)
-	if err != nil {
-		return err
-	}
-	commitCfg := commit.Config{MaxAttempts: cfg.CommitAttempts, Logger: logger}
-	deleteModes, err := pipeline.ParseDeleteModes(cfg.DeleteMode)
-	if err != nil {
-		return err
-	}
-	if deleteModes.Positional() {
-		dir, release, err := indexDir(cfg.StateDir, logger)
-		if err != nil {
-			return err
-		}
-		defer release()
-		idx, err := keyindex.Open(keyindex.Config{Dir: dir, CacheBytes: int64(cfg.IndexCacheBytes), Logger: logger})
-		if err != nil {
-			return fmt.Errorf("opening the key index (state-dir %s): %w", dir, err)
-		}
-		defer idx.Close()
-		commitCfg.Index = idx
-	}
-	p, err := pipeline.New(pipeline.Config{
-		Partitions:       partitions,
-		KeylessAppend:    cfg.KeylessTables == "append",
-		FormatVersion:    cfg.TableFormatVersion,
-		BackfillDefaults: cfg.BackfillDefaults,
-		Brokers:          cfg.brokers(),
-		Group:            cfg.GroupID,
-		SessionTimeout:   cfg.GroupSessionTimeout,
-		Topics:           cfg.topics(),
-		TopicRegex:       cfg.TopicRegex,
-		Namer:            schemamap.Namer{NamespaceWithPrefix: cfg.NamespaceWithPrefix},
-		Limits:           batch.Limits{MaxRows: cfg.FlushRows, MaxBytes: int64(cfg.FlushBytes), MaxAge: cfg.FlushInterval},
-		MaxBufferedBytes: int64(cfg.MaxBufferedBytes),
-		QueueRecords:     cfg.QueueRecords,
-		Commit:           commitCfg,
-		DeleteModes:      deleteModes,
-		ShutdownTimeout:  cfg.ShutdownTimeout,
-		Logger:           logger,
-		Metrics:          metrics,
-		ClientOpts:       kafkaOpts,
-	}, cat, decode.New(registry))
+	defer release()
+	commitCfg := pcfg.Commit
+	pcfg.Metrics = metrics
+	p, err := pipeline.New(pcfg, cat, dec)
 	if err != nil {
 		return fmt.Errorf("kafka %s: %w", cfg.KafkaBrokers, err)
 	}
@@ -237,6 +193,69 @@ func ingest(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		return nil
 	}
 	return err
+}
+
+// pipelineConfig builds the pipeline's configuration from ingest's
+// settings (ingest and ingest replay share it): the decoder with its
+// schema registry, the Kafka client options, and in a positional delete
+// mode the key index in its state directory, which release closes (and
+// removes when it is a temporary one).
+func pipelineConfig(ctx context.Context, cfg Config, logger *slog.Logger) (pcfg pipeline.Config, dec *decode.Decoder, release func(), err error) {
+	release = func() {}
+	var registry decode.Registry
+	if cfg.RegistryURL != "" {
+		cl, err := sr.NewClient(sr.URLs(cfg.RegistryURL))
+		if err != nil {
+			return pcfg, nil, release, fmt.Errorf("schema registry %s: %w", redactURL(cfg.RegistryURL), err)
+		}
+		registry = cl
+	}
+	kafkaOpts, err := cfg.Kafka.clientOpts(ctx, "binlake-ingest")
+	if err != nil {
+		return pcfg, nil, release, err
+	}
+	partitions, err := pipeline.ParsePartitionSpecs(cfg.PartitionSpec)
+	if err != nil {
+		return pcfg, nil, release, err
+	}
+	commitCfg := commit.Config{MaxAttempts: cfg.CommitAttempts, Logger: logger}
+	deleteModes, err := pipeline.ParseDeleteModes(cfg.DeleteMode)
+	if err != nil {
+		return pcfg, nil, release, err
+	}
+	if deleteModes.Positional() {
+		dir, releaseDir, err := indexDir(cfg.StateDir, logger)
+		if err != nil {
+			return pcfg, nil, release, err
+		}
+		idx, err := keyindex.Open(keyindex.Config{Dir: dir, CacheBytes: int64(cfg.IndexCacheBytes), Logger: logger})
+		if err != nil {
+			releaseDir()
+			return pcfg, nil, release, fmt.Errorf("opening the key index (state-dir %s): %w", dir, err)
+		}
+		release = func() { _ = idx.Close(); releaseDir() }
+		commitCfg.Index = idx
+	}
+	return pipeline.Config{
+		Partitions:       partitions,
+		KeylessAppend:    cfg.KeylessTables == "append",
+		FormatVersion:    cfg.TableFormatVersion,
+		BackfillDefaults: cfg.BackfillDefaults,
+		Brokers:          cfg.brokers(),
+		Group:            cfg.GroupID,
+		SessionTimeout:   cfg.GroupSessionTimeout,
+		Topics:           cfg.topics(),
+		TopicRegex:       cfg.TopicRegex,
+		Namer:            schemamap.Namer{NamespaceWithPrefix: cfg.NamespaceWithPrefix},
+		Limits:           batch.Limits{MaxRows: cfg.FlushRows, MaxBytes: int64(cfg.FlushBytes), MaxAge: cfg.FlushInterval},
+		MaxBufferedBytes: int64(cfg.MaxBufferedBytes),
+		QueueRecords:     cfg.QueueRecords,
+		Commit:           commitCfg,
+		DeleteModes:      deleteModes,
+		ShutdownTimeout:  cfg.ShutdownTimeout,
+		Logger:           logger,
+		ClientOpts:       kafkaOpts,
+	}, decode.New(registry), release, nil
 }
 
 // pruneInterval is how often ingest removes the key indexes of tables that

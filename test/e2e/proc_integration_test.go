@@ -85,12 +85,18 @@ type proc struct {
 
 func start(t *testing.T, bin string, env []string, logName string) *proc {
 	t.Helper()
+	return startArgs(t, bin, nil, env, logName)
+}
+
+// startArgs is start with command-line arguments.
+func startArgs(t *testing.T, bin string, args, env []string, logName string) *proc {
+	t.Helper()
 	logPath := filepath.Join(t.TempDir(), logName)
 	f, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin)
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Start(); err != nil {

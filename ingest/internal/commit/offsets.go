@@ -219,3 +219,13 @@ func findCommit(tbl *table.Table, base int64, commitID string) (int64, bool) {
 	})
 	return found, ok
 }
+
+// ParseOffsets returns the offsets held by props (table properties or a
+// snapshot summary: OffsetsKeyPrefix+topic keys); empty when none.
+func ParseOffsets(props map[string]string) (batch.Offsets, error) {
+	out := batch.Offsets{}
+	if _, err := readOffsets(props, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

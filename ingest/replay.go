@@ -1,0 +1,574 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/binlake/binlake/ingest/internal/batch"
+	"github.com/binlake/binlake/ingest/internal/branch"
+	"github.com/binlake/binlake/ingest/internal/commit"
+	"github.com/binlake/binlake/ingest/internal/pipeline"
+)
+
+// replayKeyPrefix + branch is the table property that records a replay in
+// progress into the branch (replayState as JSON): a replay killed half way
+// resumes from it and from the branch's own offsets.
+const replayKeyPrefix = "binlake.replay."
+
+// errOffsetsGone reports a replay that needs records the topic no longer
+// holds.
+var errOffsetsGone = errors.New("the topic no longer holds the offsets the replay needs")
+
+// replayState is what a table records of a replay into a branch.
+type replayState struct {
+	// Base is the snapshot the branch started at; Start the offsets it
+	// held (where the replay started reading).
+	Base  int64         `json:"base"`
+	Start batch.Offsets `json:"start"`
+	// Published is the snapshot main was moved to (0: not yet).
+	Published int64     `json:"published,omitempty"`
+	Began     time.Time `json:"began"`
+}
+
+// replayTable is one table being rebuilt.
+type replayTable struct {
+	ident table.Identifier
+	name  string
+	state replayState
+	done  bool
+	// applied and total are the records (Kafka offsets) applied in the
+	// branch since the start and those to apply to reach main.
+	applied, total int64
+}
+
+// runReplay is `ingest replay`: it rebuilds tables in an Iceberg branch
+// from an earlier snapshot and its offsets, while the running ingest keeps
+// main current, and publishes the branch as main when asked.
+func runReplay(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	ef, cfg, _ := bindFlags(getenv)
+	fs := ef.fs
+	fs.Init("ingest replay", flag.ContinueOnError)
+	fs.SetOutput(stdout)
+	tablesRe := fs.String("tables", "", "regex of <namespace>.<table> to rebuild (required)")
+	fromSnapshot := fs.Int64("from-snapshot", 0, "rebuild from this snapshot: its rows, then the topic from the offsets it recorded")
+	fromTime := fs.String("from-time", "", "rebuild from the snapshot of main current at this time (RFC 3339, e.g. 2026-12-01T10:00:00Z)")
+	branchName := fs.String("branch", "binlake-replay", "the Iceberg branch the tables are rebuilt in (an existing replay branch resumes)")
+	publish := fs.Bool("publish", false, "once the branch has caught up with main, move main to it (atomically, per table) and remove the branch; "+
+		"without it the branch is left for inspection, and a later run with --publish publishes it")
+	progressEvery := fs.Duration("progress-interval", 10*time.Second, "how often progress is logged when stderr is not a terminal")
+	fs.Usage = func() {
+		fmt.Fprintf(stdout, "Usage: ingest replay --tables REGEX (--from-snapshot ID | --from-time TIME) [--publish] [flags]\n\n"+
+			"Rebuilds tables from an earlier snapshot: the branch starts at that snapshot and the topic is re-applied\n"+
+			"from the offsets it recorded, exactly once, while the running ingest keeps main current. With --publish,\n"+
+			"main then moves to the branch in one commit per table. A replay that stops half way resumes when run again.\n"+
+			"It takes ingest's settings (catalog, Kafka, registry, delete mode, flush limits) and these; the topics are\n"+
+			"those the tables hold offsets of (--topics and --topic-regex are ignored):\n\n")
+		fs.PrintDefaults()
+	}
+	if err := ef.parse(args[1:]); err != nil {
+		return err
+	}
+	if cfg.S3Region == "" {
+		cfg.S3Region = getenv("AWS_REGION")
+	}
+	// The topics come from the tables; ingest's check wants one of the two.
+	cfg.Topics, cfg.TopicRegex = "", ".*"
+	var bad []error
+	if err := cfg.Validate(); err != nil {
+		bad = append(bad, err)
+	}
+	var filter *regexp.Regexp
+	if *tablesRe == "" {
+		bad = append(bad, errors.New("tables is required: a regex of the <namespace>.<table> names to rebuild"))
+	} else if re, err := regexp.Compile("^(?:" + *tablesRe + ")$"); err != nil {
+		bad = append(bad, fmt.Errorf("tables: %w", err))
+	} else {
+		filter = re
+	}
+	var asOf time.Time
+	if *fromTime != "" {
+		t, err := time.Parse(time.RFC3339, *fromTime)
+		if err != nil {
+			bad = append(bad, fmt.Errorf("from-time %q: want RFC 3339, e.g. 2026-12-01T10:00:00Z", *fromTime))
+		}
+		asOf = t
+	}
+	if *fromSnapshot != 0 && *fromTime != "" {
+		bad = append(bad, errors.New("set at most one of from-snapshot and from-time"))
+	}
+	if *branchName == "" || *branchName == table.MainBranch {
+		bad = append(bad, fmt.Errorf("branch %q: name a branch other than main", *branchName))
+	}
+	if err := errors.Join(bad...); err != nil {
+		return fmt.Errorf("invalid configuration: %w", err)
+	}
+	logger := newLogger(stderr, cfg.LogFormat, cfg.LogLevel)
+	cat, err := openCatalog(ctx, cfg.CatalogConfig)
+	if err != nil {
+		return err
+	}
+	opts, err := cfg.Kafka.clientOpts(ctx, "binlake-ingest-replay")
+	if err != nil {
+		return err
+	}
+	cl, err := kgo.NewClient(append(opts, kgo.SeedBrokers(cfg.brokers()...))...)
+	if err != nil {
+		return fmt.Errorf("kafka %s: %w", cfg.KafkaBrokers, err)
+	}
+	defer cl.Close()
+	r := &replayer{cat: cat, adm: kadm.NewClient(cl), branch: *branchName, log: logger}
+	tables, err := r.prepare(ctx, filter, *fromSnapshot, asOf)
+	if err != nil {
+		return err
+	}
+	var topics []string
+	for _, t := range tables {
+		if !t.done {
+			for topic := range t.state.Start {
+				topics = append(topics, topic)
+			}
+			main, err := r.mainOffsets(ctx, t)
+			if err != nil {
+				return err
+			}
+			topics = append(topics, slices.Collect(maps.Keys(main))...)
+		}
+	}
+	slices.Sort(topics)
+	topics = slices.Compact(topics)
+	if len(topics) > 0 {
+		if err := r.run(ctx, *cfg, tables, topics, *publish, progressOut(stderr), *progressEvery); err != nil {
+			return err
+		}
+	}
+	if *publish {
+		for _, t := range tables {
+			if err := r.cleanUp(ctx, t); err != nil {
+				return err
+			}
+		}
+		logger.Info("replay published", "tables", len(tables), "branch", r.branch)
+		return nil
+	}
+	names := make([]string, len(tables))
+	for i, t := range tables {
+		names[i] = t.name
+	}
+	logger.Info("replay caught up with main; the branch is left for inspection (read it as branch "+r.branch+
+		"; run again with --publish to move main to it, or remove the branch)", "tables", strings.Join(names, ","), "branch", r.branch)
+	return nil
+}
+
+// replayer holds what a replay shares across its tables.
+type replayer struct {
+	cat    catalog.Catalog
+	adm    *kadm.Client
+	branch string
+	log    *slog.Logger
+}
+
+func (r *replayer) key() string { return replayKeyPrefix + r.branch }
+
+// prepare finds the tables, makes their branches (or finds them made by a
+// replay that stopped) and checks that the topics still hold what the
+// replay needs.
+func (r *replayer) prepare(ctx context.Context, filter *regexp.Regexp, fromSnapshot int64, asOf time.Time) ([]*replayTable, error) {
+	nss, err := r.cat.ListNamespaces(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("listing the catalog's namespaces: %w", err)
+	}
+	var out []*replayTable
+	for _, ns := range nss {
+		for ident, err := range r.cat.ListTables(ctx, ns) {
+			if err != nil {
+				return nil, fmt.Errorf("listing the tables of namespace %s: %w", strings.Join(ns, "."), err)
+			}
+			name := strings.Join(ident, ".")
+			if !filter.MatchString(name) {
+				continue
+			}
+			t, err := r.prepareTable(ctx, ident, fromSnapshot, asOf)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, t)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no table of the catalog matches --tables")
+	}
+	return out, nil
+}
+
+func (r *replayer) prepareTable(ctx context.Context, ident table.Identifier, fromSnapshot int64, asOf time.Time) (*replayTable, error) {
+	name := strings.Join(ident, ".")
+	tbl, err := r.cat.LoadTable(ctx, ident)
+	if err != nil {
+		return nil, fmt.Errorf("loading table %s: %w", name, err)
+	}
+	t := &replayTable{ident: ident, name: name}
+	if v, ok := tbl.Properties()[r.key()]; ok {
+		if err := json.Unmarshal([]byte(v), &t.state); err != nil {
+			return nil, fmt.Errorf("table %s: property %s: %w (remove it and the branch %s to start over)", name, r.key(), err, r.branch)
+		}
+		if fromSnapshot != 0 || !asOf.IsZero() {
+			if base, err := baseSnapshot(tbl, fromSnapshot, asOf); err != nil || base != t.state.Base {
+				return nil, fmt.Errorf("table %s: a replay into branch %s from snapshot %d is in progress: run without --from-snapshot/--from-time to resume it, or use another --branch",
+					name, r.branch, t.state.Base)
+			}
+		}
+		if tbl.Metadata().SnapshotByName(r.branch) == nil && t.state.Published == 0 {
+			return nil, fmt.Errorf("table %s records a replay into branch %s, but the branch is gone: remove the property %s to start over", name, r.branch, r.key())
+		}
+		t.done = t.state.Published != 0
+		r.log.Info("resuming the replay", "table", name, "branch", r.branch, "base_snapshot", t.state.Base, "published", t.state.Published)
+		if !t.done {
+			if err := r.checkRetention(ctx, t, tbl); err != nil {
+				return nil, err
+			}
+		}
+		return t, nil
+	}
+	if tbl.Metadata().SnapshotByName(r.branch) != nil {
+		return nil, fmt.Errorf("table %s already has a branch %s that ingest replay did not make: choose another --branch", name, r.branch)
+	}
+	main, err := commit.Offsets(tbl)
+	if err != nil {
+		return nil, err
+	}
+	if len(main) == 0 {
+		return nil, fmt.Errorf("table %s holds no Kafka offsets: it is not a table ingest writes", name)
+	}
+	base, err := baseSnapshot(tbl, fromSnapshot, asOf)
+	if err != nil {
+		return nil, fmt.Errorf("table %s: %w", name, err)
+	}
+	start, err := commit.ParseOffsets(branch.Bookkeeping(tbl.Metadata(), base))
+	if err != nil {
+		return nil, fmt.Errorf("table %s, snapshot %d: %w", name, base, err)
+	}
+	if len(start) == 0 {
+		return nil, fmt.Errorf("table %s: neither snapshot %d nor an ancestor records Kafka offsets (written before ingest, or its history expired): replay from a later snapshot", name, base)
+	}
+	t.state = replayState{Base: base, Start: start, Began: time.Now().UTC()}
+	if err := r.checkRetention(ctx, t, tbl); err != nil {
+		return nil, err
+	}
+	v, err := json.Marshal(t.state)
+	if err != nil {
+		return nil, err
+	}
+	if err := branch.Create(ctx, r.cat, tbl, r.branch, base, iceberg.Properties{r.key(): string(v)}); err != nil {
+		return nil, fmt.Errorf("table %s: creating branch %s at snapshot %d: %w", name, r.branch, base, err)
+	}
+	r.log.Info("replay branch created", "table", name, "branch", r.branch, "base_snapshot", base, "start_offsets", fmt.Sprint(start))
+	return t, nil
+}
+
+// baseSnapshot resolves the snapshot a replay starts from: fromSnapshot,
+// or the snapshot of main current at asOf.
+func baseSnapshot(tbl *table.Table, fromSnapshot int64, asOf time.Time) (int64, error) {
+	switch {
+	case fromSnapshot != 0:
+		if tbl.SnapshotByID(fromSnapshot) == nil {
+			return 0, fmt.Errorf("snapshot %d is not in the table (expired, or of another table): see the snapshots with ingest status or a reader's snapshots table", fromSnapshot)
+		}
+		return fromSnapshot, nil
+	case !asOf.IsZero():
+		for s := tbl.CurrentSnapshot(); s != nil; {
+			if s.TimestampMs <= asOf.UnixMilli() {
+				return s.SnapshotID, nil
+			}
+			if s.ParentSnapshotID == nil {
+				break
+			}
+			s = tbl.SnapshotByID(*s.ParentSnapshotID)
+		}
+		return 0, fmt.Errorf("main has no snapshot at or before %s (the oldest was committed after it, or expired)", asOf.Format(time.RFC3339))
+	}
+	return 0, errors.New("set --from-snapshot or --from-time to start a replay")
+}
+
+// mainOffsets returns the offsets main holds now.
+func (r *replayer) mainOffsets(ctx context.Context, t *replayTable) (batch.Offsets, error) {
+	tbl, err := r.cat.LoadTable(ctx, t.ident)
+	if err != nil {
+		return nil, fmt.Errorf("loading table %s: %w", t.name, err)
+	}
+	return commit.Offsets(tbl)
+}
+
+// checkRetention fails, naming the earliest offset left and the topic's
+// settings, when a partition the replay reads no longer starts at or
+// before the offset the replay resumes from.
+func (r *replayer) checkRetention(ctx context.Context, t *replayTable, tbl *table.Table) error {
+	from := t.state.Start
+	if head := tbl.Metadata().SnapshotByName(r.branch); head != nil {
+		o, err := commit.ParseOffsets(branch.Bookkeeping(tbl.Metadata(), head.SnapshotID))
+		if err != nil {
+			return err
+		}
+		from = o
+	}
+	main, err := commit.Offsets(tbl)
+	if err != nil {
+		return err
+	}
+	topics := slices.Sorted(maps.Keys(from))
+	for topic := range main {
+		if _, ok := from[topic]; !ok {
+			topics = append(topics, topic)
+		}
+	}
+	starts, err := r.adm.ListStartOffsets(ctx, topics...)
+	if err != nil {
+		return fmt.Errorf("listing the start offsets of %s: %w", strings.Join(topics, ", "), err)
+	}
+	var gone []string
+	var gtopics []string
+	for _, topic := range topics {
+		parts, ok := starts[topic]
+		if !ok || len(parts) == 0 {
+			return fmt.Errorf("%w: table %s needs topic %s, which does not exist any more", errOffsetsGone, t.name, topic)
+		}
+		for p, o := range parts {
+			if o.Err != nil {
+				return fmt.Errorf("listing the start offset of %s partition %d: %w", topic, p, o.Err)
+			}
+			need := from[topic][p] // 0 for a partition the table has not read
+			if o.Offset > need {
+				gone = append(gone, fmt.Sprintf("%s partition %d from offset %d, but its earliest offset is %d", topic, p, need, o.Offset))
+				gtopics = append(gtopics, topic)
+			}
+		}
+	}
+	if len(gone) == 0 {
+		return nil
+	}
+	slices.Sort(gone)
+	settings := r.topicSettings(ctx, slices.Compact(gtopics))
+	return fmt.Errorf("%w: the replay of table %s needs %s; the records before it were deleted (%s). "+
+		"Replay from a later snapshot (--from-snapshot, --from-time), or keep the history replays need: a longer retention.ms "+
+		"(or -1) on the topic, or compacted topics (capture's --topic-creation-default-cleanup-policy=compact; README, Replaying a table)",
+		errOffsetsGone, t.name, strings.Join(gone, "; "), settings)
+}
+
+// topicSettings names the retention settings of the topics, for the
+// message of a replay that cannot start.
+func (r *replayer) topicSettings(ctx context.Context, topics []string) string {
+	rcs, err := r.adm.DescribeTopicConfigs(ctx, topics...)
+	if err != nil {
+		return "topic settings unavailable: " + err.Error()
+	}
+	var out []string
+	for _, rc := range rcs {
+		var kv []string
+		for _, c := range rc.Configs {
+			switch c.Key {
+			case "cleanup.policy", "retention.ms", "retention.bytes":
+				kv = append(kv, c.Key+"="+c.MaybeValue())
+			}
+		}
+		slices.Sort(kv)
+		out = append(out, rc.Name+": "+strings.Join(kv, " "))
+	}
+	slices.Sort(out)
+	return strings.Join(out, "; ")
+}
+
+// run re-applies the topics into the branch until every table has caught
+// up with main, publishing each as it does when publish is set.
+func (r *replayer) run(ctx context.Context, cfg Config, tables []*replayTable, topics []string, publish bool, term io.Writer, every time.Duration) error {
+	pcfg, dec, release, err := pipelineConfig(ctx, cfg, r.log)
+	if err != nil {
+		return err
+	}
+	defer release()
+	pcfg.Topics, pcfg.TopicRegex = topics, ""
+	// The group only positions partitions of a topic the branch holds no
+	// offsets of yet (from the start); the branch's offsets decide the rest.
+	pcfg.Group = cfg.GroupID + ".replay." + r.branch
+	p, err := pipeline.New(pcfg, &branch.Catalog{Catalog: r.cat, Branch: r.branch}, dec)
+	if err != nil {
+		return fmt.Errorf("kafka %s: %w", cfg.KafkaBrokers, err)
+	}
+	pctx, stop := context.WithCancel(ctx)
+	defer stop()
+	errc := make(chan error, 1)
+	go func() { errc <- p.Run(pctx) }()
+	r.log.Info("replaying", "topics", strings.Join(topics, ","), "branch", r.branch, "publish", publish)
+
+	began, lastLog := time.Now(), time.Now()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-errc:
+			if err == nil && ctx.Err() != nil {
+				return fmt.Errorf("replay stopped (%w); run it again to resume from what the branch holds", context.Cause(ctx))
+			}
+			return fmt.Errorf("replaying into branch %s: %w (run it again to resume)", r.branch, err)
+		case <-tick.C:
+		}
+		left := 0
+		for _, t := range tables {
+			if t.done {
+				continue
+			}
+			if err := r.step(ctx, t, publish); err != nil {
+				stop()
+				<-errc
+				return err
+			}
+			if !t.done {
+				left++
+			}
+		}
+		if term != nil || time.Since(lastLog) >= every || left == 0 {
+			r.progress(term, tables, time.Since(began))
+			lastLog = time.Now()
+		}
+		if left == 0 {
+			stop()
+			if err := <-errc; err != nil {
+				r.log.Warn("the replay's pipeline stopped with an error after every table caught up", "error", err)
+			}
+			return nil
+		}
+	}
+}
+
+// step compares the branch of t with main, and publishes it once it has
+// caught up when publish is set.
+func (r *replayer) step(ctx context.Context, t *replayTable, publish bool) error {
+	tbl, err := r.cat.LoadTable(ctx, t.ident)
+	if err != nil {
+		return fmt.Errorf("loading table %s: %w", t.name, err)
+	}
+	head := tbl.Metadata().SnapshotByName(r.branch)
+	if head == nil {
+		return fmt.Errorf("table %s: branch %s was removed while the replay ran", t.name, r.branch)
+	}
+	got, err := commit.ParseOffsets(branch.Bookkeeping(tbl.Metadata(), head.SnapshotID))
+	if err != nil {
+		return err
+	}
+	main, err := commit.Offsets(tbl)
+	if err != nil {
+		return err
+	}
+	caught := true
+	t.applied, t.total = 0, 0
+	for topic, parts := range main {
+		for p, want := range parts {
+			have := got[topic][p]
+			if have < want {
+				caught = false
+			}
+			start := t.state.Start[topic][p]
+			t.applied += max(0, min(have, want)-start)
+			t.total += max(0, want-start)
+		}
+	}
+	if !caught {
+		return nil
+	}
+	if !publish {
+		t.done = true
+		r.log.Info("table caught up with main in the branch", "table", t.name, "branch", r.branch, "branch_snapshot", head.SnapshotID)
+		return nil
+	}
+	st := t.state
+	st.Published = head.SnapshotID
+	v, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	id, err := branch.Publish(ctx, r.cat, tbl, r.branch, iceberg.Properties{r.key(): string(v)}, nil)
+	if errors.Is(err, table.ErrCommitFailed) {
+		r.log.Debug("main moved while publishing; catching up again", "table", t.name)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("publishing branch %s of table %s: %w", r.branch, t.name, err)
+	}
+	t.state, t.done = st, true
+	r.log.Info("table published: main is now the replayed branch", "table", t.name, "snapshot", id, "replaced_snapshot", tbl.CurrentSnapshot().SnapshotID)
+	return nil
+}
+
+// cleanUp removes the branch and the replay's record of a published table.
+func (r *replayer) cleanUp(ctx context.Context, t *replayTable) error {
+	tbl, err := r.cat.LoadTable(ctx, t.ident)
+	if err != nil {
+		return fmt.Errorf("loading table %s: %w", t.name, err)
+	}
+	if tbl.Metadata().SnapshotByName(r.branch) == nil {
+		if _, ok := tbl.Properties()[r.key()]; !ok {
+			return nil
+		}
+		_, _, err := r.cat.CommitTable(ctx, t.ident, nil, []table.Update{table.NewRemovePropertiesUpdate([]string{r.key()})})
+		return err
+	}
+	if err := branch.Remove(ctx, r.cat, tbl, r.branch, []string{r.key()}); err != nil {
+		return fmt.Errorf("table %s: removing branch %s: %w", t.name, r.branch, err)
+	}
+	return nil
+}
+
+// progressOut returns w when it is a terminal (progress is drawn in place),
+// else nil (progress is logged).
+func progressOut(w io.Writer) io.Writer {
+	if f, ok := w.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			return w
+		}
+	}
+	return nil
+}
+
+// progress draws a bar with records and ETA on a terminal, or logs them.
+func (r *replayer) progress(term io.Writer, tables []*replayTable, elapsed time.Duration) {
+	var applied, total int64
+	for _, t := range tables {
+		applied += t.applied
+		total += t.total
+	}
+	eta := "?"
+	if applied > 0 && total > applied {
+		eta = (time.Duration(float64(elapsed) * float64(total-applied) / float64(applied))).Round(time.Second).String()
+	} else if total > 0 && applied >= total {
+		eta = "0s"
+	}
+	pct := 100.0
+	if total > 0 {
+		pct = 100 * float64(applied) / float64(total)
+	}
+	if term == nil {
+		r.log.Info("replay progress", "records_applied", applied, "records_to_main", total, "percent", fmt.Sprintf("%.1f", pct), "eta", eta)
+		return
+	}
+	const width = 30
+	n := int(pct / 100 * width)
+	fmt.Fprintf(term, "\r[%s%s] %5.1f%%  %d/%d records  ETA %s   ", strings.Repeat("=", n), strings.Repeat(" ", width-n), pct, applied, total, eta)
+	if pct >= 100 {
+		fmt.Fprintln(term)
+	}
+}
