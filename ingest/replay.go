@@ -366,7 +366,7 @@ func (r *replayer) checkRetention(ctx context.Context, t *replayTable, tbl *tabl
 	settings := r.topicSettings(ctx, slices.Compact(gtopics))
 	return fmt.Errorf("%w: the replay of table %s needs %s; the records before it were deleted (%s). "+
 		"Replay from a later snapshot (--from-snapshot, --from-time), or keep the history replays need: a longer retention.ms "+
-		"(or -1) on the topic, or compacted topics (capture's --topic-creation-default-cleanup-policy=compact; README, Replaying a table)",
+		"(or -1) on the topic, or compacted topics (capture's --topic-creation-default-cleanup-policy=compact; ingest/README.md, Replay)",
 		errOffsetsGone, t.name, strings.Join(gone, "; "), settings)
 }
 
