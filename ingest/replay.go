@@ -12,6 +12,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -69,12 +70,14 @@ func runReplay(ctx context.Context, args []string, getenv func(string) string, s
 	tablesRe := fs.String("tables", "", "regex of <namespace>.<table> to rebuild (required)")
 	fromSnapshot := fs.Int64("from-snapshot", 0, "rebuild from this snapshot: its rows, then the topic from the offsets it recorded")
 	fromTime := fs.String("from-time", "", "rebuild from the snapshot of main current at this time (RFC 3339, e.g. 2026-12-01T10:00:00Z)")
+	fromOffsets := fs.String("from-offsets", "", "re-apply the topic from these Kafka offsets on: [<topic>:]<partition>=<offset>,... (no topic: every topic of the table); "+
+		"the rebuild starts from the newest snapshot of main that had applied nothing at or after them")
 	branchName := fs.String("branch", "binlake-replay", "the Iceberg branch the tables are rebuilt in (an existing replay branch resumes)")
 	publish := fs.Bool("publish", false, "once the branch has caught up with main, move main to it (atomically, per table) and remove the branch; "+
 		"without it the branch is left for inspection, and a later run with --publish publishes it")
 	progressEvery := fs.Duration("progress-interval", 10*time.Second, "how often progress is logged when stderr is not a terminal")
 	fs.Usage = func() {
-		fmt.Fprintf(stdout, "Usage: ingest replay --tables REGEX (--from-snapshot ID | --from-time TIME) [--publish] [flags]\n\n"+
+		fmt.Fprintf(stdout, "Usage: ingest replay --tables REGEX (--from-snapshot ID | --from-time TIME | --from-offsets P=O,...) [--publish] [flags]\n\n"+
 			"Rebuilds tables from an earlier snapshot: the branch starts at that snapshot and the topic is re-applied\n"+
 			"from the offsets it recorded, exactly once, while the running ingest keeps main current. With --publish,\n"+
 			"main then moves to the branch in one commit per table. A replay that stops half way resumes when run again.\n"+
@@ -110,8 +113,12 @@ func runReplay(ctx context.Context, args []string, getenv func(string) string, s
 		}
 		asOf = t
 	}
-	if *fromSnapshot != 0 && *fromTime != "" {
-		bad = append(bad, errors.New("set at most one of from-snapshot and from-time"))
+	from, err := parseFromOffsets(*fromOffsets)
+	if err != nil {
+		bad = append(bad, fmt.Errorf("from-offsets: %w", err))
+	}
+	if n := btoi(*fromSnapshot != 0) + btoi(*fromTime != "") + btoi(*fromOffsets != ""); n > 1 {
+		bad = append(bad, errors.New("set at most one of from-snapshot, from-time and from-offsets"))
 	}
 	if *branchName == "" || *branchName == table.MainBranch {
 		bad = append(bad, fmt.Errorf("branch %q: name a branch other than main", *branchName))
@@ -134,7 +141,7 @@ func runReplay(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	defer cl.Close()
 	r := &replayer{cat: cat, adm: kadm.NewClient(cl), branch: *branchName, log: logger}
-	tables, err := r.prepare(ctx, filter, *fromSnapshot, asOf)
+	tables, err := r.prepare(ctx, filter, startAt{snapshot: *fromSnapshot, time: asOf, offsets: from})
 	if err != nil {
 		return err
 	}
@@ -189,7 +196,7 @@ func (r *replayer) key() string { return replayKeyPrefix + r.branch }
 // prepare finds the tables, makes their branches (or finds them made by a
 // replay that stopped) and checks that the topics still hold what the
 // replay needs.
-func (r *replayer) prepare(ctx context.Context, filter *regexp.Regexp, fromSnapshot int64, asOf time.Time) ([]*replayTable, error) {
+func (r *replayer) prepare(ctx context.Context, filter *regexp.Regexp, at startAt) ([]*replayTable, error) {
 	nss, err := r.cat.ListNamespaces(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("listing the catalog's namespaces: %w", err)
@@ -204,7 +211,7 @@ func (r *replayer) prepare(ctx context.Context, filter *regexp.Regexp, fromSnaps
 			if !filter.MatchString(name) {
 				continue
 			}
-			t, err := r.prepareTable(ctx, ident, fromSnapshot, asOf)
+			t, err := r.prepareTable(ctx, ident, at)
 			if err != nil {
 				return nil, err
 			}
@@ -217,7 +224,7 @@ func (r *replayer) prepare(ctx context.Context, filter *regexp.Regexp, fromSnaps
 	return out, nil
 }
 
-func (r *replayer) prepareTable(ctx context.Context, ident table.Identifier, fromSnapshot int64, asOf time.Time) (*replayTable, error) {
+func (r *replayer) prepareTable(ctx context.Context, ident table.Identifier, at startAt) (*replayTable, error) {
 	name := strings.Join(ident, ".")
 	tbl, err := r.cat.LoadTable(ctx, ident)
 	if err != nil {
@@ -228,9 +235,9 @@ func (r *replayer) prepareTable(ctx context.Context, ident table.Identifier, fro
 		if err := json.Unmarshal([]byte(v), &t.state); err != nil {
 			return nil, fmt.Errorf("table %s: property %s: %w (remove it and the branch %s to start over)", name, r.key(), err, r.branch)
 		}
-		if fromSnapshot != 0 || !asOf.IsZero() {
-			if base, err := baseSnapshot(tbl, fromSnapshot, asOf); err != nil || base != t.state.Base {
-				return nil, fmt.Errorf("table %s: a replay into branch %s from snapshot %d is in progress: run without --from-snapshot/--from-time to resume it, or use another --branch",
+		if !at.zero() {
+			if base, err := baseSnapshot(tbl, at); err != nil || base != t.state.Base {
+				return nil, fmt.Errorf("table %s: a replay into branch %s from snapshot %d is in progress: run without --from-snapshot/--from-time/--from-offsets to resume it, or use another --branch",
 					name, r.branch, t.state.Base)
 			}
 		}
@@ -256,7 +263,7 @@ func (r *replayer) prepareTable(ctx context.Context, ident table.Identifier, fro
 	if len(main) == 0 {
 		return nil, fmt.Errorf("table %s holds no Kafka offsets: it is not a table ingest writes", name)
 	}
-	base, err := baseSnapshot(tbl, fromSnapshot, asOf)
+	base, err := baseSnapshot(tbl, at)
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", name, err)
 	}
@@ -282,18 +289,66 @@ func (r *replayer) prepareTable(ctx context.Context, ident table.Identifier, fro
 	return t, nil
 }
 
-// baseSnapshot resolves the snapshot a replay starts from: fromSnapshot,
-// or the snapshot of main current at asOf.
-func baseSnapshot(tbl *table.Table, fromSnapshot int64, asOf time.Time) (int64, error) {
-	switch {
-	case fromSnapshot != 0:
-		if tbl.SnapshotByID(fromSnapshot) == nil {
-			return 0, fmt.Errorf("snapshot %d is not in the table (expired, or of another table): see the snapshots with ingest status or a reader's snapshots table", fromSnapshot)
+// startAt is where a replay starts: a snapshot, the snapshot of main
+// current at a time, or the newest snapshot of main that had applied
+// nothing at or after some offsets.
+type startAt struct {
+	snapshot int64
+	time     time.Time
+	// offsets by topic ("": every topic) and partition.
+	offsets map[string]map[int32]int64
+}
+
+func (a startAt) zero() bool { return a.snapshot == 0 && a.time.IsZero() && len(a.offsets) == 0 }
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// parseFromOffsets parses --from-offsets: [<topic>:]<partition>=<offset>,...
+func parseFromOffsets(s string) (map[string]map[int32]int64, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	out := map[string]map[int32]int64{}
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		topic := ""
+		if i := strings.LastIndex(item, ":"); i >= 0 {
+			topic, item = item[:i], item[i+1:]
 		}
-		return fromSnapshot, nil
-	case !asOf.IsZero():
+		ps, offs, ok := strings.Cut(item, "=")
+		p, err1 := strconv.ParseInt(ps, 10, 32)
+		o, err2 := strconv.ParseInt(offs, 10, 64)
+		if !ok || err1 != nil || err2 != nil || p < 0 || o < 0 {
+			return nil, fmt.Errorf("%q: want [<topic>:]<partition>=<offset>", item)
+		}
+		if out[topic] == nil {
+			out[topic] = map[int32]int64{}
+		}
+		out[topic][int32(p)] = o
+	}
+	return out, nil
+}
+
+// baseSnapshot resolves the snapshot a replay starts from.
+func baseSnapshot(tbl *table.Table, at startAt) (int64, error) {
+	switch {
+	case at.snapshot != 0:
+		if tbl.SnapshotByID(at.snapshot) == nil {
+			return 0, fmt.Errorf("snapshot %d is not in the table (expired, or of another table)", at.snapshot)
+		}
+		return at.snapshot, nil
+	case !at.time.IsZero() || len(at.offsets) > 0:
 		for s := tbl.CurrentSnapshot(); s != nil; {
-			if s.TimestampMs <= asOf.UnixMilli() {
+			ok, err := at.before(tbl.Metadata(), s)
+			if err != nil {
+				return 0, err
+			}
+			if ok {
 				return s.SnapshotID, nil
 			}
 			if s.ParentSnapshotID == nil {
@@ -301,9 +356,42 @@ func baseSnapshot(tbl *table.Table, fromSnapshot int64, asOf time.Time) (int64, 
 			}
 			s = tbl.SnapshotByID(*s.ParentSnapshotID)
 		}
-		return 0, fmt.Errorf("main has no snapshot at or before %s (the oldest was committed after it, or expired)", asOf.Format(time.RFC3339))
+		if len(at.offsets) > 0 {
+			return 0, errors.New("main has no snapshot that had applied nothing at or after --from-offsets (its oldest retained snapshot is past them)")
+		}
+		return 0, fmt.Errorf("main has no snapshot at or before %s (the oldest was committed after it, or expired)", at.time.Format(time.RFC3339))
 	}
-	return 0, errors.New("set --from-snapshot or --from-time to start a replay")
+	return 0, errors.New("set --from-snapshot, --from-time or --from-offsets to start a replay")
+}
+
+// before reports whether snapshot s is where at starts: committed at or
+// before at.time, or holding offsets at or below at.offsets on every
+// partition named (a snapshot that holds none for a partition had applied
+// nothing of it).
+func (a startAt) before(meta table.Metadata, s *table.Snapshot) (bool, error) {
+	if !a.time.IsZero() {
+		return s.TimestampMs <= a.time.UnixMilli(), nil
+	}
+	held, err := commit.ParseOffsets(branch.Bookkeeping(meta, s.SnapshotID))
+	if err != nil {
+		return false, err
+	}
+	for topic, parts := range a.offsets {
+		for p, o := range parts {
+			if topic != "" {
+				if held[topic][p] > o {
+					return false, nil
+				}
+				continue
+			}
+			for _, hp := range held {
+				if hp[p] > o {
+					return false, nil
+				}
+			}
+		}
+	}
+	return true, nil
 }
 
 // mainOffsets returns the offsets main holds now.
@@ -364,10 +452,10 @@ func (r *replayer) checkRetention(ctx context.Context, t *replayTable, tbl *tabl
 	}
 	slices.Sort(gone)
 	settings := r.topicSettings(ctx, slices.Compact(gtopics))
-	return fmt.Errorf("%w: the replay of table %s needs %s; the records before it were deleted (%s). "+
+	return fmt.Errorf("%w: the replay of table %s from snapshot %d needs %s; the records before it were deleted (%s). "+
 		"Replay from a later snapshot (--from-snapshot, --from-time), or keep the history replays need: a longer retention.ms "+
 		"(or -1) on the topic, or compacted topics (capture's --topic-creation-default-cleanup-policy=compact; ingest/README.md, Replay)",
-		errOffsetsGone, t.name, strings.Join(gone, "; "), settings)
+		errOffsetsGone, t.name, t.state.Base, strings.Join(gone, "; "), settings)
 }
 
 // topicSettings names the retention settings of the topics, for the
@@ -402,9 +490,11 @@ func (r *replayer) run(ctx context.Context, cfg Config, tables []*replayTable, t
 	}
 	defer release()
 	pcfg.Topics, pcfg.TopicRegex = topics, ""
-	// The group only positions partitions of a topic the branch holds no
-	// offsets of yet (from the start); the branch's offsets decide the rest.
-	pcfg.Group = cfg.GroupID + ".replay." + r.branch
+	// The branch's offsets position every partition (a topic it holds
+	// none of starts at the beginning), so the group is only for the
+	// assignment: a new one each run, so that a run killed before does not
+	// hold the partitions until its session times out.
+	pcfg.Group = fmt.Sprintf("%s.replay.%s.%d", cfg.GroupID, r.branch, time.Now().UnixNano())
 	p, err := pipeline.New(pcfg, &branch.Catalog{Catalog: r.cat, Branch: r.branch}, dec)
 	if err != nil {
 		return fmt.Errorf("kafka %s: %w", cfg.KafkaBrokers, err)

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/binlake/binlake/test/testenv"
+	"github.com/binlake/binlake/test/validate"
 )
 
 // TestReplay undoes a bad write with ingest replay: a foreign writer
@@ -73,6 +75,7 @@ func TestReplay(t *testing.T) {
 	if _, err := tx.Commit(ctx); err != nil {
 		t.Fatalf("foreign commit: %v", err)
 	}
+	goodOffsets := r.storedAt(t, good)
 	if got, want := len(r.icebergRows(t)), 400; got != want {
 		t.Fatalf("after the foreign write the table has %d rows, want %d (the corruption must show)", got, want)
 	}
@@ -101,7 +104,10 @@ func TestReplay(t *testing.T) {
 			default:
 				q = fmt.Sprintf("DELETE FROM t WHERE id = %d", 1+rng.IntN(300))
 			}
-			if _, err := db.ExecContext(wctx, q); err == nil {
+			// Not cancelled mid-statement: a statement cut off client side
+			// may still commit after the writer stopped, past the moment
+			// the comparison reads MariaDB.
+			if _, err := db.ExecContext(context.WithoutCancel(wctx), q); err == nil {
 				writes.Add(1)
 			}
 			time.Sleep(20 * time.Millisecond) // write pace
@@ -131,6 +137,8 @@ func TestReplay(t *testing.T) {
 	rp.kill()
 	t.Logf("replay killed after its first branch commits:\n%s", lastLines(rp.fullLog(t), 5))
 
+	// The resumed run flushes at ingest's usual limits.
+	renv = append(slices.Clone(r.env), "INGEST_METRICS_ADDR=off")
 	resumed := time.Now()
 	rp = startArgs(t, bin, args, renv, "replay-2.log")
 	select {
@@ -194,10 +202,25 @@ func TestReplay(t *testing.T) {
 	}
 	var earliest []string
 	ends.Each(func(o kadm.ListedOffset) { earliest = append(earliest, fmt.Sprintf("earliest offset is %d", o.Offset)) })
-	for _, want := range append(earliest, "no longer holds the offsets", "retention.ms=", "cleanup.policy=", "--topic-creation-default-cleanup-policy=compact") {
+	for _, want := range append(earliest, fmt.Sprintf("from snapshot %d needs", good), "no longer holds the offsets", "retention.ms=", "cleanup.policy=", "--topic-creation-default-cleanup-policy=compact") {
 		if !strings.Contains(out, want) {
 			t.Errorf("the refused replay does not say %q:\n%s", want, out)
 		}
+	}
+	// --from-offsets at the good snapshot's offsets resolves to the newest
+	// snapshot of main that had applied nothing from them on: the good
+	// one, since the publish took the foreign writer's snapshot (which
+	// holds its parent's offsets) out of main's history. Refused the same
+	// way.
+	var from []string
+	for p, o := range goodOffsets {
+		from = append(from, fmt.Sprintf("%s=%d", p, o))
+	}
+	rp = startArgs(t, bin, []string{"replay", "--tables", strings.ReplaceAll(name, ".", `\.`), "--from-offsets", strings.Join(from, ","), "--branch", "late"}, renv, "replay-4.log")
+	<-rp.done
+	out = rp.fullLog(t)
+	if want := fmt.Sprintf("from snapshot %d needs", good); rp.err == nil || !strings.Contains(out, want) {
+		t.Errorf("replay --from-offsets %s: want a refusal naming %q (%v):\n%s", strings.Join(from, ","), want, rp.err, out)
 	}
 	tbl, err = r.cat.LoadTable(ctx, r.ident)
 	if err != nil {
@@ -227,4 +250,24 @@ func kafkaClient(t *testing.T) *kgo.Client {
 func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// storedAt is the offsets snapshot id of the table stores for its topic,
+// by partition.
+func (r *ingestRun) storedAt(t *testing.T, id int64) map[string]int64 {
+	t.Helper()
+	tbl, err := r.cat.LoadTable(t.Context(), r.ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := tbl.SnapshotByID(id)
+	if s == nil || s.Summary == nil {
+		t.Fatalf("snapshot %d has no summary", id)
+	}
+	v := s.Summary.Properties[validate.OffsetsKeyPrefix+r.topic]
+	out := map[string]int64{}
+	if err := json.Unmarshal([]byte(v), &out); err != nil || len(out) == 0 {
+		t.Fatalf("snapshot %d: offsets %q: %v", id, v, err)
+	}
+	return out
 }
