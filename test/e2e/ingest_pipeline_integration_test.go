@@ -240,6 +240,7 @@ func TestIngestPipeline(t *testing.T) {
 // machinery removed (re-applied upserts converge); the offset tiling would
 // not (TestIngestKillBrokenOffsets).
 func TestIngestKill(t *testing.T) {
+	t.Parallel() // mostly waits: each restart waits out the killed member's session
 	kills := 20
 	if testing.Short() {
 		kills = 6
@@ -270,6 +271,7 @@ func TestIngestKill(t *testing.T) {
 // the table: the lake validator must report offsets applied twice. Three
 // kills are enough: every restart of that ingest re-applies the topic.
 func TestIngestKillBrokenOffsets(t *testing.T) {
+	t.Parallel() // mostly waits, as TestIngestKill
 	r, ends := runIngestKill(t, taggedBinary(t, "ingest", "binlake_broken_offsets"), 3)
 	ip := r.start(t)
 	// Wait for the table to store the end offsets; the broken ingest gets

@@ -74,6 +74,9 @@ func TestLakeRealWorld(t *testing.T) {
 	for _, g := range groups {
 		name := g.Name()
 		t.Run(name, func(t *testing.T) {
+			// Each group has its own database, topics and namespace, and
+			// mostly waits for capture and ingest to catch up.
+			t.Parallel()
 			res := runLakeWorkloads(t, g.Files)
 			fmt.Printf("LAKE files=%s tables=%d rows=%d mismatches=%d\n", name, res.tables, res.rows, len(res.mismatches))
 			if len(res.mismatches) > 0 {

@@ -22,6 +22,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -105,8 +106,15 @@ type Change struct {
 	// Keyless means a change event with a null key: a table without a
 	// primary key. Then Before holds the before image (of a u or d, in the
 	// Schema's column order; nil when the event has none).
-	Keyless bool
-	Before  []any
+	//
+	// A key with a nullable column is keyless too, and NullableKey names
+	// those columns: Debezium keys a table without a primary key on its
+	// first column declared UNIQUE, nullable or not, but such a column
+	// can hold NULL in many rows and an Iceberg identifier field is
+	// required, so the rows are no mirror's keys.
+	Keyless     bool
+	NullableKey []string
+	Before      []any
 	// Source is the change's binlog position (zero when the record has
 	// none), to order it against schema changes.
 	Source SourcePos
@@ -200,10 +208,36 @@ func (d *Decoder) Decode(ctx context.Context, topic string, partition int32, off
 		if err != nil {
 			return fail("key", err)
 		}
+		if nk := nullableKey(ch.Schema, ch.KeyFields); len(nk) > 0 {
+			// Decoded again for the before image a keyless change needs.
+			if value[0] == 0 {
+				ch, err = d.decodeAvroValue(ctx, value, true)
+			} else {
+				ch, err = d.decodeJSONValue(value, true)
+			}
+			if err != nil {
+				return fail("value", err)
+			}
+			ch.Keyless, ch.NullableKey = true, nk
+		}
 	}
 	ch.Event.Topic, ch.Event.Partition, ch.Event.Offset = topic, partition, offset
 	ch.Event.Size = len(key) + len(value)
 	return ch, nil
+}
+
+// nullableKey returns the key fields that are nullable columns of the row.
+func nullableKey(s *Schema, key []string) []string {
+	if s == nil || s.Row == nil {
+		return nil
+	}
+	var out []string
+	for _, f := range s.Row.Fields {
+		if f.Schema != nil && f.Schema.Optional && slices.Contains(key, f.Name) {
+			out = append(out, f.Name)
+		}
+	}
+	return out
 }
 
 func frame(b []byte) (uint32, []byte, error) {

@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -523,6 +524,42 @@ func TestNonChangeRecordsSkipped(t *testing.T) {
 	for _, name := range []string{"io.debezium.connector.mariadb.Other", "x.SchemaChangeValue", "io.debezium.connector.SchemaChangeValue"} {
 		if NonChangeSchema(name) {
 			t.Errorf("NonChangeSchema(%q) = true", name)
+		}
+	}
+}
+
+// TestNullableKeyIsKeyless: Debezium keys a table without a primary key on
+// its first column declared UNIQUE even when it is nullable (MariaDB
+// allows NULL in many rows of it). Such a key cannot be an Iceberg
+// identifier field, so the change is keyless, with its before image, and
+// names the nullable column; a NOT NULL key stays a key.
+func TestNullableKeyIsKeyless(t *testing.T) {
+	row := `{"type":"struct","fields":[{"type":"int32","optional":false,"field":"id"},{"type":"int32","optional":true,"field":"u"}],"optional":true,"name":"p.db.t.Value","field":"%s"}`
+	value := `{"schema":{"type":"struct","fields":[` + fmt.Sprintf(row, "before") + `,` + fmt.Sprintf(row, "after") + `,
+	  {"type":"struct","fields":[{"type":"int64","optional":false,"field":"ts_ms"},{"type":"string","optional":false,"field":"file"},{"type":"int64","optional":false,"field":"pos"},{"type":"int32","optional":false,"field":"row"}],"optional":false,"name":"io.debezium.connector.mysql.Source","field":"source"},
+	  {"type":"string","optional":false,"field":"op"}],"optional":false,"name":"p.db.t.Envelope","version":2},
+	 "payload":{"before":{"id":1,"u":null},"after":null,"source":{"ts_ms":1700000000000,"file":"mysql-bin.000003","pos":1234,"row":0},"op":"d"}}`
+	d := New(nil)
+	for _, tc := range []struct {
+		key     string
+		keyless bool
+	}{
+		{`{"schema":{"type":"struct","fields":[{"type":"int32","optional":true,"field":"u"}],"optional":false,"name":"p.db.t.Key"},"payload":{"u":null}}`, true},
+		{`{"schema":{"type":"struct","fields":[{"type":"int32","optional":false,"field":"id"}],"optional":false,"name":"p.db.t.Key"},"payload":{"id":1}}`, false},
+	} {
+		ch, err := d.Decode(t.Context(), "p.db.t", 0, 5, []byte(tc.key), []byte(value))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.keyless {
+			if !ch.Keyless || !slices.Equal(ch.NullableKey, []string{"u"}) || ch.KeyFields != nil || ch.Event.Key != nil {
+				t.Errorf("key on nullable u: keyless=%v nullable=%v key fields=%v key=%v; want keyless, nullable [u], no key", ch.Keyless, ch.NullableKey, ch.KeyFields, ch.Event.Key)
+			}
+			if !cmp.Equal(ch.Before, []any{int32(1), nil}) {
+				t.Errorf("before image %v, want [1 <nil>]", ch.Before)
+			}
+		} else if ch.Keyless || ch.NullableKey != nil || !slices.Equal(ch.KeyFields, []string{"id"}) {
+			t.Errorf("key on NOT NULL id: keyless=%v nullable=%v key fields=%v", ch.Keyless, ch.NullableKey, ch.KeyFields)
 		}
 	}
 }

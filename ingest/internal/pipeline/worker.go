@@ -47,6 +47,9 @@ type worker struct {
 	topic    string
 	ident    table.Identifier
 	identErr error // the topic cannot name a table
+	// nullableKey are the nullable key columns of the last change (which
+	// make it keyless; decode.Change.NullableKey).
+	nullableKey []string
 	// names are the topic's prefix, database and table. ambiguous marks a
 	// topic with dots in its names: ident and names are then set by the
 	// first change record (resolve).
@@ -277,9 +280,14 @@ func (w *worker) add(ctx context.Context, rec *kgo.Record) error {
 		keyless = w.changeLog()
 	}
 	if ch.Keyless && !w.p.cfg.KeylessAppend {
+		if len(ch.NullableKey) > 0 {
+			return fmt.Errorf("table %v: %c event at %s/%d/%d is keyed on nullable column(s) %s (Debezium keys a table without a primary key on its first UNIQUE column, nullable or not), which cannot be an Iceberg identifier: keyless-tables=reject; set keyless-tables=append to keep it as an append-only change log, or declare the column NOT NULL or add a primary key at the source",
+				w.ident, ch.Event.Op, rec.Topic, rec.Partition, rec.Offset, strings.Join(ch.NullableKey, ", "))
+		}
 		return fmt.Errorf("table %v: %c event with a null key at %s/%d/%d: the table has no primary key and keyless-tables=reject; set keyless-tables=append to keep it as an append-only change log, or add a primary key",
 			w.ident, ch.Event.Op, rec.Topic, rec.Partition, rec.Offset)
 	}
+	w.nullableKey = ch.NullableKey
 	key := ch.KeyFields
 	if key == nil && !ch.Keyless { // a truncate: the key stays what it was
 		key = w.key
@@ -458,6 +466,12 @@ func (w *worker) adopt(ctx context.Context, s *decode.Schema, key []string, keyl
 	}
 	if key == nil && !keyless {
 		key = identifierNames(w.committer.Table().Schema())
+	}
+	if keyed := identifierNames(w.committer.Table().Schema()); keyless && len(w.nullableKey) > 0 && len(keyed) > 0 {
+		return fmt.Errorf("%w: table %v is keyed on %s, but its source key column(s) %s are nullable, and an Iceberg identifier field cannot hold NULL "+
+			"(a version before this one wrote a NULL key as a zero value): rename or drop the lake table and re-snapshot the source table, and ingest creates it "+
+			"as an append-only change log; or declare the column NOT NULL or add a primary key at the source",
+			ErrIncompatible, w.ident, strings.Join(keyed, ", "), strings.Join(w.nullableKey, ", "))
 	}
 	if !keyless && isChangeLog(w.committer.Table().Schema()) {
 		// The source table gained a key (ADD PRIMARY KEY, CREATE UNIQUE
