@@ -102,3 +102,20 @@ func TestCredentialSource(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenCatalogGlue connects through the Glue flavour of the stand-in
+// (signing name glue, warehouse <account>:s3tablescatalog/<bucket>); signed
+// for s3tables instead, Glue refuses it and the error names the signing name.
+func TestOpenCatalogGlue(t *testing.T) {
+	_, uri := s3tables.Start(t, s3tables.Config{Backend: configOnlyBackend(t), Flavor: s3tables.Glue, Region: "us-east-1", Credentials: standInCreds})
+	cfg := CatalogConfig{CatalogURI: uri, CatalogName: "test", Warehouse: "111122223333:s3tablescatalog/test", SigV4: true, SigV4Service: "glue", S3Region: "us-east-1"}
+	setAWSEnv(t, standInCreds)
+	if _, err := openCatalog(t.Context(), cfg); err != nil {
+		t.Fatalf("signed for glue: %v", err)
+	}
+	cfg.SigV4Service = "s3tables"
+	_, err := openCatalog(t.Context(), cfg)
+	if !errors.Is(err, errCatalogRefused) || !strings.Contains(err.Error(), "correct service: 'glue'") || !strings.Contains(err.Error(), "sigv4-service s3tables") {
+		t.Fatalf("signed for s3tables: %v", err)
+	}
+}

@@ -104,6 +104,7 @@ type Handler struct {
 	signer  *v4.Signer
 	offset  atomic.Int64 // nanoseconds added to time.Now
 	denied  atomic.Int64
+	served  atomic.Int64
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -145,6 +146,10 @@ func (h *Handler) SetClockOffset(d time.Duration) { h.offset.Store(int64(d)) }
 
 // Denied is how many requests were refused with a 403 so far.
 func (h *Handler) Denied() int64 { return h.denied.Load() }
+
+// Forwarded is how many requests reached the backing catalog so far
+// (the config call included).
+func (h *Handler) Forwarded() int64 { return h.served.Load() }
 
 func (h *Handler) now() time.Time { return time.Now().Add(time.Duration(h.offset.Load())) }
 
@@ -267,6 +272,7 @@ func (h *Handler) config(w http.ResponseWriter, r *http.Request) {
 		icebergError(w, http.StatusInternalServerError, "InternalServerError", err.Error())
 		return
 	}
+	h.served.Add(1)
 	resp, err := h.cfg.Client.Do(req)
 	if err != nil {
 		icebergError(w, http.StatusBadGateway, "ServiceUnavailableException", "reaching the backing catalog: "+err.Error())
@@ -315,6 +321,7 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, rest []string)
 		req.Header[k] = v
 	}
 	req.Header.Del("Accept-Encoding") // let the transport decompress
+	h.served.Add(1)
 	resp, err := h.cfg.Client.Do(req)
 	if err != nil {
 		icebergError(w, http.StatusBadGateway, "ServiceUnavailableException", "reaching the backing catalog: "+err.Error())
