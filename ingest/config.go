@@ -187,6 +187,13 @@ type CatalogConfig struct {
 	SigV4Service      string
 	S3Endpoint        string
 	S3Region          string
+	// S3AccessKeyID and S3SecretAccessKey are keys for the data files only
+	// (secrets: INGEST_S3_ACCESS_KEY_ID, INGEST_S3_SECRET_ACCESS_KEY), for
+	// S3-compatible storage whose keys are not the AWS ones SigV4 signs
+	// with (MinIO behind a SigV4 catalog in tests). Default: unset, and the
+	// data files use the AWS default chain like the catalog.
+	S3AccessKeyID     string
+	S3SecretAccessKey string
 }
 
 func (c *CatalogConfig) bind(f *envFlags) {
@@ -199,6 +206,8 @@ func (c *CatalogConfig) bind(f *envFlags) {
 	f.String(&c.SigV4Service, "sigv4-service", "s3tables", "SigV4 signing name with -sigv4 (s3tables, or glue)")
 	f.String(&c.S3Endpoint, "s3-endpoint", "", "S3 endpoint for data files, e.g. MinIO (default: AWS); credentials come from AWS_* variables or the AWS default chain")
 	f.String(&c.S3Region, "s3-region", "", "S3 and SigV4 region (default: AWS_REGION)")
+	f.Secret(&c.S3AccessKeyID, "s3-access-key-id", "access key for the data files only, when they are not the AWS credentials (e.g. MinIO); default: the AWS default chain")
+	f.Secret(&c.S3SecretAccessKey, "s3-secret-access-key", "secret key paired with INGEST_S3_ACCESS_KEY_ID")
 }
 
 func (c *CatalogConfig) validate() []error {
@@ -211,6 +220,9 @@ func (c *CatalogConfig) validate() []error {
 	}
 	if c.SigV4 && c.S3Region == "" {
 		bad("sigv4 needs s3-region (or AWS_REGION)")
+	}
+	if (c.S3AccessKeyID == "") != (c.S3SecretAccessKey == "") {
+		bad("set both INGEST_S3_ACCESS_KEY_ID and INGEST_S3_SECRET_ACCESS_KEY, or neither")
 	}
 	if c.CatalogCredential != "" && c.CatalogToken != "" {
 		bad("set only one of INGEST_CATALOG_CREDENTIAL and INGEST_CATALOG_TOKEN")
@@ -245,7 +257,7 @@ func (c *Config) redacted() []any {
 		"kafka_sasl_username", c.Kafka.SASLUsername, "group_id", c.GroupID, "group_session_timeout", c.GroupSessionTimeout, "topics", c.Topics, "topic_regex", c.TopicRegex,
 		"schema_registry_url", redactURL(c.RegistryURL), "catalog_uri", redactURL(c.CatalogURI), "warehouse", c.Warehouse,
 		"catalog_credential_set", c.CatalogCredential != "", "catalog_token_set", c.CatalogToken != "",
-		"sigv4", c.SigV4, "s3_endpoint", c.S3Endpoint, "s3_region", c.S3Region,
+		"sigv4", c.SigV4, "sigv4_service", c.SigV4Service, "s3_endpoint", c.S3Endpoint, "s3_region", c.S3Region, "s3_keys_set", c.S3AccessKeyID != "",
 		"partition_spec", c.PartitionSpec, "keyless_tables", c.KeylessTables,
 		"table_format_version", c.TableFormatVersion, "backfill_defaults", c.BackfillDefaults,
 		"delete_mode", c.DeleteMode, "state_dir", c.StateDir, "index_cache_bytes", c.IndexCacheBytes,

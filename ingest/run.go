@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -17,6 +18,8 @@ import (
 	"github.com/apache/iceberg-go/catalog/rest"
 	icebergio "github.com/apache/iceberg-go/io"
 	_ "github.com/apache/iceberg-go/io/gocloud/s3" // registers s3://
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -99,8 +102,15 @@ func newLogger(w io.Writer, format, level string) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
+// errCatalogRefused is a catalog answering 401 or 403 while ingest
+// connects: the credentials (or, with SigV4, the signing setup or the
+// clock) are wrong, and retrying will not help.
+var errCatalogRefused = errors.New("the Iceberg catalog refused ingest's credentials")
+
 // openCatalog connects to the REST catalog: plain (local fixture, Polaris,
 // Nessie…) or SigV4-signed (S3 Tables, warehouse = table bucket ARN).
+// With SigV4 the signing credentials come from the AWS default chain; the
+// data files use the same chain unless INGEST_S3_ACCESS_KEY_ID is set.
 func openCatalog(ctx context.Context, cfg CatalogConfig) (catalog.Catalog, error) {
 	props := iceberg.Properties{}
 	if cfg.S3Endpoint != "" {
@@ -109,12 +119,22 @@ func openCatalog(ctx context.Context, cfg CatalogConfig) (catalog.Catalog, error
 	if cfg.S3Region != "" {
 		props[icebergio.S3Region] = cfg.S3Region
 	}
+	if cfg.S3AccessKeyID != "" {
+		props[icebergio.S3AccessKeyID] = cfg.S3AccessKeyID
+		props[icebergio.S3SecretAccessKey] = cfg.S3SecretAccessKey
+	}
 	opts := []rest.Option{rest.WithAdditionalProps(props)}
 	if cfg.Warehouse != "" {
 		opts = append(opts, rest.WithWarehouseLocation(cfg.Warehouse))
 	}
+	var awsCfg aws.Config
 	if cfg.SigV4 {
-		opts = append(opts, rest.WithSigV4RegionSvc(cfg.S3Region, cfg.SigV4Service))
+		var err error
+		awsCfg, err = awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRegion(cfg.S3Region))
+		if err != nil {
+			return nil, fmt.Errorf("loading the AWS configuration for SigV4: %w (check AWS_PROFILE and the shared config files)", err)
+		}
+		opts = append(opts, rest.WithAwsConfig(awsCfg), rest.WithSigV4RegionSvc(cfg.S3Region, cfg.SigV4Service))
 	}
 	if cfg.CatalogCredential != "" {
 		opts = append(opts, rest.WithCredential(cfg.CatalogCredential))
@@ -124,9 +144,45 @@ func openCatalog(ctx context.Context, cfg CatalogConfig) (catalog.Catalog, error
 	}
 	cat, err := rest.NewCatalog(ctx, cfg.CatalogName, cfg.CatalogURI, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("connecting to the Iceberg catalog %s: %w (check catalog-uri, warehouse and the catalog credentials)", redactURL(cfg.CatalogURI), err)
+		uri := redactURL(cfg.CatalogURI)
+		if errors.Is(err, rest.ErrForbidden) || errors.Is(err, rest.ErrUnauthorized) {
+			if cfg.SigV4 {
+				return nil, fmt.Errorf("%w: connecting to %s: %w (%s)", errCatalogRefused, uri, err, sigV4Hint(ctx, awsCfg, cfg))
+			}
+			return nil, fmt.Errorf("%w: connecting to %s: %w (check INGEST_CATALOG_CREDENTIAL or INGEST_CATALOG_TOKEN)", errCatalogRefused, uri, err)
+		}
+		return nil, fmt.Errorf("connecting to the Iceberg catalog %s: %w (check catalog-uri, warehouse and the catalog credentials)", uri, err)
 	}
 	return cat, nil
+}
+
+// sigV4Hint names what to check when a SigV4-signed catalog refuses
+// ingest: where the credentials came from (never the credentials
+// themselves), the signing name and region, and the clock.
+func sigV4Hint(ctx context.Context, awsCfg aws.Config, cfg CatalogConfig) string {
+	source := "the AWS default credential chain"
+	if awsCfg.Credentials != nil {
+		if creds, err := awsCfg.Credentials.Retrieve(ctx); err == nil {
+			source = credentialSource(creds.Source)
+		}
+	}
+	return fmt.Sprintf("the request was signed with credentials from %s for sigv4-service %s in s3-region %s; "+
+		"check those credentials and that this host's clock is within 5 minutes of AWS's", source, cfg.SigV4Service, cfg.S3Region)
+}
+
+// credentialSource names, for an operator, the setting behind an
+// aws.Credentials Source.
+func credentialSource(source string) string {
+	switch {
+	case strings.HasPrefix(source, "EnvConfigCredentials"):
+		return "the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN)"
+	case strings.HasPrefix(source, "SharedConfigCredentials"):
+		return "the shared credentials file (" + strings.TrimSpace(strings.TrimPrefix(source, "SharedConfigCredentials:")) + "; profile AWS_PROFILE, default \"default\")"
+	case source == "":
+		return "the AWS default credential chain"
+	default:
+		return "the AWS default credential chain (" + source + ": AWS_PROFILE, web identity, container or instance role)"
+	}
 }
 
 func ingest(ctx context.Context, cfg Config, logger *slog.Logger) error {
