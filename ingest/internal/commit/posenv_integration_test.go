@@ -1,9 +1,10 @@
+//go:build integration
+
 package commit
 
 import (
 	"context"
 	"fmt"
-	"github.com/binlake/binlake/ingest/internal/testtable"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,17 +12,17 @@ import (
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
-	sqlcat "github.com/apache/iceberg-go/catalog/sql"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/go-cmp/cmp"
-	"github.com/uptrace/bun/driver/sqliteshim"
 
 	"github.com/binlake/binlake/ingest/internal/batch"
 	"github.com/binlake/binlake/ingest/internal/keyindex"
+	"github.com/binlake/binlake/ingest/internal/testtable"
+	"github.com/binlake/binlake/test/testenv"
 )
 
-// These tests run the position delete mode against iceberg-go's SQL
-// catalog (SQLite) and a local warehouse: no services needed.
+// These tests run the position and dv delete modes against the stack's
+// REST catalog and MinIO.
 
 const posTopic = "pos.db.orders"
 
@@ -77,19 +78,9 @@ func forModes(t *testing.T, test func(*testing.T, DeleteMode)) {
 
 func newPosEnv(t *testing.T, mode DeleteMode, spec *iceberg.PartitionSpec) *posEnv {
 	t.Helper()
-	wh := t.TempDir()
-	cat, err := catalog.Load(t.Context(), "pos", iceberg.Properties{
-		"uri":             "file://" + filepath.Join(wh, "catalog.db"),
-		sqlcat.DriverKey:  sqliteshim.ShimName,
-		sqlcat.DialectKey: string(sqlcat.SQLite),
-		"type":            "sql",
-		"warehouse":       "file://" + wh,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cat.(*sqlcat.Catalog).Close() })
-	if err := cat.CreateNamespace(t.Context(), table.Identifier{"db"}, nil); err != nil {
+	cat := connect(t, "")
+	ns := table.Identifier{testenv.Unique(t, "pos")}
+	if err := cat.CreateNamespace(t.Context(), ns, nil); err != nil {
 		t.Fatal(err)
 	}
 	sch := iceberg.NewSchemaWithIdentifiers(0, []int{1},
@@ -104,10 +95,15 @@ func newPosEnv(t *testing.T, mode DeleteMode, spec *iceberg.PartitionSpec) *posE
 	if spec != nil {
 		opts = append(opts, catalog.WithPartitionSpec(spec))
 	}
-	ident := table.Identifier{"db", "orders"}
+	ident := table.Identifier{ns[0], "orders"}
 	if _, err := cat.CreateTable(t.Context(), ident, sch, opts...); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		ctx := context.WithoutCancel(t.Context())
+		_ = cat.DropTable(ctx, ident)
+		_ = cat.DropNamespace(ctx, ns)
+	})
 	e := &posEnv{t: t, mode: mode, cat: cat, ident: ident, dir: filepath.Join(t.TempDir(), "state")}
 	e.open()
 	return e
