@@ -100,8 +100,13 @@ func newLogger(w io.Writer, format, level string) *slog.Logger {
 }
 
 // openCatalog connects to the REST catalog: plain (local fixture, Polaris,
-// Nessie…) or SigV4-signed (S3 Tables, warehouse = table bucket ARN).
-func openCatalog(ctx context.Context, cfg CatalogConfig) (catalog.Catalog, error) {
+// Nessie…) or SigV4-signed (S3 Tables, warehouse = table bucket ARN); or,
+// without catalog-uri, opens the embedded catalog in the state directory
+// and logs that it does. closeCatalog releases it.
+func openCatalog(ctx context.Context, cfg CatalogConfig, logger *slog.Logger) (catalog.Catalog, error) {
+	if cfg.embedded() {
+		return openEmbedded(ctx, cfg, logger)
+	}
 	props := iceberg.Properties{}
 	if cfg.S3Endpoint != "" {
 		props[icebergio.S3EndpointURL] = cfg.S3Endpoint
@@ -135,11 +140,16 @@ func ingest(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	reg := prometheus.NewRegistry()
 	metrics := registerMetrics(reg, func() bool { p := pipe.Load(); return p != nil && p.Ready() })
 
-	cat, err := openCatalog(ctx, cfg.CatalogConfig)
+	cat, err := openCatalog(ctx, cfg.CatalogConfig, logger)
 	if err != nil {
 		return err
 	}
-	pcfg, dec, release, err := pipelineConfig(ctx, cfg, logger)
+	defer closeCatalog(cat, logger)
+	indexBase, err := cfg.indexBase()
+	if err != nil {
+		return err
+	}
+	pcfg, dec, release, err := pipelineConfig(ctx, cfg, indexBase, logger)
 	if err != nil {
 		return err
 	}
@@ -198,9 +208,10 @@ func ingest(ctx context.Context, cfg Config, logger *slog.Logger) error {
 // pipelineConfig builds the pipeline's configuration from ingest's
 // settings (ingest and ingest replay share it): the decoder with its
 // schema registry, the Kafka client options, and in a positional delete
-// mode the key index in its state directory, which release closes (and
-// removes when it is a temporary one).
-func pipelineConfig(ctx context.Context, cfg Config, logger *slog.Logger) (pcfg pipeline.Config, dec *decode.Decoder, release func(), err error) {
+// mode the key index in indexBase (see CatalogConfig.indexBase; "": a
+// temporary directory), which release closes (and removes when it is a
+// temporary one).
+func pipelineConfig(ctx context.Context, cfg Config, indexBase string, logger *slog.Logger) (pcfg pipeline.Config, dec *decode.Decoder, release func(), err error) {
 	release = func() {}
 	var registry decode.Registry
 	if cfg.RegistryURL != "" {
@@ -224,7 +235,7 @@ func pipelineConfig(ctx context.Context, cfg Config, logger *slog.Logger) (pcfg 
 		return pcfg, nil, release, err
 	}
 	if deleteModes.Positional() {
-		dir, releaseDir, err := indexDir(cfg.StateDir, logger)
+		dir, releaseDir, err := indexDir(indexBase, logger)
 		if err != nil {
 			return pcfg, nil, release, err
 		}
