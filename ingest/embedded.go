@@ -13,6 +13,8 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
 	"github.com/uptrace/bun/driver/sqliteshim"
 )
 
@@ -138,20 +140,100 @@ func openEmbedded(ctx context.Context, cfg CatalogConfig, logger *slog.Logger) (
 	// understood by either driver sqliteshim picks.
 	dsn := (&url.URL{Scheme: "file", Path: filepath.ToSlash(p.CatalogFile),
 		RawQuery: fmt.Sprintf("_busy_timeout=%d&_journal_mode=WAL", sqliteBusyTimeoutMS)}).String()
-	cat, err := catalog.Load(ctx, embeddedCatalogName, iceberg.Properties{
+	props := iceberg.Properties{
 		"type":            "sql",
 		"uri":             dsn,
 		sqlcat.DriverKey:  sqliteshim.ShimName,
 		sqlcat.DialectKey: string(sqlcat.SQLite),
 		"warehouse":       p.Warehouse,
-	})
+	}
+	cat, err := catalog.Load(ctx, embeddedCatalogName, props)
 	if err != nil {
 		return nil, fmt.Errorf("opening the embedded catalog %s (check state-dir, or set catalog-uri): %w", p.CatalogFile, err)
+	}
+	sc, ok := cat.(*sqlcat.Catalog)
+	if !ok {
+		_ = closeQuietly(cat)
+		return nil, fmt.Errorf("opening the embedded catalog %s: iceberg-go returned a %T, not its SQL catalog", p.CatalogFile, cat)
 	}
 	logger.Info("no catalog-uri: using the embedded catalog, iceberg-go's SQL catalog on a SQLite file with the tables on the local filesystem; "+
 		"for trying ingest, one node and tests, not for a catalog shared with other hosts (set catalog-uri for a REST catalog or S3 Tables)",
 		"catalog_file", p.CatalogFile, "warehouse", p.Warehouse)
-	return cat, nil
+	return &sqlCatalog{Catalog: sc, props: props}, nil
+}
+
+func closeQuietly(cat catalog.Catalog) error {
+	if c, ok := cat.(catalog.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+// sqlCatalog is iceberg-go's SQL catalog with one difference: a commit
+// whose requirements the current table fails (a base another writer has
+// moved past) is table.ErrCommitFailed, as the REST catalog's HTTP 409
+// is. iceberg-go's SQL catalog returns such a failure as a plain error,
+// which ingest's committer could only treat as an ambiguous outcome and
+// ingest maintain as a failed step; a failed requirement is no ambiguity:
+// nothing was written. Tables it loads or creates commit through it.
+type sqlCatalog struct {
+	*sqlcat.Catalog
+	props iceberg.Properties
+}
+
+var _ catalog.Catalog = (*sqlCatalog)(nil)
+
+// CommitTable checks reqs against the current table first: one that fails
+// is a conflict (table.ErrCommitFailed). A writer that commits between the
+// check and the SQL catalog's own still fails there, with its plain error
+// (an ambiguous outcome to the committer, which then finds no commit of
+// its own and retries).
+func (c *sqlCatalog) CommitTable(ctx context.Context, ident table.Identifier, reqs []table.Requirement, updates []table.Update) (table.Metadata, string, error) {
+	cur, err := c.Catalog.LoadTable(ctx, ident)
+	switch {
+	case err == nil:
+		for _, r := range reqs {
+			if err := r.Validate(cur.Metadata()); err != nil {
+				return nil, "", fmt.Errorf("%w: %s: %w", table.ErrCommitFailed, strings.Join(ident, "."), err)
+			}
+		}
+	case !errors.Is(err, catalog.ErrNoSuchTable):
+		return nil, "", err
+	}
+	return c.Catalog.CommitTable(ctx, ident, reqs, updates)
+}
+
+// own makes tbl commit and refresh through c.
+func (c *sqlCatalog) own(tbl *table.Table) *table.Table {
+	return table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(),
+		icebergio.LoadFSFunc(c.props, tbl.MetadataLocation()), c)
+}
+
+// LoadTable is the SQL catalog's, committing through c.
+func (c *sqlCatalog) LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error) {
+	tbl, err := c.Catalog.LoadTable(ctx, ident)
+	if err != nil {
+		return nil, err
+	}
+	return c.own(tbl), nil
+}
+
+// CreateTable is the SQL catalog's, committing through c.
+func (c *sqlCatalog) CreateTable(ctx context.Context, ident table.Identifier, sch *iceberg.Schema, opts ...catalog.CreateTableOpt) (*table.Table, error) {
+	tbl, err := c.Catalog.CreateTable(ctx, ident, sch, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return c.own(tbl), nil
+}
+
+// RenameTable is the SQL catalog's, committing through c.
+func (c *sqlCatalog) RenameTable(ctx context.Context, from, to table.Identifier) (*table.Table, error) {
+	tbl, err := c.Catalog.RenameTable(ctx, from, to)
+	if err != nil {
+		return nil, err
+	}
+	return c.own(tbl), nil
 }
 
 // closeCatalog releases what a catalog holds, when it holds something (the
