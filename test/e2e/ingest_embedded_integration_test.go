@@ -37,9 +37,9 @@ import (
 // or iceberg-go: the Java reference reader (StaticTableOperations),
 // pyiceberg (StaticTable) and DuckDB (iceberg_scan); each must equal
 // MariaDB row for row, also after ingest restarts on the same state
-// directory and resumes from it. ingest status and a dry-run ingest
-// maintain read the same catalog while ingest runs, and the REST catalog
-// of the stack must not hold the table.
+// directory and resumes from it. ingest status, a dry-run ingest maintain
+// and ingest replay --publish use the same catalog while ingest runs, and
+// the REST catalog of the stack must not hold the table.
 func TestIngestEmbeddedCatalog(t *testing.T) {
 	t.Parallel() // mostly waits for capture, ingest and the readers
 	readers := []string{"java", "pyiceberg", "duckdb"}
@@ -97,11 +97,14 @@ func TestIngestEmbeddedCatalog(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.SetMaxOpenConns(1) // keep the session time zone
-	var loc string
+	var loc, firstLoc string
 	for i, s := range steps {
 		exec1(t, c, s...)
 		loc = waitEmbeddedJavaEqual(t, ip, catalogFile, ident, db, 60*time.Second)
 		t.Logf("step %d: the Java reader reads %s equal to MariaDB", i+1, filepath.Base(loc))
+		if i == 0 {
+			firstLoc = loc
+		}
 	}
 	// A restart on the same state directory finds the table and its
 	// offsets in the catalog file and goes on from there.
@@ -153,6 +156,21 @@ func TestIngestEmbeddedCatalog(t *testing.T) {
 	if !strings.Contains(out, "using the embedded catalog") || !strings.Contains(out, c.dbName) || !strings.Contains(out, "tables=1 failed=0") {
 		t.Errorf("ingest maintain did not maintain %s through the embedded catalog:\n%s", name, out)
 	}
+
+	// ingest replay rebuilds the table from the first step's snapshot in a
+	// branch of the same catalog, beside the running ingest (whose key
+	// index it must not take), and publishes it.
+	first := loadAt(t, ident, firstLoc).CurrentSnapshot().SnapshotID
+	out = runIngest(t, append([]string{"INGEST_METRICS_ADDR=off", "INGEST_FLUSH_INTERVAL=1s"}, ingestEnv...),
+		"replay", "--tables", strings.ReplaceAll(name, ".", `\.`), "--from-snapshot", fmt.Sprint(first), "--publish")
+	if !strings.Contains(out, "replay published") || !strings.Contains(out, "using the embedded catalog") {
+		t.Errorf("ingest replay did not publish through the embedded catalog:\n%s", out)
+	}
+	replayed := waitEmbeddedJavaEqual(t, ip, catalogFile, ident, db, 60*time.Second)
+	if replayed == loc {
+		t.Errorf("the table's metadata is still %s after the replay published", filepath.Base(loc))
+	}
+	t.Logf("after ingest replay --publish: the Java reader reads %s equal to MariaDB", filepath.Base(replayed))
 
 	// The stack's REST catalog never saw the table.
 	ice := testenv.IcebergEnv(t)
