@@ -39,7 +39,6 @@ type Config struct {
 	TableFormatVersion  int    // format version of new tables: 2 or 3
 	BackfillDefaults    bool   // rewrite older rows with an added column's default
 	DeleteMode          string // auto, position, dv or equality (see commit.DeleteMode)
-	StateDir            string // local directory of the key index ("": a temporary one)
 	IndexCacheBytes     int    // memory bound of the key index
 
 	// Batching.
@@ -75,7 +74,6 @@ func (c *Config) bind(f *envFlags) {
 	f.Int(&c.TableFormatVersion, "table-format-version", 2, "Iceberg format version of the tables ingest creates: 2, or 3 (a column added with a DEFAULT then carries it as initial-default, read by the rows written before; see schemas/TYPES.md)")
 	f.Bool(&c.BackfillDefaults, "backfill-defaults", false, "when a column is added with a DEFAULT the table cannot carry as initial-default (format v2 tables, and v3 date/time/decimal columns), rewrite the table's rows with the default in the commit that adds the column")
 	f.String(&c.DeleteMode, "delete-mode", string(commit.DeleteAuto), "how an update or delete removes a key's old row: position (Parquet position-delete files found through a local key index under state-dir; format v2 tables), dv (deletion vectors in Puffin files found the same way; format v3 tables), auto (position on v2 tables, dv on v3, by each table's own version) or equality (equality-delete files, no index; pyiceberg, Snowflake and Databricks cannot read them); per-table overrides follow, ';'-separated: 'auto; <db>.<table>=equality'")
-	f.String(&c.StateDir, "state-dir", "", "local directory of the per-table primary-key index that delete-mode auto, position and dv keep (a cache: rebuilt from the tables when missing); one per ingest process; empty: a new temporary directory, removed on exit, so every start rebuilds the index by reading the tables' key columns")
 	f.Int(&c.IndexCacheBytes, "index-cache-bytes", keyindex.DefaultCacheBytes, "memory bound of the key index (block cache and memtables), at least 4 MiB")
 	f.Int(&c.FlushRows, "flush-rows", 100_000, "commit a table when it buffers this many change events")
 	f.Int(&c.FlushBytes, "flush-bytes", 64<<20, "commit a table when its buffered events reach this many bytes")
@@ -175,10 +173,13 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// CatalogConfig is the Iceberg REST catalog and its S3 storage; ingest and
-// ingest maintain share it.
+// CatalogConfig is the Iceberg catalog and its storage; ingest, ingest
+// status, ingest maintain and ingest replay share it. With CatalogURI set
+// it is a REST catalog; empty, it is the embedded catalog: iceberg-go's
+// SQL catalog on the SQLite file <StateDir>/catalog.db with a warehouse on
+// the local filesystem (see openEmbedded).
 type CatalogConfig struct {
-	CatalogURI        string
+	CatalogURI        string // REST catalog URI ("": the embedded catalog)
 	CatalogName       string
 	Warehouse         string // warehouse location, or the S3 Tables bucket ARN
 	CatalogCredential string // secret: INGEST_CATALOG_CREDENTIAL (OAuth2 client_id:secret)
@@ -194,12 +195,16 @@ type CatalogConfig struct {
 	// data files use the AWS default chain like the catalog.
 	S3AccessKeyID     string
 	S3SecretAccessKey string
+	// StateDir is ingest's local directory: the key index (see indexDir)
+	// and, without CatalogURI, the embedded catalog and its warehouse.
+	// "" is a temporary key index, and refused by the embedded catalog.
+	StateDir string
 }
 
 func (c *CatalogConfig) bind(f *envFlags) {
-	f.String(&c.CatalogURI, "catalog-uri", "", "Iceberg REST catalog URI (required; S3 Tables: https://s3tables.<region>.amazonaws.com/iceberg)")
+	f.String(&c.CatalogURI, "catalog-uri", "", "Iceberg REST catalog URI (S3 Tables: https://s3tables.<region>.amazonaws.com/iceberg); empty: the embedded catalog, iceberg-go's SQL catalog on the SQLite file <state-dir>/catalog.db with a local warehouse, for trying ingest, one node and tests (needs state-dir)")
 	f.String(&c.CatalogName, "catalog-name", "ingest", "name of the catalog in logs")
-	f.String(&c.Warehouse, "warehouse", "", "catalog warehouse: a location such as s3://bucket/, or the S3 Tables table bucket ARN")
+	f.String(&c.Warehouse, "warehouse", "", "catalog warehouse: a location such as s3://bucket/, or the S3 Tables table bucket ARN; with the embedded catalog a local directory (empty: <state-dir>/warehouse)")
 	f.Secret(&c.CatalogCredential, "catalog-credential", "OAuth2 client credentials of the REST catalog, <client id>:<secret>")
 	f.Secret(&c.CatalogToken, "catalog-token", "bearer token of the REST catalog")
 	f.Bool(&c.SigV4, "sigv4", false, "sign catalog requests with AWS SigV4 (S3 Tables); credentials come from the AWS default chain")
@@ -208,13 +213,14 @@ func (c *CatalogConfig) bind(f *envFlags) {
 	f.String(&c.S3Region, "s3-region", "", "S3 and SigV4 region (default: AWS_REGION)")
 	f.Secret(&c.S3AccessKeyID, "s3-access-key-id", "access key for the data files only, when they are not the AWS credentials (e.g. MinIO); default: the AWS default chain")
 	f.Secret(&c.S3SecretAccessKey, "s3-secret-access-key", "secret key paired with INGEST_S3_ACCESS_KEY_ID")
+	f.String(&c.StateDir, "state-dir", "", "local directory of ingest's state: the per-table primary-key index that delete-mode auto, position and dv keep (a cache: rebuilt from the tables when missing), and without catalog-uri the embedded catalog (catalog.db, warehouse/, the index in keyindex/); one per ingest process; empty: the index in a new temporary directory, removed on exit, so every start rebuilds it by reading the tables' key columns")
 }
 
 func (c *CatalogConfig) validate() []error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if c.CatalogURI == "" {
-		bad("catalog-uri is required (INGEST_CATALOG_URI)")
+		errs = append(errs, c.validateEmbedded()...)
 	} else if u, err := url.Parse(c.CatalogURI); err != nil || u.Scheme == "" || u.Host == "" {
 		bad("catalog-uri %q is not a URL", redactURL(c.CatalogURI))
 	}

@@ -230,10 +230,11 @@ func runMaintain(ctx context.Context, args []string, getenv func(string) string,
 	}
 	logger := newLogger(stderr, cfg.LogFormat, cfg.LogLevel)
 	logger.Info("starting ingest maintain", cfg.redacted()...)
-	cat, err := openCatalog(ctx, cfg.CatalogConfig)
+	cat, err := openCatalog(ctx, cfg.CatalogConfig, logger)
 	if err != nil {
 		return err
 	}
+	defer closeCatalog(cat, logger)
 	m, err := maintain.New(cat, cfg.maintainer(logger))
 	if err != nil {
 		return err

@@ -19,7 +19,7 @@ func TestMaintainCheckConfig(t *testing.T) {
 		{"tables", append(base, "-maintain-tables=shop.orders, shop.items"), nil, ""},
 		{"namespaces from env", nil, map[string]string{"INGEST_CATALOG_URI": "http://c", "INGEST_MAINTAIN_NAMESPACES": "shop,crm"}, ""},
 		{"dotted namespace", append(base, "-maintain-tables=a.b.orders"), nil, ""},
-		{"no catalog", []string{"-maintain-tables=shop.orders"}, nil, "catalog-uri is required"},
+		{"no catalog", []string{"-maintain-tables=shop.orders"}, nil, "set catalog-uri (INGEST_CATALOG_URI) to an Iceberg REST catalog, or state-dir (INGEST_STATE_DIR)"},
 		{"no tables", base, nil, "set exactly one of maintain-tables and maintain-namespaces"},
 		{"both", append(base, "-maintain-tables=shop.orders", "-maintain-namespaces=shop"), nil, "set exactly one of maintain-tables and maintain-namespaces"},
 		{"table without namespace", append(base, "-maintain-tables=orders"), nil, `"orders" is not <namespace>.<table>`},

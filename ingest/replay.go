@@ -127,10 +127,11 @@ func runReplay(ctx context.Context, args []string, getenv func(string) string, s
 		return fmt.Errorf("invalid configuration: %w", err)
 	}
 	logger := newLogger(stderr, cfg.LogFormat, cfg.LogLevel)
-	cat, err := openCatalog(ctx, cfg.CatalogConfig)
+	cat, err := openCatalog(ctx, cfg.CatalogConfig, logger)
 	if err != nil {
 		return err
 	}
+	defer closeCatalog(cat, logger)
 	opts, err := cfg.Kafka.clientOpts(ctx, "binlake-ingest-replay")
 	if err != nil {
 		return err
@@ -484,7 +485,17 @@ func (r *replayer) topicSettings(ctx context.Context, topics []string) string {
 // run re-applies the topics into the branch until every table has caught
 // up with main, publishing each as it does when publish is set.
 func (r *replayer) run(ctx context.Context, cfg Config, tables []*replayTable, topics []string, publish bool, term io.Writer, every time.Duration) error {
-	pcfg, dec, release, err := pipelineConfig(ctx, cfg, r.log)
+	// The replay's key index is its own: the running ingest's is locked.
+	// With the embedded catalog state-dir is that ingest's (it holds the
+	// catalog), so the index is a temporary one.
+	indexBase := ""
+	if !cfg.embedded() {
+		var err error
+		if indexBase, err = cfg.indexBase(); err != nil {
+			return err
+		}
+	}
+	pcfg, dec, release, err := pipelineConfig(ctx, cfg, indexBase, r.log)
 	if err != nil {
 		return err
 	}

@@ -108,10 +108,15 @@ func newLogger(w io.Writer, format, level string) *slog.Logger {
 var errCatalogRefused = errors.New("the Iceberg catalog refused ingest's credentials")
 
 // openCatalog connects to the REST catalog: plain (local fixture, Polaris,
-// Nessie…) or SigV4-signed (S3 Tables, warehouse = table bucket ARN).
-// With SigV4 the signing credentials come from the AWS default chain; the
-// data files use the same chain unless INGEST_S3_ACCESS_KEY_ID is set.
-func openCatalog(ctx context.Context, cfg CatalogConfig) (catalog.Catalog, error) {
+// Nessie…) or SigV4-signed (S3 Tables, warehouse = table bucket ARN); or,
+// without catalog-uri, opens the embedded catalog in the state directory
+// and logs that it does. closeCatalog releases it. With SigV4 the signing
+// credentials come from the AWS default chain; the data files use the same
+// chain unless INGEST_S3_ACCESS_KEY_ID is set.
+func openCatalog(ctx context.Context, cfg CatalogConfig, logger *slog.Logger) (catalog.Catalog, error) {
+	if cfg.embedded() {
+		return openEmbedded(ctx, cfg, logger)
+	}
 	props := iceberg.Properties{}
 	if cfg.S3Endpoint != "" {
 		props[icebergio.S3EndpointURL] = cfg.S3Endpoint
@@ -191,11 +196,16 @@ func ingest(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	reg := prometheus.NewRegistry()
 	metrics := registerMetrics(reg, func() bool { p := pipe.Load(); return p != nil && p.Ready() })
 
-	cat, err := openCatalog(ctx, cfg.CatalogConfig)
+	cat, err := openCatalog(ctx, cfg.CatalogConfig, logger)
 	if err != nil {
 		return err
 	}
-	pcfg, dec, release, err := pipelineConfig(ctx, cfg, logger)
+	defer closeCatalog(cat, logger)
+	indexBase, err := cfg.indexBase()
+	if err != nil {
+		return err
+	}
+	pcfg, dec, release, err := pipelineConfig(ctx, cfg, indexBase, logger)
 	if err != nil {
 		return err
 	}
@@ -254,9 +264,10 @@ func ingest(ctx context.Context, cfg Config, logger *slog.Logger) error {
 // pipelineConfig builds the pipeline's configuration from ingest's
 // settings (ingest and ingest replay share it): the decoder with its
 // schema registry, the Kafka client options, and in a positional delete
-// mode the key index in its state directory, which release closes (and
-// removes when it is a temporary one).
-func pipelineConfig(ctx context.Context, cfg Config, logger *slog.Logger) (pcfg pipeline.Config, dec *decode.Decoder, release func(), err error) {
+// mode the key index in indexBase (see CatalogConfig.indexBase; "": a
+// temporary directory), which release closes (and removes when it is a
+// temporary one).
+func pipelineConfig(ctx context.Context, cfg Config, indexBase string, logger *slog.Logger) (pcfg pipeline.Config, dec *decode.Decoder, release func(), err error) {
 	release = func() {}
 	var registry decode.Registry
 	if cfg.RegistryURL != "" {
@@ -280,7 +291,7 @@ func pipelineConfig(ctx context.Context, cfg Config, logger *slog.Logger) (pcfg 
 		return pcfg, nil, release, err
 	}
 	if deleteModes.Positional() {
-		dir, releaseDir, err := indexDir(cfg.StateDir, logger)
+		dir, releaseDir, err := indexDir(indexBase, logger)
 		if err != nil {
 			return pcfg, nil, release, err
 		}

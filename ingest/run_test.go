@@ -18,7 +18,7 @@ func TestCheckConfig(t *testing.T) {
 	}{
 		{"ok from env", nil, map[string]string{"INGEST_CATALOG_URI": "http://c:8181", "INGEST_TOPICS": "p.db.t"}, ""},
 		{"flag beats env", []string{"-catalog-uri=http://flag:1"}, map[string]string{"INGEST_CATALOG_URI": "bad", "INGEST_TOPICS": "p.db.t"}, ""},
-		{"no catalog", []string{"-topics=p.db.t"}, nil, "catalog-uri is required"},
+		{"no catalog", []string{"-topics=p.db.t"}, nil, "set catalog-uri (INGEST_CATALOG_URI) to an Iceberg REST catalog, or state-dir (INGEST_STATE_DIR)"},
 		{"topics and regex", []string{"-catalog-uri=http://c", "-topics=a", "-topic-regex=b"}, nil, "exactly one of topics and topic-regex"},
 		{"bad regex", []string{"-catalog-uri=http://c", "-topic-regex=("}, nil, "topic-regex"},
 		{"sigv4 without region", []string{"-catalog-uri=http://c", "-topics=a", "-sigv4"}, nil, "sigv4 needs s3-region"},

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -54,7 +55,7 @@ func TestOpenCatalogSigV4(t *testing.T) {
 	cfg := CatalogConfig{CatalogURI: uri, CatalogName: "test", Warehouse: standInARN, SigV4: true, SigV4Service: "s3tables", S3Region: "us-east-1"}
 
 	setAWSEnv(t, standInCreds)
-	if _, err := openCatalog(t.Context(), cfg); err != nil {
+	if _, err := openCatalog(t.Context(), cfg, slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatalf("with the right credentials: %v", err)
 	}
 
@@ -73,7 +74,7 @@ func TestOpenCatalogSigV4(t *testing.T) {
 			setAWSEnv(t, tc.creds)
 			standIn.SetClockOffset(tc.offset)
 			defer standIn.SetClockOffset(0)
-			_, err := openCatalog(t.Context(), cfg)
+			_, err := openCatalog(t.Context(), cfg, slog.New(slog.DiscardHandler))
 			if !errors.Is(err, errCatalogRefused) {
 				t.Fatalf("error %v, want errCatalogRefused", err)
 			}
@@ -110,11 +111,11 @@ func TestOpenCatalogGlue(t *testing.T) {
 	_, uri := s3tables.Start(t, s3tables.Config{Backend: configOnlyBackend(t), Flavor: s3tables.Glue, Region: "us-east-1", Credentials: standInCreds})
 	cfg := CatalogConfig{CatalogURI: uri, CatalogName: "test", Warehouse: "111122223333:s3tablescatalog/test", SigV4: true, SigV4Service: "glue", S3Region: "us-east-1"}
 	setAWSEnv(t, standInCreds)
-	if _, err := openCatalog(t.Context(), cfg); err != nil {
+	if _, err := openCatalog(t.Context(), cfg, slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatalf("signed for glue: %v", err)
 	}
 	cfg.SigV4Service = "s3tables"
-	_, err := openCatalog(t.Context(), cfg)
+	_, err := openCatalog(t.Context(), cfg, slog.New(slog.DiscardHandler))
 	if !errors.Is(err, errCatalogRefused) || !strings.Contains(err.Error(), "correct service: 'glue'") || !strings.Contains(err.Error(), "sigv4-service s3tables") {
 		t.Fatalf("signed for s3tables: %v", err)
 	}

@@ -29,7 +29,8 @@ func indexDir(stateDir string, logger *slog.Logger) (dir string, release func(),
 	if err != nil {
 		return "", nil, fmt.Errorf("creating a temporary directory for the key index (or set state-dir, INGEST_STATE_DIR): %w", err)
 	}
-	logger.Info("state-dir is not set: the key index lives in a temporary directory, removed on exit, and is rebuilt from the tables at every start; "+
+	logger.Info("the key index lives in a temporary directory, removed on exit, and is rebuilt from the tables at every start "+
+		"(state-dir is not set, or this is ingest replay beside the embedded catalog, whose key index the running ingest holds); "+
 		"set state-dir (INGEST_STATE_DIR) to a kept directory to skip the rebuild", "dir", dir)
 	return dir, func() {
 		if err := os.RemoveAll(dir); err != nil {

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"regexp"
 	"slices"
@@ -94,9 +95,7 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 		cfg.S3Region = getenv("AWS_REGION")
 	}
 	var bad []error
-	if cfg.CatalogURI == "" {
-		bad = append(bad, errors.New("catalog-uri is required (INGEST_CATALOG_URI)"))
-	}
+	bad = append(bad, cfg.CatalogConfig.validate()...)
 	if err := cfg.Kafka.Validate(cfg.brokers()); err != nil {
 		bad = append(bad, err)
 	}
@@ -113,10 +112,13 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 	if err := errors.Join(bad...); err != nil {
 		return fmt.Errorf("invalid configuration: %w", err)
 	}
-	cat, err := openCatalog(ctx, cfg.CatalogConfig)
+	// stdout is the report: the catalog's start line goes nowhere.
+	quiet := slog.New(slog.DiscardHandler)
+	cat, err := openCatalog(ctx, cfg.CatalogConfig, quiet)
 	if err != nil {
 		return err
 	}
+	defer closeCatalog(cat, quiet)
 	opts, err := cfg.Kafka.clientOpts(ctx, "binlake-ingest-status")
 	if err != nil {
 		return err

@@ -130,6 +130,28 @@ func ReadWith(reader, ident string) ([]Row, error) {
 	return rows, err
 }
 
+// ReadMetadataWith returns every live row of the table whose metadata file
+// is at location (a metadata.json, e.g. file:///…/metadata/00003-….json),
+// read by reader without any catalog: the Java reader through Iceberg's
+// StaticTableOperations, pyiceberg through StaticTable.from_metadata,
+// DuckDB through iceberg_scan. Spark reads only through the catalog.
+func ReadMetadataWith(reader, location string) ([]Row, error) {
+	s, err := serverFor(reader)
+	if err != nil {
+		return nil, err
+	}
+	if strings.ContainsAny(location, "\r\n") {
+		return nil, fmt.Errorf("%s reader: metadata location %q has a line break", reader, location)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rows, err := s.readRequest("METADATA "+location, location)
+	if err != nil && s.crashed {
+		s.stop()
+	}
+	return rows, err
+}
+
 // Start builds reader and starts its process in the background, if not
 // yet running, without waiting: a test starts the slow ones (a Maven
 // build, a JVM, a Spark session) early so that they come up while it
@@ -253,9 +275,13 @@ func (s *server) stop() {
 	s.cmd = nil
 }
 
-func (s *server) read(ident string) ([]Row, error) {
+func (s *server) read(ident string) ([]Row, error) { return s.readRequest(ident, ident) }
+
+// readRequest sends req (a table name, or METADATA and a location) and
+// returns the rows of the answer.
+func (s *server) readRequest(req, ident string) ([]Row, error) {
 	var rows []Row
-	err := s.request(ident, ident, readTimeout, func(line []byte) error {
+	err := s.request(req, ident, readTimeout, func(line []byte) error {
 		var r Row
 		if err := json.Unmarshal(line, &r); err != nil {
 			return fmt.Errorf("%s output %q: %w", s.name, line, err)

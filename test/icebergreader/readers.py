@@ -8,7 +8,10 @@
 # Usage: python readers.py <pyiceberg|duckdb|spark>. Serves like the Java
 # reader's --serve: one table name (namespace.table) per stdin line, answered
 # by its rows (JSON lines) and a line END, or a line ERROR <message as a JSON
-# string>. A test reader, never shipped.
+# string>. A line "METADATA <location of a metadata.json>" reads the table
+# that file describes, with no catalog (pyiceberg's StaticTable, DuckDB's
+# iceberg_scan; a file-system warehouse such as ingest's embedded catalog's).
+# A test reader, never shipped.
 import decimal
 import json
 import math
@@ -25,14 +28,20 @@ def main():
     proto = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    scan = {"pyiceberg": pyiceberg_reader, "duckdb": duckdb_reader, "spark": spark_reader}[reader]()
+    scan, static = {"pyiceberg": pyiceberg_reader, "duckdb": duckdb_reader, "spark": spark_reader}[reader]()
     for line in sys.stdin:
         ident = line.rstrip("\n")
         if not ident:
             continue
         try:
-            ns, _, name = ident.rpartition(".")
-            out = [json.dumps(row, ensure_ascii=False) + "\n" for row in render(scan(ns, name))]
+            if ident.startswith("METADATA "):
+                if static is None:
+                    raise ValueError("the %s reader reads tables through the catalog only" % reader)
+                tbl = static(ident[len("METADATA "):])
+            else:
+                ns, _, name = ident.rpartition(".")
+                tbl = scan(ns, name)
+            out = [json.dumps(row, ensure_ascii=False) + "\n" for row in render(tbl)]
             proto.write("".join(out) + "END\n")
         except Exception as e:  # the table was not readable: say why, serve on
             proto.write("ERROR " + json.dumps("%s: %s" % (type(e).__name__, e), ensure_ascii=False) + "\n")
@@ -40,21 +49,30 @@ def main():
 
 
 # ---------------------------------------------------------------- readers
-# Each returns scan(namespace, table) -> pyarrow.Table of every column.
+# Each returns (scan, static): scan(namespace, table) -> pyarrow.Table of
+# every column, static(metadata location) the same for the table of a
+# metadata file (None: not supported).
 
 
 def pyiceberg_reader():
     from pyiceberg.catalog import load_catalog
+    from pyiceberg.table import StaticTable
 
-    cat = load_catalog("rest", **{
-        "type": "rest",
-        "uri": os.environ["BINLAKE_ICEBERG_URI"],
-        "s3.endpoint": os.environ["BINLAKE_S3_ENDPOINT"],
-        "s3.access-key-id": os.environ["AWS_ACCESS_KEY_ID"],
-        "s3.secret-access-key": os.environ["AWS_SECRET_ACCESS_KEY"],
-        "s3.region": os.environ["AWS_REGION"],
-    })
-    return lambda ns, name: cat.load_table((ns, name)).scan().to_arrow()
+    cats = []  # the REST catalog, made on the first read through it
+
+    def scan(ns, name):
+        if not cats:
+            cats.append(load_catalog("rest", **{
+                "type": "rest",
+                "uri": os.environ["BINLAKE_ICEBERG_URI"],
+                "s3.endpoint": os.environ["BINLAKE_S3_ENDPOINT"],
+                "s3.access-key-id": os.environ["AWS_ACCESS_KEY_ID"],
+                "s3.secret-access-key": os.environ["AWS_SECRET_ACCESS_KEY"],
+                "s3.region": os.environ["AWS_REGION"],
+            }))
+        return cats[0].load_table((ns, name)).scan().to_arrow()
+
+    return scan, lambda location: StaticTable.from_metadata(location).scan().to_arrow()
 
 
 def duckdb_reader():
@@ -88,7 +106,10 @@ def duckdb_reader():
                     [os.environ["BINLAKE_ICEBERG_URI"]])
         return con.execute("SELECT * FROM ice.%s.%s" % (q(ns), q(name))).to_arrow_table()
 
-    return scan
+    def static(location):
+        return con.execute("SELECT * FROM iceberg_scan(?)", [location]).to_arrow_table()
+
+    return scan, static
 
 
 def spark_reader():
@@ -121,7 +142,7 @@ def spark_reader():
     spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     q = lambda n: "`" + n.replace("`", "``") + "`"
-    return lambda ns, name: spark.table("ice.%s.%s" % (q(ns), q(name))).toArrow()
+    return (lambda ns, name: spark.table("ice.%s.%s" % (q(ns), q(name))).toArrow()), None
 
 
 # ---------------------------------------------------------------- rendering

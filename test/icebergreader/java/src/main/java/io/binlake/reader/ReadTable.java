@@ -17,10 +17,13 @@ import java.time.format.DateTimeFormatter;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import org.apache.iceberg.BaseTable;
+import org.apache.iceberg.StaticTableOperations;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.IcebergGenerics;
 import org.apache.iceberg.data.Record;
+import org.apache.iceberg.hadoop.HadoopFileIO;
 import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.rest.RESTCatalog;
 import org.apache.iceberg.types.Types;
@@ -32,12 +35,19 @@ import org.apache.iceberg.types.Types;
  * and position deletes. Usage: ReadTable namespace.table, or ReadTable --serve (table names on
  * stdin, see main; "COUNT
  * namespace.table" answers with the number of rows only); the catalog comes from the environment.
+ * A request "METADATA <location of a metadata.json>" reads the table that file describes, with no
+ * catalog (a file-system warehouse such as ingest's embedded catalog's, read through Hadoop's
+ * file systems).
  */
 public final class ReadTable {
   // uuuu, the proleptic year: yyyy is the year of the era, which prints year 0 (1 BC) as 0001.
   private static final DateTimeFormatter TS = DateTimeFormatter.ofPattern("uuuu-MM-dd HH:mm:ss.SSSSSS");
 
-  public static void main(String[] args) throws Exception {
+  /** The REST catalog of the environment, made on the first request that names a table. */
+  private static RESTCatalog catalog;
+
+  private static RESTCatalog catalog() {
+    if (catalog != null) return catalog;
     Map<String, String> props = new HashMap<>();
     props.put("uri", System.getenv("BINLAKE_ICEBERG_URI"));
     props.put("io-impl", "org.apache.iceberg.aws.s3.S3FileIO");
@@ -46,11 +56,30 @@ public final class ReadTable {
     props.put("s3.access-key-id", System.getenv("AWS_ACCESS_KEY_ID"));
     props.put("s3.secret-access-key", System.getenv("AWS_SECRET_ACCESS_KEY"));
     props.put("client.region", System.getenv("AWS_REGION"));
-    try (RESTCatalog catalog = new RESTCatalog()) {
-      catalog.initialize("reader", props);
+    RESTCatalog c = new RESTCatalog();
+    c.initialize("reader", props);
+    catalog = c;
+    return catalog;
+  }
+
+  /** A serve-mode request "METADATA <location>": the table of that metadata file, no catalog. */
+  private static final String METADATA = "METADATA ";
+
+  /** load returns the table a request names: "namespace.table", or METADATA and a location. */
+  private static Table load(String request) {
+    if (request.startsWith(METADATA)) {
+      String location = request.substring(METADATA.length());
+      HadoopFileIO io = new HadoopFileIO(new org.apache.hadoop.conf.Configuration());
+      return new BaseTable(new StaticTableOperations(location, io), location);
+    }
+    return catalog().loadTable(TableIdentifier.parse(request));
+  }
+
+  public static void main(String[] args) throws Exception {
+    try {
       PrintStream out = new PrintStream(new FileOutputStream(FileDescriptor.out), false, StandardCharsets.UTF_8);
       if (!args[0].equals("--serve")) {
-        print(catalog, args[0], out);
+        print(load(args[0]), out);
         out.flush();
         return;
       }
@@ -63,9 +92,9 @@ public final class ReadTable {
         if (line.isEmpty()) continue;
         try {
           if (line.startsWith(COUNT)) {
-            out.println("ROWS " + count(catalog, line.substring(COUNT.length())));
+            out.println("ROWS " + count(load(line.substring(COUNT.length()))));
           } else {
-            print(catalog, line, out);
+            print(load(line), out);
           }
           out.println("END");
         } catch (Exception e) {
@@ -75,6 +104,8 @@ public final class ReadTable {
         }
         out.flush();
       }
+    } finally {
+      if (catalog != null) catalog.close();
     }
   }
 
@@ -85,8 +116,7 @@ public final class ReadTable {
    * count reads every live row of the table as print does (every column decoded, deletes
    * applied) without rendering them, so that a benchmark times the reader, not the printing.
    */
-  private static long count(RESTCatalog catalog, String ident) throws Exception {
-    Table table = catalog.loadTable(TableIdentifier.parse(ident));
+  private static long count(Table table) throws Exception {
     List<Types.NestedField> fields = table.schema().columns();
     long n = 0, nulls = 0;
     try (CloseableIterable<Record> rows = IcebergGenerics.read(table).build()) {
@@ -100,8 +130,7 @@ public final class ReadTable {
     return nulls < 0 ? -1 : n; // nulls is used so that the field reads are not dropped
   }
 
-  private static void print(RESTCatalog catalog, String ident, PrintStream sink) throws Exception {
-    Table table = catalog.loadTable(TableIdentifier.parse(ident));
+  private static void print(Table table, PrintStream sink) throws Exception {
     List<Types.NestedField> fields = table.schema().columns();
     StringBuilder out = new StringBuilder();
     try (CloseableIterable<Record> rows = IcebergGenerics.read(table).build()) {
