@@ -20,7 +20,6 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/binlake/binlake/ingest/internal/batch"
 	"github.com/binlake/binlake/ingest/internal/branch"
@@ -132,13 +131,9 @@ func runReplay(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	defer closeCatalog(cat, logger)
-	opts, err := cfg.Kafka.clientOpts(ctx, "binlake-ingest-replay")
+	cl, _, err := cfg.kafkaClient(ctx, "binlake-ingest-replay")
 	if err != nil {
 		return err
-	}
-	cl, err := kgo.NewClient(append(opts, kgo.SeedBrokers(cfg.brokers()...))...)
-	if err != nil {
-		return fmt.Errorf("kafka %s: %w", cfg.KafkaBrokers, err)
 	}
 	defer cl.Close()
 	r := &replayer{cat: cat, adm: kadm.NewClient(cl), branch: *branchName, log: logger}

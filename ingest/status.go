@@ -119,13 +119,9 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	defer closeCatalog(cat, quiet)
-	opts, err := cfg.Kafka.clientOpts(ctx, "binlake-ingest-status")
+	cl, opts, err := cfg.kafkaClient(ctx, "binlake-ingest-status")
 	if err != nil {
 		return err
-	}
-	cl, err := kgo.NewClient(append(opts, kgo.SeedBrokers(cfg.brokers()...))...)
-	if err != nil {
-		return fmt.Errorf("kafka %s: %w", cfg.KafkaBrokers, err)
 	}
 	defer cl.Close()
 	rep, err := status(ctx, cat, cl, opts, cfg.brokers(), filter, time.Now())
@@ -389,4 +385,19 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// kafkaClient is a plain client of the brokers (with ingest's security
+// settings) for the subcommands that read topics without consuming them,
+// and the options it was made with.
+func (c *Config) kafkaClient(ctx context.Context, clientID string) (*kgo.Client, []kgo.Opt, error) {
+	opts, err := c.Kafka.clientOpts(ctx, clientID)
+	if err != nil {
+		return nil, nil, err
+	}
+	cl, err := kgo.NewClient(append(opts, kgo.SeedBrokers(c.brokers()...))...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("kafka %s: %w", c.KafkaBrokers, err)
+	}
+	return cl, opts, nil
 }

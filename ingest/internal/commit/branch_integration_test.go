@@ -10,7 +10,6 @@ import (
 
 	"github.com/binlake/binlake/ingest/internal/batch"
 	"github.com/binlake/binlake/ingest/internal/branch"
-	"github.com/binlake/binlake/ingest/internal/keyindex"
 	"github.com/binlake/binlake/ingest/internal/testtable"
 )
 
@@ -29,18 +28,7 @@ func TestCommitToBranch(t *testing.T) {
 				version = 3
 			}
 			ident := testtable.Create(t, cat, "branch", version, nil)
-			cfg := func() Config {
-				cfg := Config{DeleteMode: mode}
-				if mode != DeleteEquality {
-					st, err := keyindex.Open(keyindex.Config{Dir: t.TempDir()})
-					if err != nil {
-						t.Fatal(err)
-					}
-					t.Cleanup(func() { _ = st.Close() })
-					cfg.Index = st
-				}
-				return cfg
-			}
+			cfg := func() Config { return inMode(t, Config{}, mode) }
 			ctx := t.Context()
 			c, err := New(ctx, cat, ident, cfg())
 			if err != nil {

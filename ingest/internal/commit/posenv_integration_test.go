@@ -45,6 +45,13 @@ func modeConfig(t testing.TB, cfg Config) Config {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return inMode(t, cfg, mode)
+}
+
+// inMode is cfg in delete mode, with a key index of its own in the
+// positional modes.
+func inMode(t testing.TB, cfg Config, mode DeleteMode) Config {
+	t.Helper()
 	cfg.DeleteMode = mode
 	if mode != DeleteEquality {
 		st, err := keyindex.Open(keyindex.Config{Dir: t.TempDir()})
