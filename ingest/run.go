@@ -310,6 +310,7 @@ func pipelineConfig(ctx context.Context, cfg Config, indexBase string, logger *s
 	return pipeline.Config{
 		Partitions:       partitions,
 		KeylessAppend:    cfg.KeylessTables == "append",
+		LowerCaseColumns: cfg.lowerCaseColumns(),
 		FormatVersion:    cfg.TableFormatVersion,
 		BackfillDefaults: cfg.BackfillDefaults,
 		Brokers:          cfg.brokers(),

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -151,6 +152,13 @@ func (e *namesEnv) waitIDs(name string, from, to int64, runs ...*running) {
 // start runs a pipeline on the source tables' topics.
 func (e *namesEnv) start(name, group string, namer schemamap.Namer, tables ...string) *running {
 	e.t.Helper()
+	return e.startWith(name, group, func(c *Config) { c.Namer = namer }, tables...)
+}
+
+// startWith runs a pipeline on the source tables' topics, its
+// configuration changed by set.
+func (e *namesEnv) startWith(name, group string, set func(*Config), tables ...string) *running {
+	e.t.Helper()
 	env := testenv.IcebergEnv(e.t)
 	cat, err := rest.NewCatalog(e.t.Context(), "ingest", env.URI, rest.WithAdditionalProps(env.FileIOProps()))
 	if err != nil {
@@ -161,9 +169,11 @@ func (e *namesEnv) start(name, group string, namer schemamap.Namer, tables ...st
 		topics = append(topics, e.topic(tb))
 	}
 	r := &running{log: &syncBuffer{}, done: make(chan error, 1)}
-	r.p, err = New(Config{Brokers: testenv.KafkaBrokers(e.t), Group: group, Topics: topics, Namer: namer,
+	cfg := Config{Brokers: testenv.KafkaBrokers(e.t), Group: group, Topics: topics,
 		Limits: batch.Limits{MaxAge: 500 * time.Millisecond}, ShutdownTimeout: 10 * time.Second,
-		Logger: slog.New(slog.NewTextHandler(r.log, nil)).With("run", name)}, cat, decode.New(nil))
+		Logger: slog.New(slog.NewTextHandler(r.log, nil)).With("run", name)}
+	set(&cfg)
+	r.p, err = New(cfg, cat, decode.New(nil))
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -323,4 +333,70 @@ func TestNaturalNames(t *testing.T) {
 		t.Errorf("tables %v, want %v", got, want)
 	}
 	t.Logf("NAMES tables %v", e.tableNames())
+}
+
+// casedRecord is jsonRecord with the key column named keyCol and the
+// string column named strCol.
+func casedRecord(keyCol, strCol string, id int64) *kgo.Record {
+	key := fmt.Sprintf(`{"schema":{"type":"struct","optional":false,"name":"bl.db.t.Key","fields":[{"type":"int64","optional":false,"field":%q}]},"payload":{%q:%d}}`, keyCol, keyCol, id)
+	row := `{"type":"struct","optional":true,"name":"bl.db.t.Value","fields":[{"type":"int64","optional":false,"field":%q},{"type":"string","optional":true,"field":%q}],"field":"%s"}`
+	value := fmt.Sprintf(`{"schema":{"type":"struct","optional":false,"name":"bl.db.t.Envelope","version":2,"fields":[`+row+`,`+row+`,`+
+		`{"type":"struct","optional":false,"name":"io.debezium.connector.mysql.Source","field":"source","fields":[{"type":"int64","optional":false,"field":"ts_ms"},{"type":"string","optional":false,"field":"file"},{"type":"int64","optional":false,"field":"pos"},{"type":"int32","optional":false,"field":"row"}]},`+
+		`{"type":"string","optional":false,"field":"op"}]},`+
+		`"payload":{"before":null,"after":{%q:%d,%q:"v%d"},"source":{"ts_ms":1700000000000,"file":"mysql-bin.000001","pos":%d,"row":0},"op":"c"}}`,
+		keyCol, strCol, "before", keyCol, strCol, "after", keyCol, id, strCol, id, 1000+id)
+	return &kgo.Record{Key: []byte(key), Value: []byte(value)}
+}
+
+// TestLowerCaseColumns is issue 10 item 2's columns against the REST
+// catalog: with LowerCaseColumns (the default on S3 Tables and Glue) a
+// source column OrderID is the lake column orderid, whose doc keeps the
+// source name, and is the table's identifier field; a source table with
+// columns OrderID and orderid stops ingest with an error naming both.
+func TestLowerCaseColumns(t *testing.T) {
+	e := newNamesEnv(t, "Cased", "Clash")
+	produce := func(tbl string, r *kgo.Record) {
+		t.Helper()
+		r.Topic = e.topic(tbl)
+		if err := e.cl.ProduceSync(t.Context(), r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for id := int64(1); id <= 3; id++ {
+		produce("Cased", casedRecord("OrderID", "Customer", id))
+	}
+	r := e.startWith("cased", e.db, func(c *Config) { c.LowerCaseColumns = true }, "Cased")
+	e.waitIDs("cased", 1, 3, r)
+	e.stop(r)
+	tbl, err := e.direct.LoadTable(t.Context(), table.Identifier{e.db, "cased"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sch := tbl.Schema()
+	var names []string
+	for _, f := range sch.Fields() {
+		names = append(names, f.Name)
+	}
+	if want := []string{"orderid", "customer", schemamap.SourceOrderColumn}; !slices.Equal(names, want) {
+		t.Errorf("columns %v, want %v", names, want)
+	}
+	f, _ := sch.FindFieldByName("orderid")
+	if !strings.Contains(f.Doc, "source column OrderID") || !slices.Equal(sch.IdentifierFieldIDs, []int{f.ID}) {
+		t.Errorf("orderid: doc %q, identifier fields %v (id %d)", f.Doc, sch.IdentifierFieldIDs, f.ID)
+	}
+	t.Logf("COLUMNS %v, orderid doc %q", names, f.Doc)
+
+	produce("Clash", casedRecord("OrderID", "orderid", 1))
+	c := e.startWith("clash", e.db+"_clash", func(c *Config) { c.LowerCaseColumns = true }, "Clash")
+	var stopErr error
+	select {
+	case stopErr = <-c.done:
+	case <-time.After(90 * time.Second):
+		c.cancel()
+		t.Fatalf("ingest did not stop on the column collision; log:\n%s", c.log.String())
+	}
+	if !errors.Is(stopErr, schemamap.ErrColumnCollision) || !strings.Contains(stopErr.Error(), `"OrderID"`) || !strings.Contains(stopErr.Error(), `"orderid"`) {
+		t.Errorf("stop error %v, want ErrColumnCollision naming OrderID and orderid", stopErr)
+	}
+	t.Logf("COLLISION %v", stopErr)
 }

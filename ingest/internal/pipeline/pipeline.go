@@ -108,6 +108,11 @@ type Config struct {
 	// Partitions are the partition specs of tables ingest creates
 	// (default: unpartitioned). Only primary-key columns are accepted.
 	Partitions PartitionSpecs
+	// LowerCaseColumns names the columns of tables lower-case
+	// (schemamap.LowerColumns), for catalogs whose readers need it (S3
+	// Tables and Glue: Athena sees no table with an upper-case column).
+	// Default false: columns keep their source names.
+	LowerCaseColumns bool
 	// TableProperties are set on tables ingest creates (format-version is
 	// always FormatVersion).
 	TableProperties map[string]string

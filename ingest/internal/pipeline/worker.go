@@ -450,7 +450,11 @@ func (w *worker) adopt(ctx context.Context, s *decode.Schema, key []string, keyl
 			if key == nil && !keyless {
 				return nil // a truncate before any row: nothing to do
 			}
-			if err := w.create(ctx, s, key, keyless); err != nil {
+			ls, lkey, err := w.lakeNames(s, key, nil)
+			if err != nil {
+				return err
+			}
+			if err := w.create(ctx, ls, lkey, keyless); err != nil {
 				return err
 			}
 		default:
@@ -489,7 +493,11 @@ func (w *worker) adopt(ctx context.Context, s *decode.Schema, key []string, keyl
 		}
 		w.keptLog, keyless = true, true
 	}
-	m, err := mapping(s, key, keyless)
+	ls, lkey, err := w.lakeNames(s, key, w.committer.Table().Schema())
+	if err != nil {
+		return err
+	}
+	m, err := mapping(ls, lkey, keyless)
 	if err != nil {
 		return fmt.Errorf("mapping the schema of %s (%s): %w", w.topic, s.ID, err)
 	}
@@ -503,12 +511,45 @@ func (w *worker) adopt(ctx context.Context, s *decode.Schema, key []string, keyl
 		}
 	}
 	if keyless {
-		w.buf = batch.NewAppend(changeLogColumns(s.Columns), w.p.cfg.Limits)
-	} else if w.buf, err = batch.New(keyedColumns(s.Columns), key, w.p.cfg.Limits); err != nil {
+		w.buf = batch.NewAppend(changeLogColumns(ls.Columns), w.p.cfg.Limits)
+	} else if w.buf, err = batch.New(keyedColumns(ls.Columns), lkey, w.p.cfg.Limits); err != nil {
 		return fmt.Errorf("table %v: %w", w.ident, err)
 	}
-	w.schema, w.key = s, key
+	w.schema, w.key = s, key // as the records give them: compared with the next record's
 	return nil
+}
+
+// lakeNames are the source schema s and key under the table's column
+// names: unchanged, or with LowerCaseColumns lower-cased
+// (schemamap.LowerColumns), a column existing has under its source name
+// keeping it.
+func (w *worker) lakeNames(s *decode.Schema, key []string, existing *iceberg.Schema) (*decode.Schema, []string, error) {
+	if !w.p.cfg.LowerCaseColumns {
+		return s, key, nil
+	}
+	var keep func(string) bool
+	if existing != nil {
+		keep = func(name string) bool { _, ok := existing.FindFieldByName(name); return ok }
+	}
+	row, lkey, err := schemamap.LowerColumns(s.Row, key, keep)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: table %v from topic %s: %w", ErrIncompatible, w.ident, w.topic, err)
+	}
+	if row == s.Row {
+		return s, lkey, nil
+	}
+	rename := make(map[string]string, len(row.Fields))
+	for i, f := range s.Row.Fields {
+		rename[f.Name] = row.Fields[i].Name
+	}
+	ls := &decode.Schema{ID: s.ID, Row: row, Columns: make([]string, len(s.Columns))}
+	for i, c := range s.Columns {
+		if l, ok := rename[c]; ok {
+			c = l
+		}
+		ls.Columns[i] = c
+	}
+	return ls, lkey, nil
 }
 
 // mapping is the table schema for s: a change log or a keyed table, with
@@ -552,6 +593,11 @@ func (w *worker) create(ctx context.Context, s *decode.Schema, key []string, key
 	part, explicit := w.p.cfg.Partitions.For(w.names.db, w.names.table)
 	if keyless && !explicit {
 		part = nil // "*" partitions tables by their key; a change log has none
+	}
+	if part != nil && part.Column != "" && w.p.cfg.LowerCaseColumns {
+		b := *part
+		b.Column = schemamap.LowerColumn(b.Column)
+		part = &b
 	}
 	spec, err := part.Spec(m.Schema, key)
 	if err != nil {
