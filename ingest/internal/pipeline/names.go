@@ -115,34 +115,35 @@ func (w *worker) setIdent(res schemamap.Resolved) {
 // while p.nameMu is held, and checks afterwards that the table under that
 // name is w's source's: when another process created it first for another
 // source, w resolves again (which then gives the hashed name) and creates
-// that one. It sets w.ident.
-func (w *worker) createTable(ctx context.Context, create func(ident table.Identifier) error) error {
+// that one. It sets w.ident, and reports false when the table turned out
+// to exist already (created meanwhile for w's source).
+func (w *worker) createTable(ctx context.Context, create func(ident table.Identifier) error) (created bool, err error) {
 	w.p.nameMu.Lock()
 	defer w.p.nameMu.Unlock()
 	n := w.p.namerFor(w.names.prefix)
 	for range 3 {
 		res, _, err := w.p.resolveTable(ctx, w.names, w.topic)
 		if err != nil {
-			return fmt.Errorf("naming the table of %s: %w", w.topic, err)
+			return false, fmt.Errorf("naming the table of %s: %w", w.topic, err)
 		}
 		w.setIdent(res)
 		if res.Exists {
-			return nil // created meanwhile, for this source
+			return false, nil // created meanwhile, for this source
 		}
 		if err := create(res.Ident); err != nil {
-			return err
+			return false, err
 		}
 		l := &lookup{cat: w.p.cat}
 		props, ok, err := l.look(ctx, res.Ident)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if ok && n.Holds(props, w.names.db, w.names.table, w.topic, res.Ident) {
-			return nil
+			return true, nil
 		}
 		w.log.Info("another source table's table took the name first; naming again", "holder", props[schemamap.SourceProperty])
 	}
-	return fmt.Errorf("creating the table of %s: the names it resolves to keep being taken by other source tables' tables: name it with table-name-map", w.topic)
+	return false, fmt.Errorf("creating the table of %s: the names it resolves to keep being taken by other source tables' tables: name it with table-name-map", w.topic)
 }
 
 // renameTarget is the table name the source table names (the new name of a

@@ -612,7 +612,8 @@ func (w *worker) create(ctx context.Context, s *decode.Schema, key []string, key
 	for k, v := range w.p.sourceProps(w.names) {
 		props[k] = v
 	}
-	if err := w.createTable(ctx, func(ident table.Identifier) error { return w.createAt(ctx, ident, m.Schema, spec, props) }); err != nil {
+	created, err := w.createTable(ctx, func(ident table.Identifier) error { return w.createAt(ctx, ident, m.Schema, spec, props) })
+	if err != nil || !created {
 		return err
 	}
 	if keyless {
