@@ -12,6 +12,7 @@ import (
 	"github.com/binlake/binlake/ingest/internal/commit"
 	"github.com/binlake/binlake/ingest/internal/keyindex"
 	"github.com/binlake/binlake/ingest/internal/pipeline"
+	"github.com/binlake/binlake/ingest/internal/schemamap"
 )
 
 // Config is ingest's whole configuration. Each field's flag, environment
@@ -34,12 +35,14 @@ type Config struct {
 	// Iceberg.
 	CatalogConfig
 	NamespaceWithPrefix bool
-	PartitionSpec       string // see pipeline.ParsePartitionSpecs
-	KeylessTables       string // append or reject
-	TableFormatVersion  int    // format version of new tables: 2 or 3
-	BackfillDefaults    bool   // rewrite older rows with an added column's default
-	DeleteMode          string // auto, position, dv or equality (see commit.DeleteMode)
-	IndexCacheBytes     int    // memory bound of the key index
+	TableNameMap        []string // db.table=namespace.table entries, see schemamap.ParseNameMap
+	LowerCaseColumns    string   // auto, true or false (see lowerCaseColumns)
+	PartitionSpec       string   // see pipeline.ParsePartitionSpecs
+	KeylessTables       string   // append or reject
+	TableFormatVersion  int      // format version of new tables: 2 or 3
+	BackfillDefaults    bool     // rewrite older rows with an added column's default
+	DeleteMode          string   // auto, position, dv or equality (see commit.DeleteMode)
+	IndexCacheBytes     int      // memory bound of the key index
 
 	// Batching.
 	FlushRows        int
@@ -69,6 +72,8 @@ func (c *Config) bind(f *envFlags) {
 	f.String(&c.RegistryURL, "schema-registry-url", "http://127.0.0.1:8081", "Confluent-compatible schema registry URL (Apicurio: .../apis/ccompat/v7); JSON records need none")
 	c.CatalogConfig.bind(f)
 	f.Bool(&c.NamespaceWithPrefix, "namespace-with-prefix", false, "name namespaces <prefix>_<db> instead of <db>, for several sources in one catalog")
+	f.Strings(&c.TableNameMap, "table-name-map", "explicit lake table names, '<db>.<table>=<namespace>.<table>' (a source name holding a dot in backquotes), over the natural names ingest gives (see README, Table names)")
+	f.String(&c.LowerCaseColumns, "lower-case-columns", "auto", "name table columns in lower case (a renamed column's doc keeps its source name; two source columns of one lower-case name stop ingest, naming both): true, false, or auto (true on S3 Tables and Glue, whose readers need it: sigv4-service s3tables or glue, a catalog-uri on s3tables. or glue. amazonaws.com, or an S3 Tables bucket ARN warehouse)")
 	f.String(&c.PartitionSpec, "partition-spec", "", "partition spec of new tables, ';'-separated: '<db>.<table>=bucket(N[, <key column>])', '*=bucket(N)' (first key column) or '...=none'; only primary-key columns (default: unpartitioned)")
 	f.String(&c.KeylessTables, "keyless-tables", "append", "tables without a primary key: append (an append-only table of change events, one row per row image) or reject (stop ingest)")
 	f.Int(&c.TableFormatVersion, "table-format-version", 2, "Iceberg format version of the tables ingest creates: 2, or 3 (a column added with a DEFAULT then carries it as initial-default, read by the rows written before; see schemas/TYPES.md)")
@@ -113,6 +118,14 @@ func (c *Config) Validate() error {
 		if _, err := regexp.Compile(c.TopicRegex); err != nil {
 			bad("topic-regex: %v", err)
 		}
+	}
+	if _, err := schemamap.ParseNameMap(c.TableNameMap); err != nil {
+		bad("table-name-map: %v", err)
+	}
+	switch c.LowerCaseColumns {
+	case "auto", "true", "false":
+	default:
+		bad("lower-case-columns %q: want auto, true or false", c.LowerCaseColumns)
 	}
 	if _, err := pipeline.ParsePartitionSpecs(c.PartitionSpec); err != nil {
 		bad("partition-spec: %v", err)
@@ -236,6 +249,39 @@ func (c *CatalogConfig) validate() []error {
 	return errs
 }
 
+// lowerCaseColumns reports whether table columns are named in lower case:
+// as set, or with auto when the catalog is S3 Tables or Glue, whose
+// analytics readers (Athena, through Lake Formation and the Glue Data
+// Catalog) do not see a table with an upper-case letter in its definition.
+func (c *Config) lowerCaseColumns() bool {
+	switch c.LowerCaseColumns {
+	case "true":
+		return true
+	case "false":
+		return false
+	}
+	return c.awsAnalyticsCatalog()
+}
+
+// awsAnalyticsCatalog reports whether the catalog is S3 Tables or Glue: by
+// the SigV4 signing name, the catalog URI's host or an S3 Tables bucket
+// ARN as the warehouse.
+func (c *CatalogConfig) awsAnalyticsCatalog() bool {
+	if c.SigV4 && (c.SigV4Service == "s3tables" || c.SigV4Service == "glue") {
+		return true
+	}
+	if strings.HasPrefix(c.Warehouse, "arn:aws:s3tables:") {
+		return true
+	}
+	if u, err := url.Parse(c.CatalogURI); err == nil {
+		h := strings.ToLower(u.Hostname())
+		if strings.HasSuffix(h, ".amazonaws.com") && (strings.HasPrefix(h, "s3tables.") || strings.HasPrefix(h, "glue.")) {
+			return true
+		}
+	}
+	return false
+}
+
 func (c *Config) topics() []string {
 	var out []string
 	for _, t := range strings.Split(c.Topics, ",") {
@@ -264,7 +310,7 @@ func (c *Config) redacted() []any {
 		"schema_registry_url", redactURL(c.RegistryURL), "catalog_uri", redactURL(c.CatalogURI), "warehouse", c.Warehouse,
 		"catalog_credential_set", c.CatalogCredential != "", "catalog_token_set", c.CatalogToken != "",
 		"sigv4", c.SigV4, "sigv4_service", c.SigV4Service, "s3_endpoint", c.S3Endpoint, "s3_region", c.S3Region, "s3_keys_set", c.S3AccessKeyID != "",
-		"partition_spec", c.PartitionSpec, "keyless_tables", c.KeylessTables,
+		"table_name_map", strings.Join(c.TableNameMap, ";"), "lower_case_columns", c.lowerCaseColumns(), "partition_spec", c.PartitionSpec, "keyless_tables", c.KeylessTables,
 		"table_format_version", c.TableFormatVersion, "backfill_defaults", c.BackfillDefaults,
 		"delete_mode", c.DeleteMode, "state_dir", c.StateDir, "index_cache_bytes", c.IndexCacheBytes,
 		"flush_rows", c.FlushRows, "flush_bytes", c.FlushBytes, "flush_interval", c.FlushInterval,

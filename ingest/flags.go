@@ -78,6 +78,44 @@ func (f *envFlags) Duration(p *time.Duration, name string, def time.Duration, us
 	f.fs.DurationVar(p, name, def, f.usage(name, usage))
 }
 
+// Strings binds a repeatable setting: each use of the flag adds one or
+// more ';'-separated entries; the environment variable holds them all,
+// ';'-separated, and is ignored once the flag is used.
+func (f *envFlags) Strings(p *[]string, name, usage string) {
+	*p = splitEntries(f.getenv(f.envName(name)))
+	f.fs.Var(&stringsValue{p: p}, name, f.usage(name, usage+" (repeatable; entries may also be ';'-separated)"))
+}
+
+type stringsValue struct {
+	p   *[]string
+	set bool
+}
+
+func (v *stringsValue) String() string {
+	if v == nil || v.p == nil {
+		return ""
+	}
+	return strings.Join(*v.p, ";")
+}
+
+func (v *stringsValue) Set(s string) error {
+	if !v.set {
+		*v.p, v.set = nil, true
+	}
+	*v.p = append(*v.p, splitEntries(s)...)
+	return nil
+}
+
+func splitEntries(s string) []string {
+	var out []string
+	for e := range strings.SplitSeq(s, ";") {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // parse parses args (the command's arguments after its name) and returns
 // the first flag error or the errors of the environment variables read. A
 // command takes no positional arguments: one is a mistyped setting.

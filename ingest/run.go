@@ -285,6 +285,10 @@ func pipelineConfig(ctx context.Context, cfg Config, indexBase string, logger *s
 	if err != nil {
 		return pcfg, nil, release, err
 	}
+	nameMap, err := schemamap.ParseNameMap(cfg.TableNameMap)
+	if err != nil {
+		return pcfg, nil, release, fmt.Errorf("table-name-map: %w", err)
+	}
 	commitCfg := commit.Config{MaxAttempts: cfg.CommitAttempts, Logger: logger}
 	deleteModes, err := pipeline.ParseDeleteModes(cfg.DeleteMode)
 	if err != nil {
@@ -306,6 +310,7 @@ func pipelineConfig(ctx context.Context, cfg Config, indexBase string, logger *s
 	return pipeline.Config{
 		Partitions:       partitions,
 		KeylessAppend:    cfg.KeylessTables == "append",
+		LowerCaseColumns: cfg.lowerCaseColumns(),
 		FormatVersion:    cfg.TableFormatVersion,
 		BackfillDefaults: cfg.BackfillDefaults,
 		Brokers:          cfg.brokers(),
@@ -313,7 +318,7 @@ func pipelineConfig(ctx context.Context, cfg Config, indexBase string, logger *s
 		SessionTimeout:   cfg.GroupSessionTimeout,
 		Topics:           cfg.topics(),
 		TopicRegex:       cfg.TopicRegex,
-		Namer:            schemamap.Namer{NamespaceWithPrefix: cfg.NamespaceWithPrefix},
+		Namer:            schemamap.Namer{NamespaceWithPrefix: cfg.NamespaceWithPrefix, Map: nameMap},
 		Limits:           batch.Limits{MaxRows: cfg.FlushRows, MaxBytes: int64(cfg.FlushBytes), MaxAge: cfg.FlushInterval},
 		MaxBufferedBytes: int64(cfg.MaxBufferedBytes),
 		QueueRecords:     cfg.QueueRecords,

@@ -27,6 +27,14 @@ func TestCheckConfig(t *testing.T) {
 		{"partition spec not bucket", []string{"-catalog-uri=http://c", "-topics=a", "-partition-spec=db.t=day(ts)"}, nil, "only key columns"},
 		{"partition spec bad target", []string{"-catalog-uri=http://c", "-topics=a", "-partition-spec=t=bucket(4)"}, nil, "target must be"},
 		{"keyless", []string{"-catalog-uri=http://c", "-topics=a", "-keyless-tables=drop"}, nil, "want append or reject"},
+		{"lower-case columns", []string{"-catalog-uri=http://c", "-topics=a", "-lower-case-columns=true"}, nil, ""},
+		{"lower-case columns bad", []string{"-catalog-uri=http://c", "-topics=a", "-lower-case-columns=yes"}, nil, `lower-case-columns "yes": want auto, true or false`},
+		{"table name map", []string{"-catalog-uri=http://c", "-topics=a", "-table-name-map=shop.Orders=sales.orders", "-table-name-map=shop.`a.b`=sales.ab; shop.c=sales.c"}, nil, ""},
+		{"table name map from env", []string{"-catalog-uri=http://c", "-topics=a"}, map[string]string{"INGEST_TABLE_NAME_MAP": "shop.Orders=sales.orders;shop.x=sales.x"}, ""},
+		{"table name map flag beats env", []string{"-catalog-uri=http://c", "-topics=a", "-table-name-map=shop.Orders=sales.orders"}, map[string]string{"INGEST_TABLE_NAME_MAP": "bad"}, ""},
+		{"table name map bad env", []string{"-catalog-uri=http://c", "-topics=a"}, map[string]string{"INGEST_TABLE_NAME_MAP": "shop.Orders=sales.Orders"}, "table-name-map: \"shop.Orders=sales.Orders\": target"},
+		{"table name map bad target", []string{"-catalog-uri=http://c", "-topics=a", "-table-name-map=shop.Orders=aws_sales.orders"}, nil, "table-name-map"},
+		{"table name map two to one", []string{"-catalog-uri=http://c", "-topics=a", "-table-name-map=a.t=s.t", "-table-name-map=b.t=s.t"}, nil, "both mapped to s.t"},
 		{"session timeout from env", []string{"-catalog-uri=http://c", "-topics=a"}, map[string]string{"INGEST_GROUP_SESSION_TIMEOUT": "10s"}, ""},
 		{"session timeout too short", []string{"-catalog-uri=http://c", "-topics=a", "-group-session-timeout=500ms"}, nil, "group-session-timeout 500ms: want 1s to 30m"},
 		{"delete mode position", []string{"-catalog-uri=http://c", "-topics=a", "-delete-mode=position", "-state-dir=/tmp/x"}, nil, ""},
@@ -85,5 +93,30 @@ func TestPositionalArgumentRefused(t *testing.T) {
 	err := run(t.Context(), []string{"ingest", "-catalog-uri=http://c", "-topics=a", "replay"}, env(nil), &out, &out)
 	if err == nil || !strings.Contains(err.Error(), `takes no arguments, got ["replay"]`) {
 		t.Fatalf("err %v, want one refusing the argument", err)
+	}
+}
+
+// TestLowerCaseColumnsAuto checks which catalogs get lower-case column
+// names by default: S3 Tables and Glue, told by the signing name, the
+// catalog URI or the warehouse.
+func TestLowerCaseColumnsAuto(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want bool
+	}{
+		{"reference REST catalog", Config{LowerCaseColumns: "auto", CatalogConfig: CatalogConfig{CatalogURI: "http://127.0.0.1:8181"}}, false},
+		{"embedded", Config{LowerCaseColumns: "auto"}, false},
+		{"sigv4 s3tables", Config{LowerCaseColumns: "auto", CatalogConfig: CatalogConfig{CatalogURI: "http://127.0.0.1:9000", SigV4: true, SigV4Service: "s3tables"}}, true},
+		{"sigv4 glue", Config{LowerCaseColumns: "auto", CatalogConfig: CatalogConfig{CatalogURI: "http://127.0.0.1:9000", SigV4: true, SigV4Service: "glue"}}, true},
+		{"S3 Tables URI", Config{LowerCaseColumns: "auto", CatalogConfig: CatalogConfig{CatalogURI: "https://s3tables.us-east-1.amazonaws.com/iceberg"}}, true},
+		{"Glue URI", Config{LowerCaseColumns: "auto", CatalogConfig: CatalogConfig{CatalogURI: "https://glue.eu-west-1.amazonaws.com/iceberg"}}, true},
+		{"S3 Tables warehouse", Config{LowerCaseColumns: "auto", CatalogConfig: CatalogConfig{CatalogURI: "http://proxy:8181", Warehouse: "arn:aws:s3tables:us-east-1:123456789012:bucket/lake"}}, true},
+		{"forced off on S3 Tables", Config{LowerCaseColumns: "false", CatalogConfig: CatalogConfig{SigV4: true, SigV4Service: "s3tables"}}, false},
+		{"forced on", Config{LowerCaseColumns: "true"}, true},
+	} {
+		if got := tc.cfg.lowerCaseColumns(); got != tc.want {
+			t.Errorf("%s: lowerCaseColumns = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

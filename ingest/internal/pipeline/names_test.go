@@ -106,3 +106,35 @@ func TestResolveFromSource(t *testing.T) {
 		t.Errorf("offsets held by the topic's table: %v", err)
 	}
 }
+
+// TestHeldLegacyName checks that a topic with dots in its names keeps the
+// table that held its offsets at assignment when that table has one of
+// its names (here the name of earlier versions), not only the natural one.
+func TestHeldLegacyName(t *testing.T) {
+	p := &Pipeline{cfg: Config{Namer: schemamap.Namer{}}, log: slog.New(slog.DiscardHandler)}
+	w := &worker{p: p, topic: "p.db.My.Table", ambiguous: true, log: p.log}
+	legacy := schemamap.Namer{Prefix: "p"}.Legacy("db", "My.Table")
+	p.heldBy = map[string]table.Identifier{w.topic: legacy}
+	if err := w.resolve(&kgo.Record{Topic: w.topic}, &decode.Change{SourceDB: "db", SourceTable: "My.Table"}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(w.ident, legacy) {
+		t.Errorf("ident %v, want the held legacy table %v", w.ident, legacy)
+	}
+}
+
+// TestTopicNameMap checks that table-name-map's source names are matched
+// as topics spell them, and that two that spell alike are refused.
+func TestTopicNameMap(t *testing.T) {
+	m, err := topicNameMap(schemamap.NameMap{{DB: "shop", Table: "Order Items"}: {"shop", "items"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id := (schemamap.Namer{Map: m}).Ident("shop", "Order_Items"); !slices.Equal(id, table.Identifier{"shop", "items"}) {
+		t.Errorf("Ident = %v, want shop.items", id)
+	}
+	_, err = topicNameMap(schemamap.NameMap{{DB: "shop", Table: "a b"}: {"shop", "x"}, {DB: "shop", Table: "a_b"}: {"shop", "y"}})
+	if err == nil || !strings.Contains(err.Error(), "table-name-map") {
+		t.Errorf("two sources of one topic name: error %v", err)
+	}
+}

@@ -36,7 +36,8 @@
 //     change stops ingest with an error naming the column and the fix.
 //
 // Lock order: Pipeline.mu is never held while sending to a table queue;
-// Pipeline.ownMu is a leaf (nothing is locked or sent while it is held).
+// Pipeline.ownMu is a leaf (nothing is locked or sent while it is held);
+// Pipeline.nameMu is taken before Pipeline.createMu.
 package pipeline
 
 import (
@@ -76,7 +77,9 @@ type Config struct {
 	Topics     []string
 	TopicRegex string
 	// Namer names the table of a topic <prefix>.<db>.<table>; its Prefix
-	// is ignored (the topic's own prefix is used).
+	// is ignored (the topic's own prefix is used). Its Map's source names
+	// are matched as topics spell them (characters Kafka does not allow
+	// replaced by _).
 	Namer schemamap.Namer
 	// Limits bound each table's buffer (defaults: batch.Limits).
 	Limits batch.Limits
@@ -105,6 +108,11 @@ type Config struct {
 	// Partitions are the partition specs of tables ingest creates
 	// (default: unpartitioned). Only primary-key columns are accepted.
 	Partitions PartitionSpecs
+	// LowerCaseColumns names the columns of tables lower-case
+	// (schemamap.LowerColumns), for catalogs whose readers need it (S3
+	// Tables and Glue: Athena sees no table with an upper-case column).
+	// Default false: columns keep their source names.
+	LowerCaseColumns bool
 	// TableProperties are set on tables ingest creates (format-version is
 	// always FormatVersion).
 	TableProperties map[string]string
@@ -179,6 +187,7 @@ func (c Config) withDefaults() Config {
 // Pipeline is a running ingest.
 type Pipeline struct {
 	createMu sync.Mutex // serialises namespace creation
+	nameMu   sync.Mutex // held from resolving a new table's name to its creation (names.go)
 	cfg      Config
 	cat      catalog.Catalog
 	dec      *decode.Decoder
@@ -256,6 +265,11 @@ func New(cfg Config, cat catalog.Catalog, dec *decode.Decoder) (*Pipeline, error
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
+	m, err := topicNameMap(cfg.Namer.Map)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Namer.Map = m
 	p := &Pipeline{cfg: cfg, cat: cat, dec: dec, log: cfg.Logger, tables: map[string]*worker{}, failed: make(chan struct{}), ren: newRenamer()}
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
@@ -288,6 +302,23 @@ func New(cfg Config, cat catalog.Catalog, dec *decode.Decoder) (*Pipeline, error
 	}
 	p.cl = cl
 	return p, nil
+}
+
+// topicNameMap is m with its source names spelled as in topics.
+func topicNameMap(m schemamap.NameMap) (schemamap.NameMap, error) {
+	if len(m) == 0 {
+		return m, nil
+	}
+	out := make(schemamap.NameMap, len(m))
+	from := map[schemamap.SourceTable]schemamap.SourceTable{}
+	for src, id := range m {
+		k := schemamap.SourceTable{DB: topicUnsafe.ReplaceAllString(src.DB, "_"), Table: topicUnsafe.ReplaceAllString(src.Table, "_")}
+		if prev, dup := from[k]; dup {
+			return nil, fmt.Errorf("table-name-map: %s.%s and %s.%s have one topic name (%s.%s): map only one of them", prev.DB, prev.Table, src.DB, src.Table, k.DB, k.Table)
+		}
+		from[k], out[k] = src, id
+	}
+	return out, nil
 }
 
 // Ready reports whether the pipeline has joined its group and is polling.
@@ -496,11 +527,12 @@ func (p *Pipeline) ident(topic string) (table.Identifier, error) {
 	return p.identOf(parts[0], parts[1], parts[2]), nil
 }
 
-// identOf names the table db.tbl of the source with topic prefix prefix.
+// identOf is the name the table db.tbl of the source with topic prefix
+// prefix gets when no other source table holds it: the name a worker
+// starts with, until its first change resolves it against the catalog
+// (worker.locate).
 func (p *Pipeline) identOf(prefix, db, tbl string) table.Identifier {
-	n := p.cfg.Namer
-	n.Prefix = prefix
-	return n.Ident(db, tbl)
+	return p.namerFor(prefix).Ident(db, tbl)
 }
 
 // topicNames is a split of a topic into prefix, database and table.
@@ -546,14 +578,16 @@ func (p *Pipeline) heldIdent(ctx context.Context, topic string) (table.Identifie
 	var found table.Identifier
 	var held batch.Offsets
 	for _, sp := range splits(topic) {
-		ident := p.identOf(sp.prefix, sp.db, sp.table)
-		tbl, err := p.cat.LoadTable(ctx, ident)
+		res, tbl, err := p.resolveTable(ctx, sp, topic)
 		switch {
-		case errors.Is(err, catalog.ErrNoSuchTable) || errors.Is(err, catalog.ErrNoSuchNamespace):
-			continue
+		case errors.Is(err, schemamap.ErrNameTaken):
+			continue // not this split's table: another source's holds the name
 		case err != nil:
-			return nil, nil, fmt.Errorf("loading table %v for the offsets of %s: %w", ident, topic, err)
+			return nil, nil, fmt.Errorf("finding the table of %s.%s for the offsets of %s: %w", sp.db, sp.table, topic, err)
+		case tbl == nil:
+			continue
 		}
+		ident := res.Ident
 		offs, err := commit.Offsets(tbl)
 		if err != nil || len(offs[topic]) == 0 {
 			continue
@@ -648,14 +682,23 @@ func (p *Pipeline) adjustOffsets(ctx context.Context, offsets map[string]map[int
 		}
 		var tbl *table.Table
 		if !ambiguous { // heldIdent read the offsets
-			tbl, err = p.cat.LoadTable(ctx, ident)
+			parts := strings.Split(topic, ".")
+			var res schemamap.Resolved
+			res, tbl, err = p.resolveTable(ctx, topicNames{parts[0], parts[1], parts[2]}, topic)
+			if errors.Is(err, schemamap.ErrNameTaken) {
+				// The group would retry the join forever: stop ingest.
+				p.fail(fmt.Errorf("naming the table of %s: %w", topic, err))
+				return nil, err
+			}
+			if err != nil {
+				return nil, fmt.Errorf("finding the table of %s for its offsets: %w", topic, err)
+			}
+			ident = res.Ident
 		}
 		exists := ambiguous && ident != nil
 		switch {
 		case ambiguous:
-		case errors.Is(err, catalog.ErrNoSuchTable) || errors.Is(err, catalog.ErrNoSuchNamespace):
-		case err != nil:
-			return nil, fmt.Errorf("loading table %v for its offsets: %w", ident, err)
+		case tbl == nil:
 		default:
 			exists = true
 			if held, err = commit.Offsets(tbl); err != nil {

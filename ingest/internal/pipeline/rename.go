@@ -50,7 +50,7 @@ import (
 
 // renameJob is one rename handed to the old topic's worker.
 type renameJob struct {
-	to      table.Identifier
+	to      topicNames // the new name's prefix, database and table
 	toTopic string
 	from    tableName        // the old name, by the DDL
 	pos     decode.SourcePos // the rename's binlog position
@@ -327,9 +327,8 @@ func (w *worker) renameOne(ctx context.Context, adm *kadm.Client, fromTopic, toT
 	if !ok {
 		return fmt.Errorf("topic %q is not <prefix>.<db>.<table>", toTopic)
 	}
-	to := p.identOf(toNames.prefix, toNames.db, toNames.table)
 	var err error
-	job := &renameJob{to: to, toTopic: toTopic, from: pr.From, pos: pos, cut: map[int32]int64{}, start: map[int32]int64{}, held: map[int32]int64{}, done: make(chan error, 1)}
+	job := &renameJob{to: toNames, toTopic: toTopic, from: pr.From, pos: pos, cut: map[int32]int64{}, start: map[int32]int64{}, held: map[int32]int64{}, done: make(chan error, 1)}
 	if p.consumes(fromTopic) {
 		if job.cut, err = offsetsOf(ctx, adm.ListCommittedOffsets, fromTopic); err != nil {
 			return err
@@ -525,7 +524,7 @@ func (w *worker) finishRename(ctx context.Context) error {
 			return fmt.Errorf("committing the offsets of %s before renaming its table: %w", w.topic, cerr)
 		}
 	}
-	if err := w.renameTable(ctx, job.to); err != nil {
+	if err := w.renameTable(ctx, job.to, job.toTopic); err != nil {
 		return err
 	}
 	// The old name starts over: a table that takes it (RENAME TABLE c TO a,
@@ -537,15 +536,37 @@ func (w *worker) finishRename(ctx context.Context) error {
 	return nil
 }
 
-// renameTable renames w's table to to when w's table exists and to does
-// not; either way, after a retry of an ambiguous answer too, the outcome
-// is checked against the catalog.
-func (w *worker) renameTable(ctx context.Context, to table.Identifier) error {
+// renameTable renames w's table to the table name of source table
+// toNames (topic toTopic) when w's table exists and that one does not;
+// either way, after a retry of an ambiguous answer too, the outcome is
+// checked against the catalog. The renamed table's SourceProperty then
+// names its new source, so that its new name is found as that source's.
+func (w *worker) renameTable(ctx context.Context, toNames topicNames, toTopic string) error {
 	p := w.p
 	from := w.ident
 	if from == nil {
-		return fmt.Errorf("topic %s: the table to rename to %v is not known: the topic has dots in its names and neither its records nor the rename name it", w.topic, to)
+		return fmt.Errorf("topic %s: the table to rename to %s.%s is not known: the topic has dots in its names and neither its records nor the rename name it", w.topic, toNames.db, toNames.table)
 	}
+	if w.committer == nil {
+		// w's name is resolved at its first change; a table renamed before
+		// any is resolved here.
+		if _, err := w.locate(ctx); err != nil {
+			return err
+		}
+		from = w.ident
+	}
+	to, err := p.renameTarget(ctx, toNames, toTopic, from)
+	if err != nil {
+		return err
+	}
+	if slices.Equal(from, to) {
+		if ok, err := p.cat.CheckTableExists(ctx, from); err != nil || !ok {
+			return nil
+		}
+		w.log.Info("the table keeps its name: it is the new name's too")
+		return p.setSource(ctx, to, toNames)
+	}
+	renamed := false
 	exists := func(id table.Identifier) (bool, error) {
 		ok, err := p.cat.CheckTableExists(ctx, id)
 		if errors.Is(err, catalog.ErrNoSuchNamespace) || errors.Is(err, catalog.ErrNoSuchTable) {
@@ -553,7 +574,7 @@ func (w *worker) renameTable(ctx context.Context, to table.Identifier) error {
 		}
 		return ok, err
 	}
-	return retryCatalog(ctx, func() error {
+	err = retryCatalog(ctx, func() error {
 		fromOK, err := exists(from)
 		if err != nil {
 			return err
@@ -565,6 +586,7 @@ func (w *worker) renameTable(ctx context.Context, to table.Identifier) error {
 		switch {
 		case !fromOK && toOK:
 			w.log.Info("table already renamed", "to", strings.Join(to, "."))
+			renamed = true
 			return nil
 		case !fromOK:
 			w.log.Info("no table to rename: the old table holds no change", "to", strings.Join(to, "."))
@@ -580,8 +602,13 @@ func (w *worker) renameTable(ctx context.Context, to table.Identifier) error {
 			return fmt.Errorf("renaming table %v to %v: %w", from, to, err)
 		}
 		w.log.Info("renamed table", "to", strings.Join(to, "."))
+		renamed = true
 		return nil
 	})
+	if err != nil || !renamed {
+		return err
+	}
+	return p.setSource(ctx, to, toNames)
 }
 
 func (w *worker) ensureNamespace(ctx context.Context, ns table.Identifier) error {

@@ -366,6 +366,9 @@ func (w *worker) setNames(names topicNames) error {
 	w.p.mu.Lock()
 	held, ok := w.p.heldBy[w.topic]
 	w.p.mu.Unlock()
+	if ok && slices.ContainsFunc(w.p.namerFor(names.prefix).Candidates(names.db, names.table), func(id table.Identifier) bool { return slices.Equal(id, held) }) {
+		ident = held // one of its names: resolved at assignment
+	}
 	if ok && !slices.Equal(held, ident) {
 		return fmt.Errorf("topic %s is of table %s.%s (lake table %v), but table %v holds the topic's offsets: it was written from this topic under a name guessed from the topic's dots; drop %v to have ingest re-read the topic into %v",
 			w.topic, names.db, names.table, ident, held, held, ident)
@@ -439,17 +442,21 @@ func keyedColumns(cols []string) []string {
 // key) is kept as an append-only change log (schemamap.ChangeLog).
 func (w *worker) adopt(ctx context.Context, s *decode.Schema, key []string, keyless bool) error {
 	if w.committer == nil {
-		tbl, err := w.p.cat.LoadTable(ctx, w.ident)
+		tbl, err := w.locate(ctx)
 		switch {
-		case errors.Is(err, catalog.ErrNoSuchTable) || errors.Is(err, catalog.ErrNoSuchNamespace):
+		case err != nil:
+			return err
+		case tbl == nil:
 			if key == nil && !keyless {
 				return nil // a truncate before any row: nothing to do
 			}
-			if err := w.create(ctx, s, key, keyless); err != nil {
+			ls, lkey, err := w.lakeNames(s, key, nil)
+			if err != nil {
 				return err
 			}
-		case err != nil:
-			return fmt.Errorf("loading table %v: %w", w.ident, err)
+			if err := w.create(ctx, ls, lkey, keyless); err != nil {
+				return err
+			}
 		default:
 			if key == nil && !keyless {
 				key = identifierNames(tbl.Schema())
@@ -486,7 +493,11 @@ func (w *worker) adopt(ctx context.Context, s *decode.Schema, key []string, keyl
 		}
 		w.keptLog, keyless = true, true
 	}
-	m, err := mapping(s, key, keyless)
+	ls, lkey, err := w.lakeNames(s, key, w.committer.Table().Schema())
+	if err != nil {
+		return err
+	}
+	m, err := mapping(ls, lkey, keyless)
 	if err != nil {
 		return fmt.Errorf("mapping the schema of %s (%s): %w", w.topic, s.ID, err)
 	}
@@ -500,12 +511,45 @@ func (w *worker) adopt(ctx context.Context, s *decode.Schema, key []string, keyl
 		}
 	}
 	if keyless {
-		w.buf = batch.NewAppend(changeLogColumns(s.Columns), w.p.cfg.Limits)
-	} else if w.buf, err = batch.New(keyedColumns(s.Columns), key, w.p.cfg.Limits); err != nil {
+		w.buf = batch.NewAppend(changeLogColumns(ls.Columns), w.p.cfg.Limits)
+	} else if w.buf, err = batch.New(keyedColumns(ls.Columns), lkey, w.p.cfg.Limits); err != nil {
 		return fmt.Errorf("table %v: %w", w.ident, err)
 	}
-	w.schema, w.key = s, key
+	w.schema, w.key = s, key // as the records give them: compared with the next record's
 	return nil
+}
+
+// lakeNames are the source schema s and key under the table's column
+// names: unchanged, or with LowerCaseColumns lower-cased
+// (schemamap.LowerColumns), a column existing has under its source name
+// keeping it.
+func (w *worker) lakeNames(s *decode.Schema, key []string, existing *iceberg.Schema) (*decode.Schema, []string, error) {
+	if !w.p.cfg.LowerCaseColumns {
+		return s, key, nil
+	}
+	var keep func(string) bool
+	if existing != nil {
+		keep = func(name string) bool { _, ok := existing.FindFieldByName(name); return ok }
+	}
+	row, lkey, err := schemamap.LowerColumns(s.Row, key, keep)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: table %v from topic %s: %w", ErrIncompatible, w.ident, w.topic, err)
+	}
+	if row == s.Row {
+		return s, lkey, nil
+	}
+	rename := make(map[string]string, len(row.Fields))
+	for i, f := range s.Row.Fields {
+		rename[f.Name] = row.Fields[i].Name
+	}
+	ls := &decode.Schema{ID: s.ID, Row: row, Columns: make([]string, len(s.Columns))}
+	for i, c := range s.Columns {
+		if l, ok := rename[c]; ok {
+			c = l
+		}
+		ls.Columns[i] = c
+	}
+	return ls, lkey, nil
 }
 
 // mapping is the table schema for s: a change log or a keyed table, with
@@ -550,17 +594,46 @@ func (w *worker) create(ctx context.Context, s *decode.Schema, key []string, key
 	if keyless && !explicit {
 		part = nil // "*" partitions tables by their key; a change log has none
 	}
+	if part != nil && part.Column != "" && w.p.cfg.LowerCaseColumns {
+		b := *part
+		b.Column = schemamap.LowerColumn(b.Column)
+		part = &b
+	}
 	spec, err := part.Spec(m.Schema, key)
 	if err != nil {
 		return fmt.Errorf("creating table %v from topic %s: %w", w.ident, w.topic, err)
 	}
-	ns := table.Identifier{w.ident[0]}
+	version := strconv.Itoa(w.p.cfg.FormatVersion)
+	props := iceberg.Properties{"format-version": version}
+	for k, v := range w.p.cfg.TableProperties {
+		props[k] = v
+	}
+	props["format-version"] = version
+	for k, v := range w.p.sourceProps(w.names) {
+		props[k] = v
+	}
+	created, err := w.createTable(ctx, func(ident table.Identifier) error { return w.createAt(ctx, ident, m.Schema, spec, props) })
+	if err != nil || !created {
+		return err
+	}
+	if keyless {
+		w.log.Info("created table as an append-only change log: the source table has no primary key", "columns", len(m.Columns), "partition", specText(spec, m.Schema))
+		return nil
+	}
+	w.log.Info("created table", "columns", len(m.Columns), "key", key, "partition", specText(spec, m.Schema))
+	return nil
+}
+
+// createAt creates the table ident (and its namespace). An answer that it
+// exists counts as created: the caller checks whose it is.
+func (w *worker) createAt(ctx context.Context, ident table.Identifier, sch *iceberg.Schema, spec iceberg.PartitionSpec, props iceberg.Properties) error {
+	ns := table.Identifier{ident[0]}
 	// Tables of one namespace are created one at a time (the reference
 	// catalog answers a concurrent duplicate with a 500, not a 409), and
 	// a failure is checked against what exists before it counts: another
 	// process, or our own earlier attempt, may have created it.
 	w.p.createMu.Lock()
-	err = retryCatalog(ctx, func() error {
+	err := retryCatalog(ctx, func() error {
 		err := w.p.cat.CreateNamespace(ctx, ns, nil)
 		if err == nil || errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
 			return nil
@@ -574,31 +647,16 @@ func (w *worker) create(ctx context.Context, s *decode.Schema, key []string, key
 	if err != nil {
 		return err
 	}
-	version := strconv.Itoa(w.p.cfg.FormatVersion)
-	props := iceberg.Properties{"format-version": version}
-	for k, v := range w.p.cfg.TableProperties {
-		props[k] = v
-	}
-	props["format-version"] = version
-	err = retryCatalog(ctx, func() error {
-		_, err := w.p.cat.CreateTable(ctx, w.ident, m.Schema, catalog.WithProperties(props), catalog.WithPartitionSpec(&spec))
+	return retryCatalog(ctx, func() error {
+		_, err := w.p.cat.CreateTable(ctx, ident, sch, catalog.WithProperties(props), catalog.WithPartitionSpec(&spec))
 		if err == nil || errors.Is(err, catalog.ErrTableAlreadyExists) {
 			return nil
 		}
-		if ok, cerr := w.p.cat.CheckTableExists(ctx, w.ident); cerr == nil && ok {
+		if ok, cerr := w.p.cat.CheckTableExists(ctx, ident); cerr == nil && ok {
 			return nil
 		}
-		return fmt.Errorf("creating table %v: %w", w.ident, err)
+		return fmt.Errorf("creating table %v: %w", ident, err)
 	})
-	if err != nil {
-		return err
-	}
-	if keyless {
-		w.log.Info("created table as an append-only change log: the source table has no primary key", "columns", len(m.Columns), "partition", specText(spec, m.Schema))
-		return nil
-	}
-	w.log.Info("created table", "columns", len(m.Columns), "key", key, "partition", specText(spec, m.Schema))
-	return nil
 }
 
 func (w *worker) evolve(ctx context.Context, changes []schemamap.Change) error {

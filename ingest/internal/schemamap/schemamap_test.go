@@ -1,8 +1,6 @@
 package schemamap
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"math/big"
 	"os"
@@ -344,50 +342,6 @@ func TestEvolve(t *testing.T) {
 	if _, err := Evolve(cur, m.Schema); !errors.Is(err, ErrIncompatible) {
 		t.Errorf("key change: %v, want ErrIncompatible", err)
 	}
-}
-
-func TestNames(t *testing.T) {
-	cases := map[string]string{
-		"orders":          "orders",
-		"order_items_2":   "order_items_2",
-		"Orders":          "orders_x" + hashOf("Orders"),
-		"orders-2024":     "orders_2024_x" + hashOf("orders-2024"),
-		"_tmp":            "tmp_x" + hashOf("_tmp"),
-		"über":            "ber_x" + hashOf("über"),
-		"aws_s3_metadata": "aws_s3_metadata_x" + hashOf("aws_s3_metadata"),
-		"t_xdeadbeef00":   "t_xdeadbeef00_x" + hashOf("t_xdeadbeef00"),
-		"$":               "t_x" + hashOf("$"),
-	}
-	for in, want := range cases {
-		got := Name(in)
-		if got != want {
-			t.Errorf("Name(%q) = %q, want %q", in, got, want)
-		}
-		if !valid(got) && !hashSuffix.MatchString(got) {
-			t.Errorf("Name(%q) = %q is not a valid name", in, got)
-		}
-	}
-	if Name("Orders") == Name("orders") || Name("a-b") == Name("a_b") || Name("a-b") == Name("a.b") {
-		t.Error("distinct names collide")
-	}
-	long := Name(strings.Repeat("A", 400))
-	if len(long) > maxNameLength {
-		t.Errorf("long name has %d bytes", len(long))
-	}
-	n := Namer{Prefix: "dbserver1", NamespaceWithPrefix: true}
-	if got := n.Ident("inventory", "Orders"); got[0] != "dbserver1_inventory" || got[1] != Name("Orders") {
-		t.Errorf("Ident = %v", got)
-	}
-	if got := (Namer{}).Ident("inventory", "orders"); got[0] != "inventory" || got[1] != "orders" {
-		t.Errorf("Ident = %v", got)
-	}
-}
-
-func hashOf(s string) string { return hex10(s) }
-
-func hex10(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(sum[:5])
 }
 
 func TestChangeLog(t *testing.T) {
