@@ -264,7 +264,15 @@ func TestIngestPipeline(t *testing.T) {
 	r.waitEqual(t, 120*time.Second, ip)
 	if throughS3Tables() {
 		// Managed maintenance compacts (applying the deletes) and
-		// expires; ingest's next commits land on top of it.
+		// expires; ingest's next commits land on top of it. The
+		// statements above make one or two commits, with every update
+		// collapsed into its insert: nothing to compact. Three more
+		// commits, each updating rows of the earlier ones, give
+		// maintenance delete files to apply and snapshots to expire.
+		for i := range 3 {
+			exec1(t, c, fmt.Sprintf("UPDATE t SET b = b + %d, note = 'round %d' WHERE id IN (2, 4)", i+1, i))
+			r.waitEqual(t, 60*time.Second, ip)
+		}
 		r.lake.requireManaged(t, 90*time.Second)
 		exec1(t, c,
 			"UPDATE t SET name = 'after maintenance', amount = amount + 2 WHERE id = 2",

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -79,6 +80,9 @@ type lake struct {
 	rec     *validate.Recorder
 	opts    lakeOpts
 	bin     string // the ingest binary maintenance runs
+
+	mu   sync.Mutex
+	last string // the last maintenance run's summary line, for failures
 }
 
 // newLake returns the stack's catalog, or with BINLAKE_TEST_CATALOG=s3tables
@@ -169,6 +173,11 @@ func (l *lake) maintainSteps(ctx context.Context, ident []string, steps string, 
 	sc := bufio.NewScanner(&outb)
 	sc.Buffer(make([]byte, 0, 1<<16), 1<<20)
 	for sc.Scan() {
+		if bytes.Contains(sc.Bytes(), []byte(`"msg":"maintenance done"`)) {
+			l.mu.Lock()
+			l.last = steps + ": " + sc.Text()
+			l.mu.Unlock()
+		}
 		var line struct {
 			Msg        string `json:"msg"`
 			Step       string `json:"step"`
@@ -207,8 +216,10 @@ func (l *lake) requireManaged(t *testing.T, timeout time.Duration) {
 	testenv.CheckFor(t, timeout, time.Second, func() error {
 		s := l.standIn.Maintenance()
 		if s.Compactions == 0 || s.Expiries == 0 {
-			return fmt.Errorf("managed maintenance of %v: %d runs, %d compactions, %d expiries, %d errors (last: %v)",
-				l.standIn.Tables(), s.Runs, s.Compactions, s.Expiries, s.Errors, s.LastError)
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			return fmt.Errorf("managed maintenance of %v: %d runs, %d compactions, %d expiries, %d errors (last: %v); last run: %s",
+				l.standIn.Tables(), s.Runs, s.Compactions, s.Expiries, s.Errors, s.LastError, l.last)
 		}
 		return nil
 	})
