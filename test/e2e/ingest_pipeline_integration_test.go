@@ -243,6 +243,7 @@ func (r *ingestRun) waitEqual(t *testing.T, timeout time.Duration, p *proc) {
 // the Iceberg table ends equal to the MariaDB table after inserts,
 // updates, deletes and a primary-key update.
 func TestIngestPipeline(t *testing.T) {
+	parallelThroughS3Tables(t)
 	c := newCaptureEnv(t)
 	exec1(t, c, typesDDL)
 	cp := start(t, binary(t, "capture"), c.env, "capture.log")

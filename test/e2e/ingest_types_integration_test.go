@@ -151,6 +151,7 @@ var typesWorkload = []string{
 // lakecheck (which also states the rule for values that cannot round-trip,
 // such as zero dates).
 func TestIngestBothProducersTypes(t *testing.T) {
+	parallelThroughS3Tables(t)
 	c := newCaptureEnv(t, "CAPTURE_SNAPSHOT_MODE=no_data")
 	exec1(t, c, typesTables...)
 	cat, namespaces := runBothProducers(t, c, bothProducers{

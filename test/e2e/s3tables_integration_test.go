@@ -39,6 +39,16 @@ const CatalogEnv = "BINLAKE_TEST_CATALOG"
 
 func throughS3Tables() bool { return os.Getenv(CatalogEnv) == "s3tables" }
 
+// parallelThroughS3Tables runs the test in parallel with the others when
+// through the stand-in: make test runs the three tests so on their own,
+// each with its own stand-in, tables and (the types test only) Debezium
+// connector, and they mostly wait.
+func parallelThroughS3Tables(t *testing.T) {
+	if throughS3Tables() {
+		t.Parallel()
+	}
+}
+
 // e2eCreds are the only SigV4 credentials the stand-in accepts; never
 // real. The data files reach MinIO with the stack's keys, given to ingest
 // apart (INGEST_S3_ACCESS_KEY_ID), as in ingest's sigv4 test.
