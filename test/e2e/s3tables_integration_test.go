@@ -180,7 +180,7 @@ func (l *lake) maintainSteps(ctx context.Context, ident []string, steps string, 
 	var outb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &outb, &outb
 	runErr := cmd.Run()
-	sc := bufio.NewScanner(&outb)
+	sc := bufio.NewScanner(bytes.NewReader(outb.Bytes())) // outb stays whole for the error
 	sc.Buffer(make([]byte, 0, 1<<16), 1<<20)
 	for sc.Scan() {
 		if bytes.Contains(sc.Bytes(), []byte(`"msg":"maintenance done"`)) {
