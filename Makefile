@@ -21,9 +21,15 @@ unit:
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
 
-## integration: bring the stack up and run the integration-tagged tests against it.
+## integration: bring the stack up and run the integration-tagged tests against it,
+## then the pipeline, kill and types tests again with ingest writing through the
+## S3 Tables stand-in (BINLAKE_TEST_CATALOG=s3tables: SigV4 verified, S3 Tables'
+## rules, managed compaction and expiry on the stand-in's schedule; test/e2e's
+## s3tables_integration_test.go). Each prints an S3TABLES line of what landed.
+S3TABLES_TESTS := ^(TestIngestPipeline|TestIngestKill|TestIngestBothProducersTypes)$$
 integration: stack-up
 	eval "$$($(STACK) env)" && BINLAKE_REQUIRE_STACK=1 $(GO) test $(INTEGRATION_FLAGS) ./...
+	eval "$$($(STACK) env)" && BINLAKE_REQUIRE_STACK=1 BINLAKE_TEST_CATALOG=s3tables $(GO) test $(INTEGRATION_FLAGS) -run '$(S3TABLES_TESTS)' ./test/e2e
 
 ## demo: the main job end to end: a live shop database → capture → Kafka → ingest → Iceberg.
 ## Ends with: DEMO tables=<n> rows_mariadb=<a> rows_iceberg=<b> equal=<true|false>
@@ -61,6 +67,7 @@ test-full: unit integration-full deploy-check
 
 integration-full: stack-up
 	eval "$$($(STACK) env)" && BINLAKE_REQUIRE_STACK=1 $(GO) test $(FULL_FLAGS) ./...
+	eval "$$($(STACK) env)" && BINLAKE_REQUIRE_STACK=1 BINLAKE_TEST_CATALOG=s3tables $(GO) test $(FULL_FLAGS) -run '$(S3TABLES_TESTS)' ./test/e2e
 
 stack-up:
 	$(STACK) up

@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -53,28 +52,35 @@ type ingestRun struct {
 	topic   string
 	restart int
 	bin     string // the ingest binary; "" for the normal build
+	lake    *lake  // where ingest writes; r.cat is the stack's catalog behind it
 }
 
+// newIngestRun is newIngestRunOn the lake of newLake's defaults.
 func newIngestRun(t *testing.T, c *captureEnv, extra ...string) *ingestRun {
+	t.Helper()
+	return newIngestRunOn(t, c, newLake(t, lakeOpts{}), extra...)
+}
+
+// newIngestRunOn prepares ingest processes on c's table t writing to l;
+// the test reads the table from the stack's catalog.
+func newIngestRunOn(t *testing.T, c *captureEnv, l *lake, extra ...string) *ingestRun {
 	t.Helper()
 	ice := testenv.IcebergEnv(t)
 	cat, err := rest.NewCatalog(t.Context(), "e2e", ice.URI, rest.WithAdditionalProps(ice.FileIOProps()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &ingestRun{c: c, cat: cat, ident: table.Identifier{c.dbName, "t"}, topic: c.topic("t")}
-	r.env = append([]string{
+	r := &ingestRun{c: c, cat: cat, ident: table.Identifier{c.dbName, "t"}, topic: c.topic("t"), lake: l}
+	r.env = append(append([]string{
 		"INGEST_KAFKA_BROKERS=" + strings.Join(testenv.KafkaBrokers(t), ","),
 		"INGEST_GROUP_ID=" + testenv.Unique(t, "g"),
 		"INGEST_TOPICS=" + r.topic,
-		"INGEST_SCHEMA_REGISTRY_URL=" + testenv.RegistryURL(t),
-		"INGEST_CATALOG_URI=" + ice.URI,
-		"INGEST_S3_ENDPOINT=" + ice.S3Endpoint,
-		"INGEST_S3_REGION=" + ice.Region,
+		"INGEST_SCHEMA_REGISTRY_URL=" + testenv.RegistryURL(t)}, l.env...),
 		"INGEST_FLUSH_INTERVAL=1s",
 		"INGEST_METRICS_ADDR=127.0.0.1:0",
 		"INGEST_LOG_LEVEL=debug",
-	}, extra...)
+	)
+	r.env = append(r.env, extra...)
 	t.Cleanup(func() {
 		ctx := context.WithoutCancel(t.Context())
 		_ = cat.DropTable(ctx, r.ident)
@@ -103,6 +109,17 @@ func (r *ingestRun) snapshotID(t *testing.T) int64 {
 	return tbl.CurrentSnapshot().SnapshotID
 }
 
+// committed is a number that changes when ingest commits: the table's
+// current snapshot, or through the S3 Tables stand-in the commits it
+// forwarded (there, a managed compaction also changes the snapshot).
+func (r *ingestRun) committed(t *testing.T) int64 {
+	t.Helper()
+	if n := r.lake.ingestCommits(r.ident); n >= 0 {
+		return int64(n)
+	}
+	return r.snapshotID(t)
+}
+
 // mariaRows returns the table's rows in canonical form.
 func (r *ingestRun) mariaRows(t *testing.T) []string {
 	t.Helper()
@@ -111,15 +128,30 @@ func (r *ingestRun) mariaRows(t *testing.T) []string {
 
 // icebergRows scans the table (equality deletes applied) and returns its
 // rows in canonical form, sorted by id; nil when the table is not there.
+// A failed scan is tried again for 30 s (see scanRows).
 func (r *ingestRun) icebergRows(t *testing.T) []string {
+	t.Helper()
+	var rows []string
+	testenv.CheckFor(t, 30*time.Second, 500*time.Millisecond, func() error {
+		var err error
+		rows, err = r.scanRows(t)
+		return err
+	})
+	return rows
+}
+
+// scanRows is icebergRows returning a failed scan: one that managed
+// maintenance raced (the snapshot scanned was expired and its files
+// deleted while it was read) is worth trying again.
+func (r *ingestRun) scanRows(t *testing.T) ([]string, error) {
 	t.Helper()
 	tbl, err := r.cat.LoadTable(t.Context(), r.ident)
 	if err != nil || tbl.CurrentSnapshot() == nil {
-		return nil
+		return nil, nil
 	}
 	at, err := tbl.Scan().ToArrowTable(t.Context())
 	if err != nil {
-		t.Fatalf("scanning: %v", err)
+		return nil, fmt.Errorf("scanning snapshot %d: %w", tbl.CurrentSnapshot().SnapshotID, err)
 	}
 	defer at.Release()
 	cols := []string{"id", "b", "name", "amount", "dt", "ts", "d", "j", "note"}
@@ -153,7 +185,7 @@ func (r *ingestRun) icebergRows(t *testing.T) []string {
 	for i, r := range rows {
 		out[i] = r.s
 	}
-	return out
+	return out, nil
 }
 
 func cell(t *testing.T, col arrow.Array, i int) string {
@@ -187,15 +219,19 @@ func (r *ingestRun) waitEqual(t *testing.T, timeout time.Duration, p *proc) {
 	t.Helper()
 	want := r.mariaRows(t)
 	var got []string
+	var scanErr error
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		if p != nil && p.exited() {
 			t.Fatalf("ingest exited: %v\n%s", p.err, p.output())
 		}
-		if got = r.icebergRows(t); slices.Equal(got, want) {
+		if got, scanErr = r.scanRows(t); scanErr == nil && slices.Equal(got, want) {
 			return
 		}
 		time.Sleep(time.Second) // polling interval: the loop compares again
+	}
+	if scanErr != nil {
+		t.Fatalf("Iceberg table unreadable after %s: %v", timeout, scanErr)
 	}
 	if p != nil {
 		t.Logf("ingest log:\n%s", p.output())
@@ -207,6 +243,7 @@ func (r *ingestRun) waitEqual(t *testing.T, timeout time.Duration, p *proc) {
 // the Iceberg table ends equal to the MariaDB table after inserts,
 // updates, deletes and a primary-key update.
 func TestIngestPipeline(t *testing.T) {
+	parallelThroughS3Tables(t)
 	c := newCaptureEnv(t)
 	exec1(t, c, typesDDL)
 	cp := start(t, binary(t, "capture"), c.env, "capture.log")
@@ -226,8 +263,29 @@ func TestIngestPipeline(t *testing.T) {
 		"UPDATE t SET j = '{\"k\": \"v\"}' WHERE id = 5",
 	)
 	r.waitEqual(t, 120*time.Second, ip)
+	if throughS3Tables() {
+		// Managed maintenance compacts (applying the deletes) and
+		// expires; ingest's next commits land on top of it. The
+		// statements above make one or two commits, with every update
+		// collapsed into its insert: nothing to compact. Three more
+		// commits, each updating rows of the earlier ones, give
+		// maintenance delete files to apply and snapshots to expire.
+		for i := range 3 {
+			exec1(t, c, fmt.Sprintf("UPDATE t SET b = b + %d, note = 'round %d' WHERE id IN (2, 4)", i+1, i))
+			r.waitEqual(t, 60*time.Second, ip)
+		}
+		r.lake.requireManaged(t, 90*time.Second)
+		exec1(t, c,
+			"UPDATE t SET name = 'after maintenance', amount = amount + 2 WHERE id = 2",
+			"DELETE FROM t WHERE id = 4",
+			"INSERT INTO t (id, b, name, amount, dt, d) VALUES (6, 6, 'six', 6.00, '2024-06-02 12:00:00', '2024-06-02')")
+		r.waitEqual(t, 120*time.Second, ip)
+		r.lake.requireCommitsAfterCompaction(t)
+		r.lake.requireVerified(t)
+		r.lake.report(t)
+	}
 	ip.stop(t, 60*time.Second)
-	if !strings.Contains(ip.output(), "created table") {
+	if !strings.Contains(ip.fullLog(t), "created table") {
 		t.Errorf("ingest did not log the table creation:\n%s", ip.output())
 	}
 }
@@ -258,11 +316,19 @@ func TestIngestKill(t *testing.T) {
 		seen[id] = true
 	}
 	r.waitStored(t, ends, 60*time.Second, ip)
+	// Through the stand-in: its maintenance compacted and expired
+	// snapshots while ingest was killed and restarted, and the killed
+	// ingests committed on top of it; the tiling below walks the history
+	// across the expired snapshots (noted before each expiry).
+	r.lake.requireManaged(t, 2*time.Minute)
+	r.lake.requireCommitsAfterCompaction(t)
 	tiling := r.tiling(t, ends)
 	t.Logf("%d rows equal after %d kills; %s", len(rows), r.restart-1, tiling)
 	if f := tiling.Failures(); len(f) > 0 {
 		t.Fatalf("lake validator:\n%s", validate.Report(f, 20))
 	}
+	r.waitEqual(t, 60*time.Second, ip) // still equal after the maintenance
+	r.lake.report(t)
 	ip.stop(t, 60*time.Second)
 }
 
@@ -302,7 +368,11 @@ func runIngestKill(t *testing.T, bin string, n int) (*ingestRun, map[int32]int64
 	waitLog(t, cp, "Connected to server", 30*time.Second)
 	// A 10 s session: each restart waits that long, not 45 s, for the
 	// killed member to leave the group.
-	r := newIngestRun(t, c, "INGEST_FLUSH_INTERVAL=500ms", "INGEST_FLUSH_ROWS=400", "INGEST_GROUP_SESSION_TIMEOUT=10s")
+	// Through the stand-in, expiry spares snapshots younger than 30 s,
+	// longer than a note and the expiry after it take (recordBound, see
+	// lakeOpts.record), so the history walk sees every snapshot.
+	l := newLake(t, lakeOpts{record: true, expireOlderThan: 30 * time.Second})
+	r := newIngestRunOn(t, c, l, "INGEST_FLUSH_INTERVAL=500ms", "INGEST_FLUSH_ROWS=400", "INGEST_GROUP_SESSION_TIMEOUT=10s")
 	r.bin = bin
 
 	ctx, cancel := context.WithCancel(t.Context())
@@ -346,10 +416,10 @@ func runIngestKill(t *testing.T, bin string, n int) (*ingestRun, map[int32]int64
 		// first waits out the killed member's session, and killed before
 		// its first commit it would prove nothing (TestIngestKillBrokenOffsets
 		// once saw no offset re-applied for that reason).
-		before := r.snapshotID(t)
+		before := r.committed(t)
 		ip := r.start(t)
 		testenv.CheckFor(t, 2*time.Minute, 200*time.Millisecond, func() error {
-			if ip.exited() || r.snapshotID(t) != before {
+			if ip.exited() || r.committed(t) != before {
 				return nil
 			}
 			return fmt.Errorf("ingest %d has committed nothing yet", r.restart)
@@ -385,15 +455,19 @@ func topicEnds(t *testing.T, topic string) map[int32]int64 {
 	return ends
 }
 
-// stored is the offsets the table's current snapshot stores for the topic.
-func (r *ingestRun) stored(t *testing.T) map[string]int64 {
+// stored is the offsets the table stores for the topic, as ingest
+// recovers them: from its properties, else the newest snapshot summary
+// holding them (the current snapshot may be a maintenance one's).
+func (r *ingestRun) stored(t *testing.T) map[int32]int64 {
 	tbl, err := r.cat.LoadTable(t.Context(), r.ident)
-	if err != nil || tbl.CurrentSnapshot() == nil || tbl.CurrentSnapshot().Summary == nil {
+	if err != nil {
 		return nil
 	}
-	var m map[string]int64
-	_ = json.Unmarshal([]byte(tbl.CurrentSnapshot().Summary.Properties[validate.OffsetsKeyPrefix+r.topic]), &m)
-	return m
+	offs, err := validate.TableOffsets(tbl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return offs[r.topic]
 }
 
 // waitStored waits until the table's current snapshot stores the end of
@@ -406,7 +480,7 @@ func (r *ingestRun) waitStored(t *testing.T, ends map[int32]int64, timeout time.
 		}
 		m := r.stored(t)
 		for part, end := range ends {
-			if m[fmt.Sprint(part)] < end {
+			if m[part] < end {
 				return fmt.Errorf("the table stores offsets %v, want the topic's end offsets %v", m, ends)
 			}
 		}
@@ -421,7 +495,7 @@ func (r *ingestRun) tiling(t *testing.T, ends map[int32]int64) *validate.Tiling 
 	if err != nil {
 		t.Fatal(err)
 	}
-	hist, err := validate.History(tbl)
+	hist, err := r.lake.rec.History(tbl) // a nil Recorder: the table's own history
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -151,6 +151,7 @@ var typesWorkload = []string{
 // lakecheck (which also states the rule for values that cannot round-trip,
 // such as zero dates).
 func TestIngestBothProducersTypes(t *testing.T) {
+	parallelThroughS3Tables(t)
 	c := newCaptureEnv(t, "CAPTURE_SNAPSHOT_MODE=no_data")
 	exec1(t, c, typesTables...)
 	cat, namespaces := runBothProducers(t, c, bothProducers{
@@ -177,7 +178,14 @@ func TestIngestBothProducersTypes(t *testing.T) {
 		// equality deletes when the ingest under test runs with
 		// INGEST_DELETE_MODE=equality.
 		position := os.Getenv("INGEST_DELETE_MODE") != "equality"
-		tasks, err := tbl.Scan().PlanFiles(ctx)
+		// The layout ingest wrote: its newest snapshot, which through the
+		// S3 Tables stand-in may lie under a compaction that removed the
+		// deletes.
+		snap, err := ingestSnapshotID(tbl)
+		if err != nil {
+			t.Fatalf("%v: %v", tbl.Identifier(), err)
+		}
+		tasks, err := tbl.Scan(table.WithSnapshotID(snap)).PlanFiles(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -252,15 +260,18 @@ func runBothProducers(t *testing.T, c *captureEnv, run bothProducers) (*rest.Cat
 		SnapshotMode: "no_data", Extra: extra})
 	cp := start(t, binary(t, "capture"), c.env, "capture.log")
 	waitLog(t, cp, "Connected to server", 30*time.Second)
-	ing := start(t, binary(t, "ingest"), append([]string{
+	// Through the S3 Tables stand-in, expiry keeps 2 snapshots: ingest's
+	// newest beside a compaction on top of it, whose delete layout
+	// TestIngestBothProducersTypes checks.
+	l := newLake(t, lakeOpts{retainLast: 2})
+	ing := start(t, binary(t, "ingest"), append(append(append([]string{
 		"INGEST_KAFKA_BROKERS=" + strings.Join(testenv.KafkaBrokers(t), ","),
 		"INGEST_GROUP_ID=" + testenv.Unique(t, "g"),
 		"INGEST_TOPIC_REGEX=" + regex,
 		"INGEST_NAMESPACE_WITH_PREFIX=true",
-		"INGEST_SCHEMA_REGISTRY_URL=" + testenv.RegistryURL(t),
-		"INGEST_CATALOG_URI=" + ice.URI, "INGEST_S3_ENDPOINT=" + ice.S3Endpoint, "INGEST_S3_REGION=" + ice.Region,
+		"INGEST_SCHEMA_REGISTRY_URL=" + testenv.RegistryURL(t)}, l.env...),
 		"INGEST_FLUSH_INTERVAL=1s", "INGEST_METRICS_ADDR=127.0.0.1:0",
-	}, run.ingestEnv...), "ingest.log")
+	), run.ingestEnv...), "ingest.log")
 	exec1(t, c, run.workload...)
 
 	cat, err := rest.NewCatalog(ctx, "e2e", ice.URI, rest.WithAdditionalProps(ice.FileIOProps()))
@@ -274,39 +285,51 @@ func runBothProducers(t *testing.T, c *captureEnv, run bothProducers) (*rest.Cat
 	db.SetMaxOpenConns(1) // keep the session time zone
 	namespaces := []string{c.prefix + "_" + c.dbName, dbzPrefix + "_" + c.dbName}
 	compared := 0
-	for _, ns := range namespaces {
-		for _, tb := range run.tables {
-			var last []string
-			deadline := time.Now().Add(3 * time.Minute)
-			for {
-				if ing.exited() {
-					t.Fatalf("ingest exited: %v\n%s", ing.err, ing.output())
+	compareAll := func() {
+		for _, ns := range namespaces {
+			for _, tb := range run.tables {
+				var last []string
+				deadline := time.Now().Add(3 * time.Minute)
+				for {
+					if ing.exited() {
+						t.Fatalf("ingest exited: %v\n%s", ing.err, ing.output())
+					}
+					var n int
+					var diffs []string
+					ident := table.Identifier{ns, tb.name}
+					if tb.key == nil {
+						n, diffs = changeLogEqualsMariaDB(ctx, t, cat, db, ident, tb.name)
+					} else {
+						n, diffs = javaEqualsMariaDB(ctx, t, cat, db, ident, tb.name, tb.key)
+					}
+					if len(diffs) == 0 {
+						compared += n
+						break
+					}
+					last = diffs
+					if time.Now().Second()%20 == 0 {
+						t.Logf("%s.%s not equal yet: %s", ns, tb.name, strings.Join(last, "; "))
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("%s.%s differs from MariaDB through the Java reader:\n%s\ningest log:\n%s",
+							ns, tb.name, strings.Join(last, "\n"), ing.output())
+					}
+					time.Sleep(time.Second) // polling interval: the loop compares again
 				}
-				var n int
-				var diffs []string
-				ident := table.Identifier{ns, tb.name}
-				if tb.key == nil {
-					n, diffs = changeLogEqualsMariaDB(ctx, t, cat, db, ident, tb.name)
-				} else {
-					n, diffs = javaEqualsMariaDB(ctx, t, cat, db, ident, tb.name, tb.key)
-				}
-				if len(diffs) == 0 {
-					compared += n
-					break
-				}
-				last = diffs
-				if time.Now().Second()%20 == 0 {
-					t.Logf("%s.%s not equal yet: %s", ns, tb.name, strings.Join(last, "; "))
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("%s.%s differs from MariaDB through the Java reader:\n%s\ningest log:\n%s",
-						ns, tb.name, strings.Join(last, "\n"), ing.output())
-				}
-				time.Sleep(time.Second) // polling interval: the loop compares again
 			}
 		}
 	}
+	compareAll()
 	t.Logf("%d rows of %d tables equal through the Java reader, with capture and with Debezium as the producer", compared, len(run.tables))
+	if l.standIn != nil {
+		// The managed maintenance compacted (applying the deletes) and
+		// expired snapshots: every table still reads equal.
+		l.requireManaged(t, 3*time.Minute)
+		compared = 0
+		compareAll()
+		t.Logf("%d rows of %d tables still equal through the Java reader after the managed maintenance", compared, len(run.tables))
+		l.report(t)
+	}
 	if run.nonChange {
 		full, err := os.ReadFile(ing.log) // output() is only the tail
 		if err != nil {

@@ -23,13 +23,27 @@
 //     letter or digit; no namespace starting with "aws"; no view endpoints;
 //     no table drop without purgeRequested=true.
 //
+// With Config.Maintain set, a Handler also runs managed maintenance as S3
+// Tables does, on its own schedule (Config.MaintainEvery) and without
+// cooperating with the writers: every table a client created, loaded or
+// committed to through it is handed to Config.Maintain in turn, which
+// commits compaction and expiry snapshots to the backing catalog directly
+// (unsigned, as AWS's service-side maintenance does not go through the
+// public endpoint), concurrently with the clients' commits. The Handler
+// counts what each call committed and the clients' commits before and after
+// (Handler.Maintenance), so that a test can require that maintenance landed
+// between a writer's commits. What to run is the test's: S3 Tables' own
+// compactor is not public, so tests supply ingest's (ingest maintain).
+//
 // What it does not model: IAM policies, table bucket existence (every valid
-// ARN maps to the one backing catalog), vended credentials, managed
-// compaction, snapshot expiry and unreferenced-file removal.
+// ARN maps to the one backing catalog), vended credentials, unreferenced-file
+// removal, and the per-table maintenance configuration API
+// (PutTableMaintenanceConfiguration).
 package s3tables
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -41,6 +55,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -87,6 +102,19 @@ type Config struct {
 	Credentials aws.Credentials
 	// Client reaches the backend. Default http.DefaultClient.
 	Client *http.Client
+
+	// Maintain, when set, is the managed maintenance: called with each
+	// table (namespace, name) the clients created, loaded or committed
+	// to, one table after the other, every MaintainEvery, until the
+	// Handler is closed (ctx is then done). It commits to the backing
+	// catalog directly and reports what landed. S3 Tables' defaults are
+	// compaction to 512 MB files applying row-level deletes and expiry
+	// of snapshots older than 120 h beyond the newest one; tests use
+	// small thresholds. Default nil: no maintenance.
+	Maintain func(ctx context.Context, ident []string) (MaintenanceRun, error)
+	// MaintainEvery is the pause between two rounds of Maintain over the
+	// tables. Default 10s.
+	MaintainEvery time.Duration
 }
 
 // BasePath is where a Handler serves the catalog, as AWS does:
@@ -105,11 +133,17 @@ type Handler struct {
 	offset  atomic.Int64 // nanoseconds added to time.Now
 	denied  atomic.Int64
 	served  atomic.Int64
+	tables  tables
+
+	closeOnce sync.Once
+	stop      context.CancelFunc // of the maintenance; nil without
+	stopped   chan struct{}      // closed when the maintenance returned
 }
 
 var _ http.Handler = (*Handler)(nil)
 
-// New returns a Handler for cfg.
+// New returns a Handler for cfg. With Config.Maintain set, its
+// maintenance runs until Close.
 func New(cfg Config) (*Handler, error) {
 	if cfg.Region == "" {
 		cfg.Region = "us-east-1"
@@ -124,7 +158,19 @@ func New(cfg Config) (*Handler, error) {
 	if err != nil || u.Scheme == "" || u.Host == "" {
 		return nil, fmt.Errorf("s3tables: backend %q is not a URL", cfg.Backend)
 	}
-	return &Handler{cfg: cfg, backend: u, signer: v4.NewSigner()}, nil
+	if cfg.MaintainEvery <= 0 {
+		cfg.MaintainEvery = 10 * time.Second
+	}
+	h := &Handler{cfg: cfg, backend: u, signer: v4.NewSigner()}
+	if cfg.Maintain != nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		h.stop, h.stopped = cancel, make(chan struct{})
+		go func() {
+			defer close(h.stopped)
+			h.maintainLoop(ctx)
+		}()
+	}
+	return h, nil
 }
 
 // Start serves a new Handler on a local port until the test ends and
@@ -137,6 +183,7 @@ func Start(t testing.TB, cfg Config) (*Handler, string) {
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
+	t.Cleanup(h.Close) // first: no maintenance runs past the test
 	return h, srv.URL + BasePath
 }
 
@@ -193,7 +240,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		icebergError(w, http.StatusBadRequest, "BadRequestException", msg)
 		return
 	}
-	h.forward(w, r, rest)
+	status := h.forward(w, r, rest)
+	h.tables.note(r, rest, body, status)
+}
+
+// createdName is the table name of a create-table request body.
+func createdName(body []byte) string {
+	var req struct {
+		Name string `json:"name"`
+	}
+	_ = json.Unmarshal(body, &req)
+	return req.Name
 }
 
 // segments splits an escaped path into unescaped segments.
@@ -297,8 +354,9 @@ func (h *Handler) config(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, cfg)
 }
 
-// forward sends r to the backend at /v1/<rest>.
-func (h *Handler) forward(w http.ResponseWriter, r *http.Request, rest []string) {
+// forward sends r to the backend at /v1/<rest> and returns the status it
+// answered (0 when it was not reached).
+func (h *Handler) forward(w http.ResponseWriter, r *http.Request, rest []string) int {
 	esc := make([]string, len(rest))
 	for i, s := range rest {
 		esc[i] = url.PathEscape(s)
@@ -311,7 +369,7 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, rest []string)
 	req, err := http.NewRequestWithContext(r.Context(), r.Method, target.String(), r.Body)
 	if err != nil {
 		icebergError(w, http.StatusInternalServerError, "InternalServerError", err.Error())
-		return
+		return 0
 	}
 	req.ContentLength = r.ContentLength
 	for k, v := range r.Header {
@@ -325,7 +383,7 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, rest []string)
 	resp, err := h.cfg.Client.Do(req)
 	if err != nil {
 		icebergError(w, http.StatusBadGateway, "ServiceUnavailableException", "reaching the backing catalog: "+err.Error())
-		return
+		return 0
 	}
 	defer resp.Body.Close()
 	for k, v := range resp.Header {
@@ -336,6 +394,7 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, rest []string)
 	}
 	w.WriteHeader(resp.StatusCode)
 	_, _ = io.Copy(w, resp.Body)
+	return resp.StatusCode
 }
 
 // payloadHash is the hex SHA-256 of body.

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go/table"
@@ -88,8 +89,59 @@ type Snapshot struct {
 // History returns the snapshots of tbl's main branch, oldest first, by
 // walking the parent chain back from the current snapshot. It fails when
 // an ancestor is missing (expired): a partial history cannot prove what
-// was applied.
+// was applied. After snapshot expiry, use a [Recorder] fed before each
+// expiry.
 func History(tbl *table.Table) ([]Snapshot, error) {
+	return (*Recorder)(nil).History(tbl)
+}
+
+// Recorder keeps every snapshot of a table it was shown, so that the
+// table's history can still be walked after snapshot expiry removed some
+// of it: whoever expires snapshots notes the table with
+// [Recorder.Note] just before, and [Recorder.History] fills the missing
+// ancestors from what was noted. It is safe for concurrent use.
+type Recorder struct {
+	mu   sync.Mutex
+	byID map[int64]table.Snapshot
+}
+
+// Note records every snapshot tbl's metadata holds.
+func (r *Recorder) Note(tbl *table.Table) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.byID == nil {
+		r.byID = map[int64]table.Snapshot{}
+	}
+	for _, s := range tbl.Metadata().Snapshots() {
+		r.byID[s.SnapshotID] = s
+	}
+}
+
+// Noted is how many snapshots were recorded.
+func (r *Recorder) Noted() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.byID)
+}
+
+// History is [History] with every ancestor tbl no longer holds taken from
+// the snapshots noted (a nil Recorder has none). It fails when an
+// ancestor is in neither: a snapshot was expired without being noted.
+func (r *Recorder) History(tbl *table.Table) ([]Snapshot, error) {
+	lookup := func(id int64) *table.Snapshot {
+		if s := tbl.SnapshotByID(id); s != nil {
+			return s
+		}
+		if r == nil {
+			return nil
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if s, ok := r.byID[id]; ok {
+			return &s
+		}
+		return nil
+	}
 	var out []Snapshot
 	for s := tbl.CurrentSnapshot(); s != nil; {
 		snap := Snapshot{ID: s.SnapshotID, Summary: map[string]string{}}
@@ -102,7 +154,7 @@ func History(tbl *table.Table) ([]Snapshot, error) {
 		if s.ParentSnapshotID == nil {
 			break
 		}
-		parent := tbl.SnapshotByID(*s.ParentSnapshotID)
+		parent := lookup(*s.ParentSnapshotID)
 		if parent == nil {
 			return nil, fmt.Errorf("history of %v: parent %d of snapshot %d is missing (expired)", tbl.Identifier(), *s.ParentSnapshotID, s.SnapshotID)
 		}
