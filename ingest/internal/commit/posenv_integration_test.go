@@ -447,24 +447,14 @@ func TestPositionDeletesFollowTheFileSpec(t *testing.T) {
 }
 
 func testPositionDeletesFollowTheFileSpec(t *testing.T, mode DeleteMode) {
-	spec := iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{1}, FieldID: 1000, Name: "id_bucket", Transform: iceberg.BucketTransform{NumBuckets: 4}})
+	spec := testtable.Bucket4()
 	e := newPosEnv(t, mode, &spec)
 	c := e.committer()
 	e.commit(c, batchOf(t, 0, op{batch.OpCreate, 1, "a"}, op{batch.OpCreate, 2, "b"}, op{batch.OpCreate, 3, "c"}, op{batch.OpCreate, 5, "e"}))
 	e.commit(c, batchOf(t, 4, op{batch.OpUpdate, 1, "a2"}))
 	e.expect(map[int64]string{1: "a2", 2: "b", 3: "c", 5: "e"})
 
-	tbl, err := e.cat.LoadTable(t.Context(), e.ident)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx := tbl.NewTransaction()
-	if err := tx.UpdateSpec(true).RemoveField("id_bucket").AddField("id", iceberg.BucketTransform{NumBuckets: 2}, "id_bucket2").Commit(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Commit(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	testtable.Respec(t, e.cat, e.ident)
 	c = e.committer()
 	e.commit(c, batchOf(t, 5, op{batch.OpUpdate, 1, "a3"}, op{batch.OpUpdate, 2, "b2"}, op{batch.OpDelete, 5, ""}))
 	e.expect(map[int64]string{1: "a3", 2: "b2", 3: "c"})
@@ -473,7 +463,7 @@ func testPositionDeletesFollowTheFileSpec(t *testing.T, mode DeleteMode) {
 
 	// Every position-delete file is in the spec and partition of each
 	// data file it targets.
-	tbl, err = e.cat.LoadTable(t.Context(), e.ident)
+	tbl, err := e.cat.LoadTable(t.Context(), e.ident)
 	if err != nil {
 		t.Fatal(err)
 	}

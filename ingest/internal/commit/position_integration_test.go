@@ -25,7 +25,7 @@ import (
 // reference reader, pyiceberg 0.12 (which refuses equality deletes) and
 // DuckDB 1.5.5's iceberg extension each read exactly the expected rows.
 func TestPositionModeReaders(t *testing.T) {
-	bucket4 := iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{1}, FieldID: 1000, Name: "id_bucket", Transform: iceberg.BucketTransform{NumBuckets: 4}})
+	bucket4 := testtable.Bucket4()
 	for _, tc := range []struct {
 		name string
 		mode DeleteMode

@@ -20,6 +20,7 @@ import (
 
 	"github.com/binlake/binlake/ingest/internal/batch"
 	"github.com/binlake/binlake/ingest/internal/commit"
+	"github.com/binlake/binlake/ingest/internal/testtable"
 )
 
 func testLogger(t *testing.T) *slog.Logger {
@@ -54,7 +55,7 @@ func seed(w *workload) {
 // committing from its stale base: it conflicts, reloads and stays exactly
 // once, and a new Committer resumes from the same offsets.
 func TestMaintainEachDeleteMode(t *testing.T) {
-	bucket4 := iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{1}, FieldID: 1000, Name: "id_bucket", Transform: iceberg.BucketTransform{NumBuckets: 4}})
+	bucket4 := testtable.Bucket4()
 	for _, tc := range modes {
 		for _, partitioned := range []bool{false, true} {
 			if partitioned && testing.Short() && tc.mode != commit.DeletePosition {

@@ -6,10 +6,9 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/apache/iceberg-go"
-
 	"github.com/binlake/binlake/ingest/internal/batch"
 	"github.com/binlake/binlake/ingest/internal/commit"
+	"github.com/binlake/binlake/ingest/internal/testtable"
 )
 
 // TestCompactOlderSpec evolves the partition spec of a table holding rows
@@ -19,7 +18,7 @@ import (
 // is left, the rows are exact for iceberg-go, the Java reader and
 // pyiceberg, and the writer goes on committing after it.
 func TestCompactOlderSpec(t *testing.T) {
-	bucket4 := iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{1}, FieldID: 1000, Name: "id_bucket", Transform: iceberg.BucketTransform{NumBuckets: 4}})
+	bucket4 := testtable.Bucket4()
 	for _, tc := range modes {
 		if tc.mode == commit.DeleteEquality {
 			// Equality deletes written under the new spec do not apply to
@@ -34,23 +33,13 @@ func TestCompactOlderSpec(t *testing.T) {
 			w := newWorkload(t, committer(t, cat, ident, tc.mode))
 			seed(w)
 
-			tbl, err := cat.LoadTable(t.Context(), ident)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tx := tbl.NewTransaction()
-			if err := tx.UpdateSpec(true).RemoveField("id_bucket").AddField("id", iceberg.BucketTransform{NumBuckets: 2}, "id_bucket2").Commit(); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := tx.Commit(t.Context()); err != nil {
-				t.Fatal(err)
-			}
+			testtable.Respec(t, cat, ident)
 			w.c = committer(t, cat, ident, tc.mode)
 			// Rows of the old spec updated and deleted, new rows.
 			w.mustCommit(op{batch.OpUpdate, 4, "u4"}, op{batch.OpDelete, 5, ""}, op{batch.OpCreate, 100, "n100"}, op{batch.OpCreate, 101, "n101"})
 			w.mustCommit(op{batch.OpUpdate, 100, "u100"}, op{batch.OpUpdate, 6, "u6"})
 
-			tbl, err = cat.LoadTable(t.Context(), ident)
+			tbl, err := cat.LoadTable(t.Context(), ident)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -50,6 +50,29 @@ func Create(t testing.TB, cat catalog.Catalog, nsPrefix string, version int, spe
 	return ident
 }
 
+// Bucket4 is the partition spec bucket(4, id), field id_bucket, that the
+// partitioned orders tests write under.
+func Bucket4() iceberg.PartitionSpec {
+	return iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{1}, FieldID: 1000, Name: "id_bucket", Transform: iceberg.BucketTransform{NumBuckets: 4}})
+}
+
+// Respec changes a Bucket4 table's spec to bucket(2, id), field
+// id_bucket2: the rows already written stay under the old spec.
+func Respec(t testing.TB, cat catalog.Catalog, ident table.Identifier) {
+	t.Helper()
+	tbl, err := cat.LoadTable(t.Context(), ident)
+	if err != nil {
+		t.Fatalf("loading table %v: %v", ident, err)
+	}
+	tx := tbl.NewTransaction()
+	if err := tx.UpdateSpec(true).RemoveField("id_bucket").AddField("id", iceberg.BucketTransform{NumBuckets: 2}, "id_bucket2").Commit(); err != nil {
+		t.Fatalf("changing the spec of %v: %v", ident, err)
+	}
+	if _, err := tx.Commit(t.Context()); err != nil {
+		t.Fatalf("committing the spec change of %v: %v", ident, err)
+	}
+}
+
 // Scan reads the table with iceberg-go, deletes applied: its first column
 // is the long key, its second the string name.
 func Scan(t testing.TB, cat catalog.Catalog, ident table.Identifier) map[int64]string {
