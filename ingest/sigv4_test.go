@@ -35,6 +35,44 @@ func setAWSEnv(t *testing.T, creds aws.Credentials) {
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 }
 
+// refusal is a signing failure the refusal tests provoke: the credentials
+// ingest signs with, the stand-in's clock offset, and what AWS's 403 says.
+type refusal struct {
+	name   string
+	creds  aws.Credentials
+	offset time.Duration
+	says   string
+}
+
+// refusals are a wrong secret and a clock 10 minutes off.
+func refusals() []refusal {
+	wrong := standInCreds
+	wrong.SecretAccessKey = "not-the-secret"
+	return []refusal{
+		{"wrong secret", wrong, 0, "signature we calculated does not match"},
+		{"clock skew", standInCreds, 10 * time.Minute, "Signature expired"},
+	}
+}
+
+// checkRefused fails t unless err is errCatalogRefused saying what AWS
+// said, where the credentials came from, the clock and each of more, with
+// no secret shown.
+func checkRefused(t *testing.T, err error, tc refusal, more ...string) {
+	t.Helper()
+	if !errors.Is(err, errCatalogRefused) {
+		t.Fatalf("error %v, want errCatalogRefused", err)
+	}
+	t.Log(err)
+	for _, want := range append([]string{tc.says, "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY", "clock"}, more...) {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error does not say %q: %v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), tc.creds.SecretAccessKey) || strings.Contains(err.Error(), tc.creds.SessionToken) {
+		t.Errorf("the error shows a secret: %v", err)
+	}
+}
+
 // configOnlyBackend answers the config call, as a catalog with no tables.
 func configOnlyBackend(t *testing.T) string {
 	t.Helper()
@@ -59,34 +97,13 @@ func TestOpenCatalogSigV4(t *testing.T) {
 		t.Fatalf("with the right credentials: %v", err)
 	}
 
-	wrong := standInCreds
-	wrong.SecretAccessKey = "not-the-secret"
-	for _, tc := range []struct {
-		name   string
-		creds  aws.Credentials
-		offset time.Duration
-		says   string
-	}{
-		{"wrong secret", wrong, 0, "signature we calculated does not match"},
-		{"clock skew", standInCreds, 10 * time.Minute, "Signature expired"},
-	} {
+	for _, tc := range refusals() {
 		t.Run(tc.name, func(t *testing.T) {
 			setAWSEnv(t, tc.creds)
 			standIn.SetClockOffset(tc.offset)
 			defer standIn.SetClockOffset(0)
 			_, err := openCatalog(t.Context(), cfg, slog.New(slog.DiscardHandler))
-			if !errors.Is(err, errCatalogRefused) {
-				t.Fatalf("error %v, want errCatalogRefused", err)
-			}
-			t.Log(err)
-			for _, want := range []string{tc.says, "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY", "sigv4-service s3tables", "s3-region us-east-1", "clock"} {
-				if !strings.Contains(err.Error(), want) {
-					t.Errorf("the error does not say %q: %v", want, err)
-				}
-			}
-			if strings.Contains(err.Error(), tc.creds.SecretAccessKey) || strings.Contains(err.Error(), tc.creds.SessionToken) {
-				t.Errorf("the error shows a secret: %v", err)
-			}
+			checkRefused(t, err, tc, "sigv4-service s3tables", "s3-region us-east-1")
 		})
 	}
 }
