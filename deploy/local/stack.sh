@@ -39,14 +39,18 @@ DUCKDB_VERSION=1.5.5           # test reader (PyPI duckdb and its packaged icebe
 PYSPARK_VERSION=4.1.4          # test reader (PyPI pyspark), same venv; its Iceberg runtime jars: test/icebergreader/spark/pom.xml
 
 # Ports (fixed, non-default, loopback only).
-MARIADB_PORT=${BINLAKE_MARIADB_PORT:-13306}
-KAFKA_PORT=19092
-KAFKA_CONTROLLER_PORT=19093
-REGISTRY_PORT=18081
-REGISTRY_MGMT_PORT=19001
-ICEBERG_PORT=18181
-MINIO_PORT=19900
-MINIO_CONSOLE_PORT=19901
+# BINLAKE_PORT_OFFSET shifts every port (e.g. 1000: MariaDB 14306, Kafka 20092), so a
+# second stack with its own BINLAKE_STACK_DIR runs beside the first one.
+OFF=${BINLAKE_PORT_OFFSET:-0}
+[[ $OFF =~ ^[0-9]+$ ]] || { echo "BINLAKE_PORT_OFFSET must be a number, not '$OFF'" >&2; exit 2; }
+MARIADB_PORT=${BINLAKE_MARIADB_PORT:-$((13306 + OFF))}
+KAFKA_PORT=$((19092 + OFF))
+KAFKA_CONTROLLER_PORT=$((19093 + OFF))
+REGISTRY_PORT=$((18081 + OFF))
+REGISTRY_MGMT_PORT=$((19001 + OFF))
+ICEBERG_PORT=$((18181 + OFF))
+MINIO_PORT=$((19900 + OFF))
+MINIO_CONSOLE_PORT=$((19901 + OFF))
 
 # Local-only credentials of the development stack (never used outside loopback).
 MINIO_USER=binlake
@@ -473,6 +477,8 @@ export AWS_SECRET_ACCESS_KEY='$MINIO_PASSWORD'
 export AWS_REGION='us-east-1'
 export BINLAKE_PYTHON='$STACK/python/bin/python'
 EOF
+  # A shifted stack's Kafka Connect workers (deploy/local/debezium.sh) shift too.
+  if ((OFF != 0)); then echo "export BINLAKE_CONNECT_PORT='$((18083 + OFF))'"; fi
 }
 
 # python_up installs the Python test readers (pyiceberg; DuckDB with its

@@ -386,6 +386,9 @@ func StartJDBCSink(t testing.TB, cfg JDBCSinkConfig) (c *Connector, wait func())
 func (c *Connector) Failed() string {
 	port := c.port
 	if port == "" {
+		port = os.Getenv("BINLAKE_CONNECT_PORT") // a shifted stack's (stack.sh, BINLAKE_PORT_OFFSET)
+	}
+	if port == "" {
 		port = "18083"
 	}
 	cl := http.Client{Timeout: 5 * time.Second}
