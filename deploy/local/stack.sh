@@ -6,6 +6,8 @@
 #                     it also starts installing the tools in the background
 #   stack.sh up tools install helm and promtool (or wait for the background install)
 #   stack.sh down     stop every component (data is kept)
+#   stack.sh stop <component>    stop one component (data is kept; `up <component>` starts it)
+#   stack.sh pause|resume <component>   SIGSTOP / SIGCONT its processes (the chaos test's frozen broker)
 #   stack.sh wipe     stop and delete all data, downloads and logs under the stack folder
 #   stack.sh status   print each component as healthy or not; exit 1 if any is not
 #   stack.sh env      print the endpoints as shell exports (eval "$(stack.sh env)")
@@ -33,6 +35,7 @@ MINIO_MODULE=github.com/minio/minio@latest
 TOOLS=(
   "helm helm.sh/helm/v3 v3.22.0 cmd/helm"
   "promtool github.com/prometheus/prometheus v0.316.0 cmd/promtool remove_all_sd"
+  "toxiproxy-server github.com/Shopify/toxiproxy/v2 v2.12.0 cmd/server"
 )
 PYICEBERG_VERSION=0.12.0       # test reader (PyPI), installed in a venv under $STACK/python
 DUCKDB_VERSION=1.5.5           # test reader (PyPI duckdb and its packaged iceberg, avro, httpfs extensions), same venv
@@ -51,6 +54,14 @@ REGISTRY_MGMT_PORT=$((19001 + OFF))
 ICEBERG_PORT=$((18181 + OFF))
 MINIO_PORT=$((19900 + OFF))
 MINIO_CONSOLE_PORT=$((19901 + OFF))
+# Two more Kafka listeners for the chaos test (test/chaos): each advertises the
+# port of a TCP proxy (toxiproxy) in front of it, one for capture and one for
+# ingest, so that every connection of that binary to the broker goes through
+# its proxy. Nothing else uses them; without the proxies they are unreachable.
+KAFKA_CAPTURE_PORT=$((19094 + OFF))
+KAFKA_CAPTURE_PROXY_PORT=$((19194 + OFF))
+KAFKA_INGEST_PORT=$((19095 + OFF))
+KAFKA_INGEST_PROXY_PORT=$((19195 + OFF))
 
 # Local-only credentials of the development stack (never used outside loopback).
 MINIO_USER=binlake
@@ -257,7 +268,7 @@ minio_up() {
   [[ $code == 200 || $code == 409 ]] || die "creating bucket $WAREHOUSE_BUCKET failed: HTTP $code"
 }
 
-# ---------------------------------------------------------------- tools (helm, promtool)
+# ---------------------------------------------------------------- tools (helm, promtool, toxiproxy-server)
 
 # tool_current <binary> <module> <version>: the binary exists and was built from that
 # module version (go version -m reads the build info go install records).
@@ -283,6 +294,8 @@ tools_install() {
     log "installing $name $version with go install"
     GOBIN="$STACK/bin" GOFLAGS=-mod=mod go install ${tags:+-tags "$tags"} "$module/$pkg@$version" >"$(logfile "$name-install")" 2>&1 ||
       die "go install $module/$pkg@$version failed (log: $(logfile "$name-install"))"
+    # go install names the binary after the package's folder (toxiproxy's is "server").
+    [[ ${pkg##*/} == "$name" ]] || mv -f "$STACK/bin/${pkg##*/}" "$STACK/bin/$name"
   done
 }
 
@@ -293,7 +306,7 @@ tools_start() {
   tools_current && return 0
   running tools && return 0
   mkdir -p "$STACK/run" "$STACK/logs"
-  log "installing the tools (helm, promtool) in the background (log: $(logfile tools))"
+  log "installing the tools (helm, promtool, toxiproxy-server) in the background (log: $(logfile tools))"
   setsid nohup nice -n 19 bash "${BASH_SOURCE[0]}" install-tools >>"$(logfile tools)" 2>&1 </dev/null &
   echo $! >"$(pidfile tools)"
 }
@@ -328,11 +341,11 @@ kafka_up() {
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:$KAFKA_CONTROLLER_PORT
-listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,CONTROLLER://127.0.0.1:$KAFKA_CONTROLLER_PORT
-advertised.listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT
+listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,CONTROLLER://127.0.0.1:$KAFKA_CONTROLLER_PORT,CAPTURE_PROXY://127.0.0.1:$KAFKA_CAPTURE_PORT,INGEST_PROXY://127.0.0.1:$KAFKA_INGEST_PORT
+advertised.listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,CAPTURE_PROXY://127.0.0.1:$KAFKA_CAPTURE_PROXY_PORT,INGEST_PROXY://127.0.0.1:$KAFKA_INGEST_PROXY_PORT
 inter.broker.listener.name=PLAINTEXT
 controller.listener.names=CONTROLLER
-listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,CAPTURE_PROXY:PLAINTEXT,INGEST_PROXY:PLAINTEXT
 log.dirs=$KAFKA_DIR/data
 num.partitions=1
 default.replication.factor=1
@@ -373,7 +386,7 @@ EOF
       -c "$KAFKA_DIR/server.properties" -g >"$(logfile kafka-format)" 2>&1 ||
       die "formatting Kafka storage failed (log: $(logfile kafka-format))"
   fi
-  port_free kafka $KAFKA_PORT $KAFKA_CONTROLLER_PORT
+  port_free kafka $KAFKA_PORT $KAFKA_CONTROLLER_PORT $KAFKA_CAPTURE_PORT $KAFKA_INGEST_PORT
   start_bg kafka "$java" -Xms512m -Xmx1g -XX:+UseG1GC \
     "-Dlog4j2.configurationFile=file:$KAFKA_DIR/log4j2.properties" "-Dkafka.logs.dir=$STACK/logs" \
     -cp "$KAFKA_DIR/lib/*" kafka.Kafka "$KAFKA_DIR/server.properties"
@@ -467,6 +480,8 @@ export BINLAKE_MARIADB_CAPTURE_PASSWORD='$MARIADB_CAPTURE_PASSWORD'
 export BINLAKE_MARIADB_DEBEZIUM_USER='$MARIADB_DEBEZIUM_USER'
 export BINLAKE_MARIADB_DEBEZIUM_PASSWORD='$MARIADB_DEBEZIUM_PASSWORD'
 export BINLAKE_KAFKA_BROKERS='127.0.0.1:$KAFKA_PORT'
+export BINLAKE_KAFKA_CAPTURE_PROXY='127.0.0.1:$KAFKA_CAPTURE_PORT 127.0.0.1:$KAFKA_CAPTURE_PROXY_PORT'
+export BINLAKE_KAFKA_INGEST_PROXY='127.0.0.1:$KAFKA_INGEST_PORT 127.0.0.1:$KAFKA_INGEST_PROXY_PORT'
 export BINLAKE_SCHEMA_REGISTRY_URL='http://127.0.0.1:$REGISTRY_PORT/apis/ccompat/v7'
 export BINLAKE_ICEBERG_URI='http://127.0.0.1:$ICEBERG_PORT'
 export BINLAKE_ICEBERG_WAREHOUSE='s3://$WAREHOUSE_BUCKET/'
@@ -548,13 +563,18 @@ cmd_logs() {
 case ${1:-} in
 up) shift; cmd_up "$@" ;;
 down) cmd_down ;;
+stop) shift; [[ $# -eq 1 && " ${COMPONENTS[*]} " == *" $1 "* ]] || die "usage: stack.sh stop <component> (components: ${COMPONENTS[*]})"; stop_one "$1" ;;
+pause | resume)
+  sig=STOP; [[ $1 == resume ]] && sig=CONT
+  shift; [[ $# -eq 1 && -f $(pidfile "${1:-}") ]] || die "usage: stack.sh pause|resume <running component>"
+  kill -"$sig" -- "-$(cat "$(pidfile "$1")")" ;;
 wipe) cmd_wipe ;;
 status) cmd_status ;;
 env) env_exports ;;
 install-tools) mkdir -p "$STACK/bin" "$STACK/logs"; tools_install ;; # what tools_start runs
 logs) shift; cmd_logs "$@" ;;
 *)
-  sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
   exit 2
   ;;
 esac

@@ -501,12 +501,27 @@ func (w *worker) adopt(ctx context.Context, s *decode.Schema, key []string, keyl
 	if err != nil {
 		return fmt.Errorf("mapping the schema of %s (%s): %w", w.topic, s.ID, err)
 	}
-	changes, err := schemamap.EvolveMapping(w.committer.Table().Schema(), m)
-	if err != nil {
-		return fmt.Errorf("%w: table %v from topic %s: %w", ErrIncompatible, w.ident, w.topic, err)
-	}
-	if len(changes) > 0 {
-		if err := w.evolve(ctx, changes); err != nil {
+	for attempt := 1; ; attempt++ {
+		changes, err := schemamap.EvolveMapping(w.committer.Table().Schema(), m)
+		if err != nil {
+			return fmt.Errorf("%w: table %v from topic %s: %w", ErrIncompatible, w.ident, w.topic, err)
+		}
+		if len(changes) == 0 {
+			break
+		}
+		err = w.evolve(ctx, changes)
+		if err == nil {
+			break
+		}
+		// Another writer changed the table first: most often another
+		// member of the group, consuming other partitions of the topic,
+		// making the same schema change. Reload and look again: what is
+		// left to change may be nothing.
+		if !errors.Is(err, table.ErrCommitFailed) || attempt == maxEvolveAttempts {
+			return err
+		}
+		w.log.Info("the table changed while its schema was being evolved; reloading it", "attempt", attempt, "error", err)
+		if w.committer, err = commit.New(ctx, w.p.cat, w.ident, w.commitConfig()); err != nil {
 			return err
 		}
 	}
@@ -658,6 +673,10 @@ func (w *worker) createAt(ctx context.Context, ident table.Identifier, sch *iceb
 		return fmt.Errorf("creating table %v: %w", ident, err)
 	})
 }
+
+// maxEvolveAttempts bounds the schema changes retried after another
+// writer's commit (each attempt reloads the table first).
+const maxEvolveAttempts = 10
 
 func (w *worker) evolve(ctx context.Context, changes []schemamap.Change) error {
 	tbl := w.committer.Table()
