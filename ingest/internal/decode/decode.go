@@ -22,9 +22,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/sr"
 
@@ -41,6 +43,12 @@ var (
 	// ErrUnknownSchema reports a schema id the registry does not know or
 	// could not be asked about.
 	ErrUnknownSchema = errors.New("decode: schema not found in the registry")
+	// ErrRegistryUnavailable reports a registry that did not answer a
+	// schema lookup (unreachable, or an error of its own) for
+	// RegistryRetry, or refused it (401, 403: check
+	// schema-registry-url and its credentials). It says nothing about the
+	// record.
+	ErrRegistryUnavailable = errors.New("decode: the schema registry did not answer (check schema-registry-url and that the registry is up)")
 	// ErrBadSchema reports a schema that cannot be read or mapped.
 	ErrBadSchema = errors.New("decode: unusable schema")
 	// ErrNotEnvelope reports a value schema that is not a Debezium change
@@ -252,14 +260,50 @@ func (d *Decoder) fetch(ctx context.Context, id uint32) ([]byte, error) {
 	if d.reg == nil {
 		return nil, fmt.Errorf("%w: id %d (no registry configured)", ErrUnknownSchema, id)
 	}
-	s, err := d.reg.SchemaByID(ctx, int(id))
+	s, err := d.schemaByID(ctx, id)
 	if err != nil {
-		return nil, fmt.Errorf("%w: id %d: %w", ErrUnknownSchema, id, err)
+		return nil, err
 	}
 	if s.Type != sr.TypeAvro {
 		return nil, fmt.Errorf("%w: schema %d is %s, not Avro", ErrBadSchema, id, s.Type)
 	}
 	return []byte(s.Schema), nil
+}
+
+// RegistryRetry is how long a schema lookup retries while the registry
+// cannot answer (unreachable, 5xx, 429) before it fails with
+// ErrRegistryUnavailable.
+var RegistryRetry = 5 * time.Minute
+
+// schemaByID asks the registry for schema id. Only the registry's own "not
+// found" (404) is ErrUnknownSchema, a fact about the record; a registry
+// that cannot answer (restarting, unreachable, overloaded) is retried with
+// backoff, then ErrRegistryUnavailable, a fact about the registry: the
+// record must never be judged by it.
+func (d *Decoder) schemaByID(ctx context.Context, id uint32) (sr.Schema, error) {
+	deadline := time.Now().Add(RegistryRetry)
+	wait := 100 * time.Millisecond
+	for {
+		s, err := d.reg.SchemaByID(ctx, int(id))
+		if err == nil {
+			return s, nil
+		}
+		var re *sr.ResponseError
+		if errors.As(err, &re) && re.StatusCode == http.StatusNotFound {
+			return sr.Schema{}, fmt.Errorf("%w: id %d: %w", ErrUnknownSchema, id, err)
+		}
+		if errors.As(err, &re) && re.StatusCode < 500 && re.StatusCode != http.StatusTooManyRequests {
+			return sr.Schema{}, fmt.Errorf("%w: id %d: %w", ErrRegistryUnavailable, id, err)
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			return sr.Schema{}, fmt.Errorf("%w: id %d, retried for %s: %w", ErrRegistryUnavailable, id, RegistryRetry, err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
 }
 
 // keyCodec reads a record key.
