@@ -406,6 +406,24 @@ func (c *Committer) applyIndex(out attempted) error {
 // attempt builds and commits one transaction on tbl.
 func (c *Committer) attempt(ctx context.Context, tbl *table.Table, buf *batch.Buffer, col *batch.Collapsed, props, tprops iceberg.Properties) (attempted, stage, error) {
 	var out attempted
+	if col.Empty() && len(col.Upserts) == 0 {
+		// Nothing to write, only offsets to record (records passed, e.g.
+		// dead-lettered, by a buffer that may have no row layout yet): the
+		// properties alone, pinned like any attempt.
+		tx := tbl.NewTransaction()
+		if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
+			return out, stageWrite, fmt.Errorf("pinning main: %w", err)
+		}
+		if err := tx.SetProperties(tprops); err != nil {
+			return out, stageWrite, fmt.Errorf("staging the offsets properties: %w", err)
+		}
+		tbl, err := tx.Commit(ctx)
+		if err != nil {
+			return out, stageCommit, fmt.Errorf("committing to %v: %w", c.ident, err)
+		}
+		out.tbl = tbl
+		return out, stageCommit, nil
+	}
 	conv, err := batch.NewConverter(tbl.Schema(), buf.Columns(), buf.Key(), nil)
 	if err != nil {
 		return out, stageWrite, err
