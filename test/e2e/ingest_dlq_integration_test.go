@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	be "encoding/binary"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -543,4 +544,26 @@ func TestIngestDeadLetter(t *testing.T) {
 		t.Errorf("the run after the kill did not meet the dead-lettered records again (the kill came too late?):\n%s", p.output())
 	}
 	p.stop(t, 60*time.Second)
+
+	// ingest status reports the count per table and no lag for a, whose
+	// partition 1 holds bad records only.
+	var rep struct {
+		Tables []struct {
+			Table       string `json:"table"`
+			Lag         int64  `json:"lag"`
+			DeadLetters int64  `json:"dead_letters"`
+		} `json:"tables"`
+	}
+	out := runIngest(t, e.ingestEnv(group, "off"), "status", "-format=json", "-tables="+e.db+`\..*`)
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("ingest status: %v\n%s", err, out)
+	}
+	want := map[string][2]int64{e.db + ".a": {0, int64(len(kinds) + 2 + len(wave2) + 2)}, e.db + ".b": {0, 0}}
+	got := map[string][2]int64{}
+	for _, tb := range rep.Tables {
+		got[tb.Table] = [2]int64{tb.Lag, tb.DeadLetters}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ingest status: [lag, dead letters] by table (-want +got):\n%s\n%s", diff, out)
+	}
 }
