@@ -449,10 +449,18 @@ func TestIngestDeadLetter(t *testing.T) {
 		note(e.produce(tc, 0, kinds[2].rec(from+3000)), kinds[2].stage)
 	}
 	wave(1, kinds)
+	// An oversized record is no bad record: a value over every bound of
+	// ingest's (flush-bytes and max-buffered-bytes are 64 KiB here) is
+	// committed alone, not dead-lettered and not lost. (Over the topic's
+	// max.message.bytes Kafka refuses it at produce.)
+	big := dlqRow{999, strings.Repeat("x", 600<<10), 1}
+	e.produce(tb, 0, goodRecord(big))
+	goodB = append(goodB, big)
 
 	env := func(metrics string, extra ...string) []string {
 		return e.ingestEnv(group, metrics, append([]string{"INGEST_TOPICS=" + ta + "," + tb + "," + tc,
-			"INGEST_ERRORS_TOLERANCE=dlq", "INGEST_DLQ_TOPIC=" + dlq, "INGEST_GROUP_SESSION_TIMEOUT=6s"}, extra...)...)
+			"INGEST_ERRORS_TOLERANCE=dlq", "INGEST_DLQ_TOPIC=" + dlq, "INGEST_GROUP_SESSION_TIMEOUT=6s",
+			"INGEST_FLUSH_BYTES=65536", "INGEST_MAX_BUFFERED_BYTES=65536"}, extra...)...)
 	}
 	m1 := freePort(t)
 	p := start(t, bin, env(m1, "INGEST_FLUSH_INTERVAL=1s"), "ingest-1.log")
