@@ -411,6 +411,9 @@ func (w *worker) waitFor(ctx context.Context, ready func() (bool, error)) error 
 	}
 }
 
+// schemaWaitWarning is how long awaitSchema waits before it says so.
+const schemaWaitWarning = 30 * time.Second
+
 // awaitSchema waits, before w buffers a change at q, until every
 // schema-change record before q is handled: the schema topic's worker is
 // past q, or has handled the topic up to its last stable offset read after
@@ -430,7 +433,7 @@ func (w *worker) awaitSchema(ctx context.Context, q decode.SourcePos) error {
 	}
 	at := w.recAt
 	var lso map[int32]int64
-	waited := false
+	waited, since, warned := false, time.Now(), false
 	return w.waitFor(ctx, func() (bool, error) {
 		if w.job != nil {
 			// The schema worker is at this topic's rename: a change
@@ -460,6 +463,16 @@ func (w *worker) awaitSchema(ctx context.Context, q decode.SourcePos) error {
 		if !waited {
 			waited = true
 			w.log.Debug("waiting for the schema topic", "schema_topic", schemaTopic)
+		}
+		if !warned && time.Since(since) > schemaWaitWarning {
+			// The schema topic's worker runs in the process that owns
+			// its partition: a member of the group that does not cannot
+			// learn how far it got.
+			warned = true
+			w.log.Warn("still waiting for the schema-change topic to be handled up to this change: if another ingest process "+
+				"of this group was assigned it, renames cannot be followed across processes; run one ingest process per source "+
+				"whose renames are followed, or leave the schema-change topic out of topics / topic-regex",
+				"schema_topic", schemaTopic, "waited", time.Since(since).Round(time.Second))
 		}
 		return false, nil
 	})

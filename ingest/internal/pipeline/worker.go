@@ -959,7 +959,7 @@ func (w *worker) pass(ctx context.Context, rec *kgo.Record) error {
 // onto the table. A schema id the registry does not answer with 404 for
 // (the registry unreachable, say) is not.
 func recordFault(err error) bool {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, decode.ErrRegistryUnavailable) {
 		return false
 	}
 	if errors.Is(err, decode.ErrUnknownSchema) {
