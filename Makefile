@@ -8,7 +8,7 @@ GO    ?= go
 INTEGRATION_FLAGS ?= -tags integration -count=1 -p 1 -timeout 50m -short
 FULL_FLAGS        ?= -tags integration -count=1 -p 1 -timeout 120m
 
-.PHONY: all build test test-full unit integration integration-full deploy-check compat bench-capture bench-large-txn bench-ingest bench-scan bench-snapshot demo stack-up stack-down stack-status stack-env stack-logs stack-wipe vet fmt clean
+.PHONY: all build test test-full unit integration integration-full deploy-check compat chaos bench-capture bench-large-txn bench-ingest bench-scan bench-snapshot demo stack-up stack-down stack-status stack-env stack-logs stack-wipe vet fmt clean
 
 all: build
 
@@ -91,6 +91,14 @@ fmt:
 
 clean:
 	rm -rf bin
+
+## chaos: capture and two ingest processes over one multi-table workload while a nemesis injects
+## CHAOS_FAULTS faults (default 100) from CHAOS_SEED (default: the clock), then
+## every guarantee checked on the topics and in the lake (test/chaos). On a failure it prints the seed
+## and the fault log that reproduce it. Prints:
+## CHAOS seed=<s> faults=<n> kinds=<k> tables=<t> changes=<c> lost=<l> duplicated=<d> mismatched=<m> seconds=<s>
+chaos: stack-up
+	eval "$$($(STACK) env)" && $(STACK) up tools && BINLAKE_REQUIRE_STACK=1 BINLAKE_CHAOS=1 $(GO) test -tags integration -count=1 -timeout 150m -run '^TestChaos$$' -v ./test/chaos | tee /tmp/binlake-chaos.log | grep -E '^(CHAOS|--- |ok|FAIL)| fault [0-9]+/|lost|duplicated|mismatched|crash'
 
 ## bench-capture: capture vs the Debezium MariaDB connector on the same backlog.
 ## Prints: CAPTURE events=<n> seconds=<s> events_per_s=<r> debezium_events_per_s=<d> ratio=<r/d> rss_mib=<m>
