@@ -625,7 +625,8 @@ func (h *harness) registryRestart() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	zip, err := readAll(get)
+	defer get.Body.Close()
+	zip, err := io.ReadAll(get.Body)
 	if err != nil {
 		return "", err
 	}
@@ -641,7 +642,8 @@ func (h *harness) registryRestart() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	body, _ := readAll(resp)
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode >= 300 {
 		h.t.Fatalf("importing the registry's schemas: %s: %s", resp.Status, body)
 	}
@@ -651,11 +653,6 @@ func (h *harness) registryRestart() (string, error) {
 		}
 	}
 	return fmt.Sprintf("schemas exported and imported (%d bytes)", len(zip)), nil
-}
-
-func readAll(resp *http.Response) ([]byte, error) {
-	defer resp.Body.Close()
-	return io.ReadAll(resp.Body)
 }
 
 // healAll undoes anything a failed fault may have left behind.

@@ -181,10 +181,10 @@ func (h *harness) verify() (lost, dup, bad, changes int) {
 			}
 			if c.key != "" {
 				k := c.table + "/" + c.key
-				if last, ok := lastSeq[k]; ok && last >= c.seq {
-					tl.add("mismatched", fmt.Sprintf("%s: %s %s change %d after change %d: out of commit order", at, tbl, c.key, c.seq, last))
+				if last, ok := lastSeq[k]; ok && last >= i {
+					tl.add("mismatched", fmt.Sprintf("%s: %s %s change %d after change %d: out of commit order", at, tbl, c.key, i, last))
 				}
-				lastSeq[k] = c.seq
+				lastSeq[k] = i
 			}
 		}
 	}
@@ -194,7 +194,7 @@ func (h *harness) verify() (lost, dup, bad, changes int) {
 		case i < seeded && seen[i] > 0:
 			tl.add("duplicated", fmt.Sprintf("%s %s ver %d: made before the initial snapshot, yet streamed %d times", c.table, c.op, c.ver, seen[i]))
 		case i >= seeded && seen[i] == 0:
-			tl.add("lost", fmt.Sprintf("%s %s %s ver %d (change %d): not on the topics", c.table, c.op, c.key, c.ver, c.seq))
+			tl.add("lost", fmt.Sprintf("%s %s %s ver %d (change %d): not on the topics", c.table, c.op, c.key, c.ver, i))
 		case i >= seeded && seen[i] > 1:
 			tl.add("duplicated", fmt.Sprintf("%s %s %s ver %d: on the topics %d times", c.table, c.op, c.key, c.ver, seen[i]))
 		}

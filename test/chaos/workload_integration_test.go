@@ -43,14 +43,14 @@ var midRun = []struct {
 	{0.75, "ALTER TABLE `Order Lines` MODIFY sku VARCHAR(80) CHARACTER SET utf8mb4 NOT NULL"},
 }
 
-// change is one source row change the writer committed.
+// change is one source row change the writer committed; its index in the
+// writer's log is its commit order.
 type change struct {
 	table string // the source table's name at the time
 	op    string // c, u, d, t
 	key   string // canonical key ("" for audit, keyless, and t)
 	ver   int64  // after image's ver (c, u), before image's (d)
 	image string // c, u: the values the topic must carry (see eventImage); "": not checked
-	seq   int    // commit order
 }
 
 // writer is the one source writer. It logs every change it committed, in
@@ -288,11 +288,7 @@ func (w *writer) run(ctx context.Context, t *testing.T) {
 			w.ver, w.nextID = ver, next // nothing of it happened
 			w.failed++
 		} else {
-			seq := len(w.log)
 			stmts[len(stmts)-1].apply()
-			for i := seq; i < len(w.log); i++ {
-				w.log[i].seq = i
-			}
 			w.txns++
 		}
 		w.mu.Unlock()
@@ -334,7 +330,7 @@ func (w *writer) schemaChange(ctx context.Context, t *testing.T, s string) {
 	w.stepped = append(w.stepped, s)
 	switch {
 	case strings.HasPrefix(s, "TRUNCATE"):
-		w.log = append(w.log, change{table: "Order Lines", op: "t", seq: len(w.log)})
+		w.log = append(w.log, change{table: "Order Lines", op: "t"})
 		w.lines = map[[2]int64]int64{}
 	case strings.HasPrefix(s, "RENAME"):
 		w.renName = "ren_b"
@@ -354,11 +350,7 @@ func (w *writer) seed(ctx context.Context, t *testing.T, n int) {
 			t.Fatalf("seeding: %v", err)
 		}
 		w.mu.Lock()
-		seq := len(w.log)
 		stmts[len(stmts)-1].apply()
-		for i := seq; i < len(w.log); i++ {
-			w.log[i].seq = i
-		}
 		w.mu.Unlock()
 	}
 }

@@ -18,19 +18,6 @@ import (
 	"github.com/binlake/binlake/test/testenv"
 )
 
-// jsonRecordExtra is jsonRecord's row with one more column, extra: the
-// record after an ALTER TABLE … ADD COLUMN at the source.
-func jsonRecordExtra(id, version int64) *kgo.Record {
-	key := fmt.Sprintf(`{"schema":{"type":"struct","optional":false,"name":"bl.db.t.Key","fields":[{"type":"int64","optional":false,"field":"id"}]},"payload":{"id":%d}}`, id)
-	row := `{"type":"struct","optional":true,"name":"bl.db.t.Value","fields":[{"type":"int64","optional":false,"field":"id"},{"type":"string","optional":true,"field":"name"},{"type":"string","optional":true,"field":"extra"}],"field":"%s"}`
-	value := fmt.Sprintf(`{"schema":{"type":"struct","optional":false,"name":"bl.db.t.Envelope","version":2,"fields":[`+row+`,`+row+`,`+
-		`{"type":"struct","optional":false,"name":"io.debezium.connector.mysql.Source","field":"source","fields":[{"type":"int64","optional":false,"field":"ts_ms"},{"type":"string","optional":false,"field":"file"},{"type":"int64","optional":false,"field":"pos"},{"type":"int32","optional":false,"field":"row"}]},`+
-		`{"type":"string","optional":false,"field":"op"}]},`+
-		`"payload":{"before":null,"after":{"id":%d,"name":"v%d","extra":"x%d"},"source":{"ts_ms":1700000000000,"file":"mysql-bin.000001","pos":%d,"row":0},"op":"c"}}`,
-		"before", "after", id, version, id, 1000*version+id)
-	return &kgo.Record{Key: []byte(key), Value: []byte(value)}
-}
-
 // TestSchemaChangeRacesAnotherWriter is a defect the chaos test found: two
 // ingest members consuming partitions of one topic both see the source's
 // new column and both add it to the table; the one that commits second
@@ -104,7 +91,7 @@ func TestSchemaChangeRacesAnotherWriter(t *testing.T) {
 	}
 
 	for id := int64(4); id <= 5; id++ {
-		if err := cl.ProduceSync(ctx, jsonRecordExtra(id, 1)).FirstErr(); err != nil {
+		if err := cl.ProduceSync(ctx, jsonRecordCols(id, 1, true)).FirstErr(); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -15,7 +15,9 @@ import (
 // record's decode.Error like every decoding failure) is not one, or a
 // registry restart would dead-letter good records.
 func TestRecordFault(t *testing.T) {
-	rec := func(err error) error { return &decode.Error{Topic: "t", Partition: 0, Offset: 1, Part: "value", Err: err} }
+	rec := func(err error) error {
+		return &decode.Error{Topic: "t", Partition: 0, Offset: 1, Part: "value", Err: err}
+	}
 	for _, c := range []struct {
 		name string
 		err  error

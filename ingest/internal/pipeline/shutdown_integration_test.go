@@ -48,14 +48,23 @@ func (h *hangingProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.next.ServeHTTP(w, r)
 }
 
-func jsonRecord(id, version int64) *kgo.Record {
+func jsonRecord(id, version int64) *kgo.Record { return jsonRecordCols(id, version, false) }
+
+// jsonRecordCols is jsonRecord's row, with extra the record after an
+// ALTER TABLE … ADD COLUMN extra at the source.
+func jsonRecordCols(id, version int64, extra bool) *kgo.Record {
 	key := fmt.Sprintf(`{"schema":{"type":"struct","optional":false,"name":"bl.db.t.Key","fields":[{"type":"int64","optional":false,"field":"id"}]},"payload":{"id":%d}}`, id)
-	row := `{"type":"struct","optional":true,"name":"bl.db.t.Value","fields":[{"type":"int64","optional":false,"field":"id"},{"type":"string","optional":true,"field":"name"}],"field":"%s"}`
+	fields, after := `{"type":"int64","optional":false,"field":"id"},{"type":"string","optional":true,"field":"name"}`, fmt.Sprintf(`{"id":%d,"name":"v%d"}`, id, version)
+	if extra {
+		fields += `,{"type":"string","optional":true,"field":"extra"}`
+		after = fmt.Sprintf(`{"id":%d,"name":"v%d","extra":"x%d"}`, id, version, id)
+	}
+	row := `{"type":"struct","optional":true,"name":"bl.db.t.Value","fields":[` + fields + `],"field":"%s"}`
 	value := fmt.Sprintf(`{"schema":{"type":"struct","optional":false,"name":"bl.db.t.Envelope","version":2,"fields":[`+row+`,`+row+`,`+
 		`{"type":"struct","optional":false,"name":"io.debezium.connector.mysql.Source","field":"source","fields":[{"type":"int64","optional":false,"field":"ts_ms"},{"type":"string","optional":false,"field":"file"},{"type":"int64","optional":false,"field":"pos"},{"type":"int32","optional":false,"field":"row"}]},`+
 		`{"type":"string","optional":false,"field":"op"}]},`+
-		`"payload":{"before":null,"after":{"id":%d,"name":"v%d"},"source":{"ts_ms":1700000000000,"file":"mysql-bin.000001","pos":%d,"row":0},"op":"c"}}`,
-		"before", "after", id, version, 1000*version+id)
+		`"payload":{"before":null,"after":%s,"source":{"ts_ms":1700000000000,"file":"mysql-bin.000001","pos":%d,"row":0},"op":"c"}}`,
+		"before", "after", after, 1000*version+id)
 	return &kgo.Record{Key: []byte(key), Value: []byte(value)}
 }
 
