@@ -147,14 +147,31 @@ func (w *worker) createTable(ctx context.Context, create func(ident table.Identi
 }
 
 // renameTarget is the table name the source table names (the new name of a
-// rename) gets, when it takes over from (the table being renamed): from's
-// own name when that is also the new source's natural name (a rename that
-// changes only what the natural name drops, Orders to orders), else the
-// name resolved for it.
-func (p *Pipeline) renameTarget(ctx context.Context, names topicNames, topic string, from table.Identifier) (table.Identifier, error) {
+// rename) gets, when it takes over from (the table being renamed, of
+// source table fromNames): from's own name when that is also the new
+// source's natural name (a rename that changes only what the natural name
+// drops, Orders to orders); the name the rename gave it, when one of the
+// new source's names already holds a table of the old source (a crash
+// between the rename and setSource: resolving would take it for another
+// source's table and pick the hashed name, leaving the renamed table, and
+// every row before the rename, behind); else the name resolved for it.
+func (p *Pipeline) renameTarget(ctx context.Context, names topicNames, topic string, from table.Identifier, fromNames topicNames) (table.Identifier, error) {
 	n := p.namerFor(names.prefix)
 	if id := n.Ident(names.db, names.table); slices.Equal(id, from) {
 		return id, nil
+	}
+	oldSource := p.namerFor(fromNames.prefix).Source(fromNames.db, fromNames.table)
+	for _, id := range []table.Identifier{n.Ident(names.db, names.table), n.Hashed(names.db, names.table)} {
+		tbl, err := p.cat.LoadTable(ctx, id)
+		switch {
+		case errors.Is(err, catalog.ErrNoSuchTable) || errors.Is(err, catalog.ErrNoSuchNamespace):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("naming the renamed table %s.%s: loading table %v: %w", names.db, names.table, id, err)
+		}
+		if tbl.Properties()[schemamap.SourceProperty] == oldSource {
+			return id, nil
+		}
 	}
 	res, _, err := p.resolveTable(ctx, names, topic)
 	if err != nil {

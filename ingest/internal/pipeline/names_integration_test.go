@@ -400,3 +400,46 @@ func TestLowerCaseColumns(t *testing.T) {
 	}
 	t.Logf("COLLISION %v", stopErr)
 }
+
+// TestRenameResumedAfterCrash: ingest killed between renaming the lake
+// table of a to b and recording b as its source leaves table b holding
+// a's rows with binlake.source naming a. The rename, handled again after
+// the restart, must take that table for the renamed one and record its
+// new source: resolving b's name afresh took it for another source's
+// table, aimed the rename at b's hashed name (which does not exist), did
+// nothing, and b's later changes went into a new hashed table while table
+// b kept the rows from before the rename (TestRenamesKill9 in CI).
+func TestRenameResumedAfterCrash(t *testing.T) {
+	e := newNamesEnv(t, "a", "b")
+	ctx := t.Context()
+	namer := schemamap.Namer{Prefix: "bl"}
+	if err := e.direct.CreateNamespace(ctx, table.Identifier{e.db}, nil); err != nil {
+		t.Fatal(err)
+	}
+	sch := iceberg.NewSchemaWithIdentifiers(0, []int{1}, iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true})
+	renamed := namer.Natural(e.db, "b")
+	if _, err := e.direct.CreateTable(ctx, renamed, sch, catalog.WithProperties(iceberg.Properties{
+		"format-version": "2", schemamap.SourceProperty: namer.Source(e.db, "a")})); err != nil {
+		t.Fatal(err)
+	}
+	env := testenv.IcebergEnv(t)
+	cat, err := rest.NewCatalog(ctx, "ingest", env.URI, rest.WithAdditionalProps(env.FileIOProps()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(Config{Brokers: testenv.KafkaBrokers(t), Group: testenv.Unique(t, "g"), Topics: []string{e.topic("a"), e.topic("b")},
+		Logger: slog.New(slog.DiscardHandler)}, cat, decode.New(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &worker{p: p, topic: e.topic("a"), names: topicNames{"bl", e.db, "a"}, ident: namer.Natural(e.db, "a"), log: p.log}
+	if err := w.renameTable(ctx, topicNames{"bl", e.db, "b"}, e.topic("b")); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := e.source("b"), namer.Source(e.db, "b"); got != want {
+		t.Errorf("table b's %s = %q after the rename was handled again, want %q", schemamap.SourceProperty, got, want)
+	}
+	if names := e.tableNames(); !slices.Equal(names, []string{"b"}) {
+		t.Errorf("tables %v, want only b", names)
+	}
+}

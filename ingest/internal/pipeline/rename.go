@@ -568,7 +568,7 @@ func (w *worker) renameTable(ctx context.Context, toNames topicNames, toTopic st
 		}
 		from = w.ident
 	}
-	to, err := p.renameTarget(ctx, toNames, toTopic, from)
+	to, err := p.renameTarget(ctx, toNames, toTopic, from, w.names)
 	if err != nil {
 		return err
 	}
