@@ -52,6 +52,10 @@ type Config struct {
 	QueueRecords     int
 	CommitAttempts   int
 
+	// Bad records: none (stop) or dlq (to DLQTopic, and go on).
+	ErrorsTolerance string
+	DLQTopic        string
+
 	// Maintenance in the process (off when MaintainInterval is 0).
 	MaintainInterval time.Duration
 	Maintain         MaintainSettings
@@ -86,6 +90,8 @@ func (c *Config) bind(f *envFlags) {
 	f.Int(&c.MaxBufferedBytes, "max-buffered-bytes", 512<<20, "bytes buffered by all tables together; a table commits early when they are exceeded")
 	f.Int(&c.QueueRecords, "queue-records", 4096, "records queued per table between polling and decoding; polling waits when a queue is full")
 	f.Int(&c.CommitAttempts, "commit-attempts", 10, "attempts of one commit (conflicts, ambiguous outcomes) before it starts over from the offsets the table holds")
+	f.String(&c.ErrorsTolerance, "errors-tolerance", "none", "a record that cannot be decoded or mapped (see README, Bad records): none (stop ingest, naming the record) or dlq (send it unchanged to dlq-topic with headers naming its source and the error, and go on), as Kafka Connect's errors.tolerance")
+	f.String(&c.DLQTopic, "dlq-topic", "", "dead-letter topic of errors-tolerance=dlq (created with one partition when missing); required with dlq; not a topic ingest consumes")
 	f.Duration(&c.MaintainInterval, "maintain-interval", 0, "run table maintenance (as ingest maintain, with its -maintain-* settings) in this process every interval, e.g. 6h (0: off; not on S3 Tables, which maintains its tables itself)")
 	c.Maintain.bind(f)
 	f.String(&c.MetricsAddr, "metrics-addr", "127.0.0.1:9465", "address of /metrics, /healthz and /readyz (off: none)")
@@ -162,6 +168,20 @@ func (c *Config) Validate() error {
 	}
 	if c.QueueRecords < 1 || c.CommitAttempts < 1 {
 		bad("queue-records and commit-attempts must be at least 1")
+	}
+	switch c.ErrorsTolerance {
+	case "none":
+		if c.DLQTopic != "" {
+			bad("dlq-topic %q is set but errors-tolerance is none: set errors-tolerance=dlq (INGEST_ERRORS_TOLERANCE) to use it, or unset dlq-topic", c.DLQTopic)
+		}
+	case "dlq":
+		if c.DLQTopic == "" {
+			bad("errors-tolerance=dlq needs dlq-topic (INGEST_DLQ_TOPIC): the topic that takes the records that cannot be decoded or mapped")
+		} else if c.consumes(c.DLQTopic) {
+			bad("dlq-topic %q is one of the topics ingest consumes (topics / topic-regex): give the dead-letter topic a name they do not match", c.DLQTopic)
+		}
+	default:
+		bad("errors-tolerance %q: want none or dlq", c.ErrorsTolerance)
 	}
 	switch {
 	case c.MaintainInterval < 0:
@@ -292,6 +312,21 @@ func (c *Config) topics() []string {
 	return out
 }
 
+// consumes reports whether topic is one of the topics set or matches the
+// topic regex.
+func (c *Config) consumes(topic string) bool {
+	for _, t := range c.topics() {
+		if t == topic {
+			return true
+		}
+	}
+	if c.TopicRegex == "" {
+		return false
+	}
+	re, err := regexp.Compile("^(?:" + c.TopicRegex + ")$")
+	return err == nil && re.MatchString(topic)
+}
+
 func (c *Config) brokers() []string {
 	var out []string
 	for _, b := range strings.Split(c.KafkaBrokers, ",") {
@@ -315,7 +350,7 @@ func (c *Config) redacted() []any {
 		"delete_mode", c.DeleteMode, "state_dir", c.StateDir, "index_cache_bytes", c.IndexCacheBytes,
 		"flush_rows", c.FlushRows, "flush_bytes", c.FlushBytes, "flush_interval", c.FlushInterval,
 		"max_buffered_bytes", c.MaxBufferedBytes, "shutdown_timeout", c.ShutdownTimeout,
-		"maintain_interval", c.MaintainInterval,
+		"maintain_interval", c.MaintainInterval, "errors_tolerance", c.ErrorsTolerance, "dlq_topic", c.DLQTopic,
 	}
 }
 

@@ -23,11 +23,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/binlake/binlake/ingest/internal/batch"
 	"github.com/binlake/binlake/ingest/internal/commit"
+	"github.com/binlake/binlake/ingest/internal/deadletter"
 	"github.com/binlake/binlake/ingest/internal/decode"
 	"github.com/binlake/binlake/ingest/internal/keyindex"
 	"github.com/binlake/binlake/ingest/internal/pipeline"
@@ -212,6 +214,21 @@ func ingest(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	defer release()
 	commitCfg := pcfg.Commit
 	pcfg.Metrics = metrics
+	if cfg.ErrorsTolerance == "dlq" {
+		dl, err := deadletter.New(deadletter.Config{Topic: cfg.DLQTopic, Group: cfg.GroupID, Logger: logger},
+			append([]kgo.Opt{kgo.SeedBrokers(cfg.brokers()...)}, pcfg.ClientOpts...)...)
+		if err != nil {
+			return fmt.Errorf("kafka %s: %w", cfg.KafkaBrokers, err)
+		}
+		defer dl.Close()
+		lctx, cancel := context.WithTimeout(ctx, time.Minute)
+		err = dl.Load(lctx)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("kafka %s: %w (check dlq-topic and the ACLs on it)", cfg.KafkaBrokers, err)
+		}
+		pcfg.DeadLetter = dl
+	}
 	p, err := pipeline.New(pcfg, cat, dec)
 	if err != nil {
 		return fmt.Errorf("kafka %s: %w", cfg.KafkaBrokers, err)

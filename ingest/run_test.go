@@ -56,6 +56,12 @@ func TestCheckConfig(t *testing.T) {
 		{"maintain interval without tables", []string{"-catalog-uri=http://c", "-topics=a", "-maintain-interval=6h"}, nil, "maintain-interval is set: set exactly one of maintain-tables and maintain-namespaces"},
 		{"maintain interval too short", []string{"-catalog-uri=http://c", "-topics=a", "-maintain-interval=10s", "-maintain-namespaces=shop"}, nil, "maintain-interval 10s: want 0 (off) or at least 1m"},
 		{"maintain settings unchecked when off", []string{"-catalog-uri=http://c", "-topics=a", "-orphan-age=1m"}, nil, ""},
+		{"errors tolerance dlq", []string{"-catalog-uri=http://c", "-topics=a", "-errors-tolerance=dlq", "-dlq-topic=a.dlq"}, nil, ""},
+		{"errors tolerance from env", []string{"-catalog-uri=http://c", "-topics=a"}, map[string]string{"INGEST_ERRORS_TOLERANCE": "dlq", "INGEST_DLQ_TOPIC": "a.dlq"}, ""},
+		{"dlq without topic", []string{"-catalog-uri=http://c", "-topics=a", "-errors-tolerance=dlq"}, nil, "errors-tolerance=dlq needs dlq-topic (INGEST_DLQ_TOPIC)"},
+		{"dlq topic without dlq", []string{"-catalog-uri=http://c", "-topics=a", "-dlq-topic=a.dlq"}, nil, "dlq-topic \"a.dlq\" is set but errors-tolerance is none"},
+		{"dlq topic consumed", []string{"-catalog-uri=http://c", "-topic-regex=bl\\..*", "-errors-tolerance=dlq", "-dlq-topic=bl.dlq"}, nil, "dlq-topic \"bl.dlq\" is one of the topics ingest consumes"},
+		{"bad errors tolerance", []string{"-catalog-uri=http://c", "-topics=a", "-errors-tolerance=all"}, nil, `errors-tolerance "all": want none or dlq`},
 		{"maintain settings checked when on", []string{"-catalog-uri=http://c", "-topics=a", "-maintain-interval=1h", "-maintain-tables=s.t", "-orphan-age=1m"}, nil, "orphan-age 1m0s: want at least 1h0m0s"},
 	}
 	for _, c := range cases {

@@ -46,13 +46,16 @@ type statusRow struct {
 
 // statusTable is one table's line.
 type statusTable struct {
-	Table       string      `json:"table"`
-	SourceTime  *time.Time  `json:"source_time,omitempty"` // newest source change applied
-	SourceGTID  string      `json:"source_gtid,omitempty"` // last GTID applied
-	LastCommit  *time.Time  `json:"last_commit,omitempty"`
-	DataFiles   int64       `json:"data_files"`
-	DeleteFiles int64       `json:"delete_files"`
-	Bytes       int64       `json:"bytes"`
+	Table       string     `json:"table"`
+	SourceTime  *time.Time `json:"source_time,omitempty"` // newest source change applied
+	SourceGTID  string     `json:"source_gtid,omitempty"` // last GTID applied
+	LastCommit  *time.Time `json:"last_commit,omitempty"`
+	DataFiles   int64      `json:"data_files"`
+	DeleteFiles int64      `json:"delete_files"`
+	Bytes       int64      `json:"bytes"`
+	// DeadLetters counts the records of the table's topics sent to the
+	// dead-letter topic (errors-tolerance=dlq) that the table has passed.
+	DeadLetters int64       `json:"dead_letters"`
 	Lag         int64       `json:"lag"`
 	LagSeconds  float64     `json:"lag_seconds"`
 	Partitions  []statusRow `json:"partitions"`
@@ -257,7 +260,7 @@ func status(ctx context.Context, cat catalog.Catalog, cl *kgo.Client, opts []kgo
 	}
 	for _, name := range slices.Sorted(maps.Keys(progress)) {
 		p := progress[name]
-		t := statusTable{Table: name, SourceGTID: p.SourceGTID, DataFiles: p.DataFiles, DeleteFiles: p.DeleteFiles, Bytes: p.Bytes}
+		t := statusTable{Table: name, SourceGTID: p.SourceGTID, DataFiles: p.DataFiles, DeleteFiles: p.DeleteFiles, Bytes: p.Bytes, DeadLetters: p.DeadLetters}
 		if p.SourceTsMs > 0 {
 			st := time.UnixMilli(p.SourceTsMs).UTC()
 			t.SourceTime = &st
@@ -352,7 +355,7 @@ func cut(tables []statusTable) (string, string) {
 
 func printStatus(w io.Writer, rep statusReport) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TABLE\tTOPIC\tPART\tCONSUMED\tEND\tLAG\tLAG_S\tSOURCE_TIME\tSOURCE_GTID\tLAST_COMMIT\tDATA_FILES\tDELETE_FILES\tBYTES")
+	fmt.Fprintln(tw, "TABLE\tTOPIC\tPART\tCONSUMED\tEND\tLAG\tLAG_S\tSOURCE_TIME\tSOURCE_GTID\tLAST_COMMIT\tDATA_FILES\tDELETE_FILES\tBYTES\tDEAD_LETTERS")
 	stamp := func(t *time.Time) string {
 		if t == nil {
 			return "-"
@@ -362,10 +365,10 @@ func printStatus(w io.Writer, rep statusReport) {
 	for _, t := range rep.Tables {
 		for i, r := range t.Partitions {
 			if i == 0 {
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%.1f\t%s\t%s\t%s\t%d\t%d\t%d\n", t.Table, r.Topic, r.Partition, r.Consumed, r.End, r.Lag, r.LagSeconds,
-					stamp(t.SourceTime), orDash(t.SourceGTID), stamp(t.LastCommit), t.DataFiles, t.DeleteFiles, t.Bytes)
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%.1f\t%s\t%s\t%s\t%d\t%d\t%d\t%d\n", t.Table, r.Topic, r.Partition, r.Consumed, r.End, r.Lag, r.LagSeconds,
+					stamp(t.SourceTime), orDash(t.SourceGTID), stamp(t.LastCommit), t.DataFiles, t.DeleteFiles, t.Bytes, t.DeadLetters)
 			} else {
-				fmt.Fprintf(tw, "\t%s\t%d\t%d\t%d\t%d\t%.1f\t\t\t\t\t\t\n", r.Topic, r.Partition, r.Consumed, r.End, r.Lag, r.LagSeconds)
+				fmt.Fprintf(tw, "\t%s\t%d\t%d\t%d\t%d\t%.1f\t\t\t\t\t\t\t\n", r.Topic, r.Partition, r.Consumed, r.End, r.Lag, r.LagSeconds)
 			}
 		}
 	}

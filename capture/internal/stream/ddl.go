@@ -47,7 +47,10 @@ func (s *Stream) query(ctx context.Context, ev binlog.Event) error {
 		return err
 	}
 	if tableDDL {
-		return s.reload(ctx, ddl, defs)
+		if err := s.reload(ctx, ddl, defs); err != nil {
+			return fmt.Errorf("schema change at binlog %s:%d (gtid %s): %w%s", ev.Position.File, ev.Position.Pos, ev.GTID, err, unpublishableHint(err))
+		}
+		return nil
 	}
 	if ddl.Kind != schemahist.DDLTruncate {
 		return nil

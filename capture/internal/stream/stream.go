@@ -522,9 +522,20 @@ func (s *Stream) rows(ctx context.Context, ev binlog.Event) error {
 	if !s.cfg.Filter.Table(db, tbl) {
 		return nil
 	}
+	prev := s.tables[tableKey(db, tbl)]
 	t, err := s.lookup(ctx, db, tbl, ev.Table)
 	if err != nil {
-		return err
+		// A table whose rows capture cannot publish as they are stops
+		// capture here, before any of its rows: nothing is published
+		// altered, and a restart meets the same event.
+		return fmt.Errorf("rows of %s.%s at binlog %s:%d (gtid %s): %w%s", db, tbl, ev.File, ev.Pos, ev.GTID, err, unpublishableHint(err))
+	}
+	if prev != nil && prev.ready && t != prev {
+		// No DDL in the binlog told capture of the change (an ALTER run
+		// with sql_log_bin=0, say): the rows are decoded with the
+		// structure their table map gives, never with the stale one.
+		s.log.Warn("table definition changed with no DDL in the binlog (an ALTER with sql_log_bin=0?): decoding its rows with the structure the binlog gives for them",
+			"table", tableKey(db, tbl), "binlog_file", ev.File, "binlog_pos", ev.Pos, "gtid", ev.GTID, "columns", len(t.Def.Columns))
 	}
 	if s.snap.keylessAhead(t) {
 		return nil
@@ -726,4 +737,15 @@ func (s *Stream) emit(ctx context.Context, t *table, op debezium.Op, before, aft
 		s.txnRecords++
 	}
 	return nil
+}
+
+// unpublishableHint is the way on for an error that says a table's rows
+// cannot be published as they are (a column type or character set capture
+// has no converter for, rows that match no definition); "" for others.
+func unpublishableHint(err error) string {
+	if errors.Is(err, mysqltype.ErrUnsupportedType) || errors.Is(err, mysqltype.ErrUnsupportedCharset) || errors.Is(err, schemahist.ErrSchemaMismatch) {
+		return " (capture cannot publish this table's rows as they are: leave the table out with table-exclude-list, " +
+			"or change the column at the source and re-snapshot the table)"
+	}
+	return ""
 }

@@ -109,6 +109,16 @@ type Buffer struct {
 	events     []Event
 	bytes      int64
 	first      time.Time
+	// passed are the positions of records consumed without an event (sent
+	// to the dead-letter topic), so that the commit advances past them.
+	passed []Position
+}
+
+// Position is a Kafka record's place: topic, partition and offset.
+type Position struct {
+	Topic     string
+	Partition int32
+	Offset    int64
 }
 
 // New returns an empty buffer for rows laid out as columns, keyed by the
@@ -164,7 +174,7 @@ func (b *Buffer) Add(ev Event, now time.Time) error {
 	default:
 		return fmt.Errorf("%w: op %q at %s/%d/%d", ErrInvalidEvent, ev.Op, ev.Topic, ev.Partition, ev.Offset)
 	}
-	if len(b.events) == 0 {
+	if b.Pending() == 0 {
 		b.first = now
 	}
 	b.events = append(b.events, ev)
@@ -172,18 +182,36 @@ func (b *Buffer) Add(ev Event, now time.Time) error {
 	return nil
 }
 
+// Pass records that the record at pos was consumed without an event (it
+// went to the dead-letter topic, say), at now: the next commit's offsets
+// cover it, and it counts toward the row and age limits like an event, so
+// a partition whose records are all passed still commits its progress.
+func (b *Buffer) Pass(pos Position, now time.Time) {
+	if b.Pending() == 0 {
+		b.first = now
+	}
+	b.passed = append(b.passed, pos)
+}
+
+// Passed returns the positions given to Pass since the last Reset.
+func (b *Buffer) Passed() []Position { return b.passed }
+
 // Len returns the number of buffered events.
 func (b *Buffer) Len() int { return len(b.events) }
+
+// Pending returns the number of buffered events and passed positions: what
+// a commit has to record.
+func (b *Buffer) Pending() int { return len(b.events) + len(b.passed) }
 
 // Bytes returns the sum of the buffered events' sizes.
 func (b *Buffer) Bytes() int64 { return b.bytes }
 
 // Full reports whether a limit is reached at now.
 func (b *Buffer) Full(now time.Time) bool {
-	if len(b.events) == 0 {
+	if b.Pending() == 0 {
 		return false
 	}
-	return len(b.events) >= b.limits.MaxRows || b.bytes >= b.limits.MaxBytes || now.Sub(b.first) >= b.limits.MaxAge
+	return b.Pending() >= b.limits.MaxRows || b.bytes >= b.limits.MaxBytes || now.Sub(b.first) >= b.limits.MaxAge
 }
 
 // Events returns the buffered events in order. Do not modify them.
@@ -193,6 +221,7 @@ func (b *Buffer) Events() []Event { return b.events }
 func (b *Buffer) Reset() {
 	clear(b.events)
 	b.events = b.events[:0]
+	b.passed = b.passed[:0]
 	b.bytes = 0
 }
 
@@ -251,6 +280,9 @@ type Collapsed struct {
 	// the committed offsets; Stale those included but dropped because a
 	// truncate later in source order removes them.
 	Events, Skipped, Stale int
+	// Passed counts the passed positions (Buffer.Pass) not covered by the
+	// committed offsets: records consumed without an event.
+	Passed int
 	// MaxTsMs is the largest source.ts_ms and LastGTID the last non-empty
 	// source.gtid of the included events.
 	MaxTsMs  int64
@@ -279,6 +311,12 @@ func (b *Buffer) Collapse(committed Offsets, watermark int64) *Collapsed {
 			if ev.Op == OpTruncate && ev.Order > c.Watermark && !committed.Covers(ev.Topic, ev.Partition, ev.Offset) {
 				c.TruncateBefore, c.Watermark = ev.Order, ev.Order
 			}
+		}
+	}
+	for _, pos := range b.passed {
+		if !committed.Covers(pos.Topic, pos.Partition, pos.Offset) {
+			c.Passed++
+			c.Offsets.Advance(pos.Topic, pos.Partition, pos.Offset)
 		}
 	}
 	stale := func(ev *Event) bool { return ev.Order > 0 && ev.Order < c.Watermark }

@@ -496,3 +496,39 @@ func TestSourceOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestPass: passed positions advance the collapse's offsets past records
+// that carry no event, count toward the limits, are skipped once the
+// committed offsets cover them, and are cleared by Reset.
+func TestPass(t *testing.T) {
+	now := time.Now()
+	b, err := New([]string{"id", "v"}, []string{"id"}, Limits{MaxRows: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Add(Event{Op: OpCreate, Key: []any{int64(1)}, Row: []any{int64(1), "a"}, Topic: "t", Partition: 0, Offset: 4}, now); err != nil {
+		t.Fatal(err)
+	}
+	b.Pass(Position{Topic: "t", Partition: 0, Offset: 5}, now)
+	b.Pass(Position{Topic: "t", Partition: 1, Offset: 9}, now)
+	if b.Len() != 1 || b.Pending() != 3 || !b.Full(now) {
+		t.Fatalf("Len %d Pending %d Full %v, want 1, 3, true", b.Len(), b.Pending(), b.Full(now))
+	}
+	c := b.Collapse(nil, 0)
+	if c.Events != 1 || c.Passed != 2 || c.Offsets["t"][0] != 6 || c.Offsets["t"][1] != 10 {
+		t.Errorf("collapse: events %d passed %d offsets %v, want 1, 2, map[0:6 1:10]", c.Events, c.Passed, c.Offsets)
+	}
+	c = b.Collapse(Offsets{"t": {0: 6, 1: 9}}, 0)
+	if c.Events != 0 || c.Passed != 1 || c.Offsets["t"][1] != 10 {
+		t.Errorf("collapse over committed: events %d passed %d offsets %v, want 0, 1, map[1:10]", c.Events, c.Passed, c.Offsets)
+	}
+	b.Reset()
+	if b.Pending() != 0 || len(b.Passed()) != 0 {
+		t.Errorf("after Reset: Pending %d, Passed %v", b.Pending(), b.Passed())
+	}
+	// A buffer of passed positions only fills by age too.
+	b.Pass(Position{Topic: "t", Partition: 0, Offset: 7}, now)
+	if b.Full(now) || !b.Full(now.Add(31*time.Second)) {
+		t.Errorf("a passed position alone: Full now %v, after the age limit %v; want false, true", b.Full(now), b.Full(now.Add(31*time.Second)))
+	}
+}

@@ -221,6 +221,9 @@ type Result struct {
 	// consumed but dropped because a truncate later in source order erased
 	// them.
 	Events, SkippedEvents, StaleEvents int
+	// Passed counts the records passed without an event (batch.Buffer.Pass:
+	// dead-lettered) whose offsets the commit advanced past.
+	Passed int
 	// Offsets are the table's offsets after the commit for the batch's
 	// topics.
 	Offsets batch.Offsets
@@ -250,8 +253,8 @@ func (c *Committer) Commit(ctx context.Context, buf *batch.Buffer) (Result, erro
 		}
 		col := buf.Collapse(committed, watermark)
 		res.SkippedEvents = col.Skipped
-		if col.Events == 0 {
-			res.AlreadyCommitted = buf.Len() > 0
+		if col.Events == 0 && col.Passed == 0 {
+			res.AlreadyCommitted = buf.Pending() > 0
 			return res, nil
 		}
 		offsets := batch.Offsets{}
@@ -273,6 +276,10 @@ func (c *Committer) Commit(ctx context.Context, buf *batch.Buffer) (Result, erro
 			newMark = col.Watermark
 		}
 		tprops := tableProps(res.CommitID, offsets, newMark)
+		if col.Passed > 0 {
+			n := strconv.FormatInt(DeadLetters(c.tbl)+int64(col.Passed), 10)
+			props[DeadLettersKey], tprops[DeadLettersKey] = n, n
+		}
 
 		var base int64 = -1
 		if s := c.tbl.CurrentSnapshot(); s != nil {
@@ -286,7 +293,7 @@ func (c *Committer) Commit(ctx context.Context, buf *batch.Buffer) (Result, erro
 				res.SnapshotID = s.SnapshotID
 			}
 			res.Events, res.Offsets, res.Truncated = col.Events, offsets, col.Truncate || col.TruncateBefore > 0
-			res.Rows, res.Deletes, res.StaleEvents = len(col.Upserts), out.deletes, col.Stale
+			res.Rows, res.Deletes, res.StaleEvents, res.Passed = len(col.Upserts), out.deletes, col.Stale, col.Passed
 			if err := c.applyIndex(out); err != nil {
 				// The commit landed; the index catches up from the table
 				// at the next attempt.
@@ -317,7 +324,7 @@ func (c *Committer) Commit(ctx context.Context, buf *batch.Buffer) (Result, erro
 				log.Info("ambiguous commit landed", "snapshot_id", id)
 				res.SnapshotID = id
 				res.Events, res.Offsets, res.Truncated = col.Events, offsets, col.Truncate || col.TruncateBefore > 0
-				res.Rows, res.Deletes, res.StaleEvents = len(col.Upserts), out.deletes, col.Stale
+				res.Rows, res.Deletes, res.StaleEvents, res.Passed = len(col.Upserts), out.deletes, col.Stale, col.Passed
 				return res, nil
 			}
 		}
@@ -399,6 +406,24 @@ func (c *Committer) applyIndex(out attempted) error {
 // attempt builds and commits one transaction on tbl.
 func (c *Committer) attempt(ctx context.Context, tbl *table.Table, buf *batch.Buffer, col *batch.Collapsed, props, tprops iceberg.Properties) (attempted, stage, error) {
 	var out attempted
+	if col.Empty() && len(col.Upserts) == 0 {
+		// Nothing to write, only offsets to record (records passed, e.g.
+		// dead-lettered, by a buffer that may have no row layout yet): the
+		// properties alone, pinned like any attempt.
+		tx := tbl.NewTransaction()
+		if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
+			return out, stageWrite, fmt.Errorf("pinning main: %w", err)
+		}
+		if err := tx.SetProperties(tprops); err != nil {
+			return out, stageWrite, fmt.Errorf("staging the offsets properties: %w", err)
+		}
+		tbl, err := tx.Commit(ctx)
+		if err != nil {
+			return out, stageCommit, fmt.Errorf("committing to %v: %w", c.ident, err)
+		}
+		out.tbl = tbl
+		return out, stageCommit, nil
+	}
 	conv, err := batch.NewConverter(tbl.Schema(), buf.Columns(), buf.Key(), nil)
 	if err != nil {
 		return out, stageWrite, err

@@ -37,7 +37,24 @@ const (
 	// below it were deleted, and a change below it that arrives later (from
 	// a lagging partition or process) is dropped.
 	TruncateWatermarkKey = "binlake.truncate.source-order"
+	// DeadLettersKey holds the number of the table's topic records that
+	// went to the dead-letter topic (errors-tolerance=dlq) and that the
+	// table's offsets have passed, cumulative over the table's commits; set
+	// by the commits that pass such records (a table property, and in the
+	// summary of a commit that makes a snapshot).
+	DeadLettersKey = "binlake.dead-letters"
 )
+
+// DeadLetters is the table's count of dead-lettered records its offsets
+// have passed (DeadLettersKey), 0 when it has none or the value is not a
+// number.
+func DeadLetters(tbl *table.Table) int64 {
+	n, err := strconv.ParseInt(tbl.Properties()[DeadLettersKey], 10, 64)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}
 
 // ErrOffsetsLost reports a table that has snapshots but whose consumed
 // Kafka offsets are nowhere to be found: ingest does not know where to

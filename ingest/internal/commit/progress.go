@@ -27,6 +27,9 @@ type Progress struct {
 	// DataFiles, DeleteFiles and Bytes are the current snapshot's totals
 	// (all zero for a table without snapshots).
 	DataFiles, DeleteFiles, Bytes int64
+	// DeadLetters counts the table's topic records sent to the dead-letter
+	// topic that its offsets have passed (DeadLettersKey).
+	DeadLetters int64
 }
 
 // ReadProgress reads tbl's Progress. Snapshots another writer made (a
@@ -37,7 +40,7 @@ func ReadProgress(tbl *table.Table) (Progress, error) {
 	if err != nil {
 		return Progress{}, err
 	}
-	p := Progress{Offsets: offsets}
+	p := Progress{Offsets: offsets, DeadLetters: DeadLetters(tbl)}
 	if cur := tbl.CurrentSnapshot(); cur != nil && cur.Summary != nil {
 		total := func(key string) int64 {
 			n, _ := strconv.ParseInt(cur.Summary.Properties[key], 10, 64)

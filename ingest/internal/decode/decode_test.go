@@ -563,3 +563,28 @@ func TestNullableKeyIsKeyless(t *testing.T) {
 		}
 	}
 }
+
+// TestJSONIntegerRange: a JSON number outside its field's integer type is
+// malformed, not wrapped into the type (3000000000 as an int32 was
+// -1294967296 before).
+func TestJSONIntegerRange(t *testing.T) {
+	key := `{"schema":{"type":"struct","fields":[{"field":"id","type":"int32"}]},"payload":{"id":1}}`
+	for _, tc := range []struct {
+		typ, n string
+		ok     bool
+	}{
+		{"int8", "127", true}, {"int8", "128", false}, {"int8", "-129", false},
+		{"int16", "-32768", true}, {"int16", "32768", false},
+		{"int32", "2147483647", true}, {"int32", "3000000000", false}, {"int32", "-2147483649", false},
+		{"int64", "3000000000", true},
+	} {
+		msg := fmt.Sprintf(`{"schema":{"type":"struct","name":"e","fields":[
+		  {"field":"after","type":"struct","optional":true,"fields":[{"field":"id","type":"int32"},{"field":"n","type":%q}]},
+		  {"field":"op","type":"string"}]},
+		 "payload":{"after":{"id":1,"n":%s},"op":"c"}}`, tc.typ, tc.n)
+		_, err := New(nil).Decode(t.Context(), "tp", 0, 1, []byte(key), []byte(msg))
+		if tc.ok != (err == nil) || (err != nil && !errors.Is(err, ErrMalformed)) {
+			t.Errorf("%s %s: err = %v, want ok %v (or ErrMalformed)", tc.typ, tc.n, err, tc.ok)
+		}
+	}
+}

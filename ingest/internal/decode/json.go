@@ -289,12 +289,16 @@ func fromJSON(s *debezium.Schema, v any, depth int) (any, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: not an integer", errJSONValue)
 		}
-		switch s.Type {
-		case debezium.INT8:
+		// JSON numbers carry no width: a value outside the schema's type
+		// would wrap in the conversion, silently altered.
+		switch bits := map[debezium.Type]int{debezium.INT8: 8, debezium.INT16: 16, debezium.INT32: 32}[s.Type]; {
+		case bits > 0 && (i < -1<<(bits-1) || i > 1<<(bits-1)-1):
+			return nil, fmt.Errorf("%w: integer out of range for %s", errJSONValue, s.Type)
+		case s.Type == debezium.INT8:
 			return int8(i), nil
-		case debezium.INT16:
+		case s.Type == debezium.INT16:
 			return int16(i), nil
-		case debezium.INT32:
+		case s.Type == debezium.INT32:
 			return int32(i), nil
 		}
 		return i, nil

@@ -24,6 +24,7 @@ type Metrics struct {
 	bufRows     *prometheus.GaugeVec
 	bufBytes    *prometheus.GaugeVec
 	lastSource  *prometheus.GaugeVec
+	deadLetters *prometheus.CounterVec
 	freshnessMu sync.Mutex
 	lastTs      map[string]int64 // table → source ts_ms of the last committed change
 	stable      map[tp]int64     // last stable offset seen in fetches
@@ -54,13 +55,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Bytes of the change events buffered and not yet committed."}, []string{"table"}),
 		lastSource: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ingest_last_committed_source_timestamp_seconds",
 			Help: "source.ts_ms of the newest committed change."}, []string{"table"}),
+		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ingest_dead_letter_records_total",
+			Help: "Records sent to the dead-letter topic (errors-tolerance=dlq), by source topic and stage (decode, map); a record an earlier run already sent is not counted again."}, []string{"topic", "stage"}),
 		lastTs:    map[string]int64{},
 		stable:    map[tp]int64{},
 		next:      map[tp]int64{},
 		freshDesc: prometheus.NewDesc("ingest_freshness_seconds", "Now minus the source timestamp of the newest committed change.", []string{"table"}, nil),
 		lagDesc:   prometheus.NewDesc("ingest_consumer_lag", "Records (read_committed last stable offset) not yet committed to the table, per partition.", []string{"topic", "partition"}, nil),
 	}
-	reg.MustRegister(m.rows, m.commits, m.attempts, m.commitTime, m.bufRows, m.bufBytes, m.lastSource, m)
+	reg.MustRegister(m.rows, m.commits, m.attempts, m.commitTime, m.bufRows, m.bufBytes, m.lastSource, m.deadLetters, m)
 	return m
 }
 
@@ -109,6 +112,23 @@ func (m *Metrics) forget(parts map[string][]int32) {
 	}
 }
 
+// deadLettered counts a record sent to the dead-letter topic.
+func (m *Metrics) deadLettered(topic, stage string) {
+	m.deadLetters.WithLabelValues(topic, stage).Inc()
+}
+
+// advanced records next offsets of topic that the consumer group holds
+// (records passed on a topic without a table), for the consumer lag.
+func (m *Metrics) advanced(topic string, next map[int32]int64) {
+	m.freshnessMu.Lock()
+	defer m.freshnessMu.Unlock()
+	for p, n := range next {
+		if n > m.next[tp{topic, p}] {
+			m.next[tp{topic, p}] = n
+		}
+	}
+}
+
 func (m *Metrics) buffer(ident table.Identifier, rows int, bytes int64) {
 	m.bufRows.WithLabelValues(name(ident)).Add(float64(rows))
 	m.bufBytes.WithLabelValues(name(ident)).Add(float64(bytes))
@@ -125,7 +145,7 @@ func (m *Metrics) commitDone(ident table.Identifier, res commit.Result, d time.D
 	m.attempts.WithLabelValues(t).Add(float64(res.Attempts))
 	result := "ok"
 	switch {
-	case err == nil && res.Events == 0:
+	case err == nil && res.Events == 0 && res.Passed == 0:
 		result = "noop"
 	case err == nil:
 	case errors.Is(err, batch.ErrInvalidEvent):

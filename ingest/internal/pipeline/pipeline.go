@@ -29,6 +29,12 @@
 //     skips events a table already holds, so a replay after a crash, a
 //     rebalance or an ambiguous commit never applies a change twice.
 //   - Order per key is Kafka order (Debezium keys records by primary key).
+//   - Bad records (errors-tolerance=dlq, Config.DeadLetter): a record
+//     that cannot be decoded or mapped is sent to the dead-letter topic,
+//     acknowledged before any commit whose offsets pass it, and then
+//     passed (batch.Buffer.Pass) so that the table's next commit records
+//     its offset; deadletter.Writer skips a record an earlier run sent.
+//     Without a dead-letter topic such a record stops ingest.
 //   - Backpressure: each table has a bounded queue, and the buffered
 //     bytes of all tables are bounded; polling waits when either is full.
 //   - Schema changes: a new value schema flushes the buffer, evolves the
@@ -58,6 +64,7 @@ import (
 
 	"github.com/binlake/binlake/ingest/internal/batch"
 	"github.com/binlake/binlake/ingest/internal/commit"
+	"github.com/binlake/binlake/ingest/internal/deadletter"
 	"github.com/binlake/binlake/ingest/internal/decode"
 	"github.com/binlake/binlake/ingest/internal/schemamap"
 )
@@ -129,6 +136,12 @@ type Config struct {
 	Logger *slog.Logger
 	// Metrics; nil means none.
 	Metrics *Metrics
+	// DeadLetter, when set (errors-tolerance=dlq), takes the records that
+	// cannot be decoded or mapped: each is sent to the dead-letter topic,
+	// and the table's offsets pass it (see worker.reject). nil
+	// (errors-tolerance=none): such a record stops ingest. The caller
+	// loads and closes it.
+	DeadLetter *deadletter.Writer
 	// ClientOpts are extra franz-go options (e.g. SASL, TLS, a logger).
 	ClientOpts []kgo.Opt
 }
@@ -613,6 +626,9 @@ func (p *Pipeline) heldIdent(ctx context.Context, topic string) (table.Identifie
 
 func (p *Pipeline) assigned(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
 	p.own(assigned, true)
+	if p.cfg.DeadLetter != nil {
+		p.cfg.DeadLetter.Assigned(assigned)
+	}
 	for topic, parts := range assigned {
 		p.log.Info("partitions assigned", "topic", topic, "partitions", parts)
 	}

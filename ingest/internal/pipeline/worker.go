@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,9 +16,11 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/binlake/binlake/ingest/internal/batch"
 	"github.com/binlake/binlake/ingest/internal/commit"
+	"github.com/binlake/binlake/ingest/internal/deadletter"
 	"github.com/binlake/binlake/ingest/internal/decode"
 	"github.com/binlake/binlake/ingest/internal/schemamap"
 )
@@ -99,7 +102,7 @@ func (w *worker) commitConfig() commit.Config {
 
 // changeLog reports whether the table is the append-only change log of a
 // source table without a primary key.
-func (w *worker) changeLog() bool { return w.buf != nil && w.buf.AppendOnly() }
+func (w *worker) changeLog() bool { return w.buf != nil && w.schema != nil && w.buf.AppendOnly() }
 
 // send queues m, waiting while the queue is full. It returns false when
 // ctx ends or the pipeline failed.
@@ -221,7 +224,7 @@ func (w *worker) add(ctx context.Context, rec *kgo.Record) error {
 	}
 	ch, err := w.p.dec.Decode(ctx, rec.Topic, rec.Partition, rec.Offset, rec.Key, rec.Value)
 	if err != nil {
-		return err
+		return w.reject(ctx, rec, deadletter.StageDecode, err)
 	}
 	if ch.NotChange == "" && !ch.Tombstone && w.ambiguous {
 		if err := w.resolve(rec, &ch); err != nil {
@@ -297,7 +300,7 @@ func (w *worker) add(ctx context.Context, rec *kgo.Record) error {
 			return err
 		}
 		if err := w.adopt(ctx, ch.Schema, key, keyless); err != nil {
-			return err
+			return w.reject(ctx, rec, deadletter.StageMap, err)
 		}
 	}
 	if w.buf == nil { // a truncate of a table never seen: nothing to empty
@@ -306,7 +309,7 @@ func (w *worker) add(ctx context.Context, rec *kgo.Record) error {
 	now := time.Now()
 	if w.buf.AppendOnly() {
 		if err := w.addChangeLog(&ch, now); err != nil {
-			return err
+			return w.reject(ctx, rec, deadletter.StageMap, err)
 		}
 	} else {
 		ev := ch.Event
@@ -314,7 +317,7 @@ func (w *worker) add(ctx context.Context, rec *kgo.Record) error {
 			ev.Row = append(ev.Row, orderValue(ev.Order))
 		}
 		if err := w.buf.Add(ev, now); err != nil {
-			return err
+			return w.reject(ctx, rec, deadletter.StageMap, err)
 		}
 	}
 	if w.p.cfg.Metrics != nil {
@@ -710,13 +713,18 @@ func (w *worker) evolve(ctx context.Context, changes []schemamap.Change) error {
 // during the rewind.
 func (w *worker) drop() {
 	w.skippedTo = nil // no longer ours to commit
-	if w.buf == nil || w.buf.Len() == 0 {
+	if w.buf == nil || w.buf.Pending() == 0 {
 		return
 	}
 	first := map[int32]int64{}
 	for _, ev := range w.buf.Events() {
 		if n, ok := first[ev.Partition]; !ok || ev.Offset < n {
 			first[ev.Partition] = ev.Offset
+		}
+	}
+	for _, pos := range w.buf.Passed() {
+		if n, ok := first[pos.Partition]; !ok || pos.Offset < n {
+			first[pos.Partition] = pos.Offset
 		}
 	}
 	if kept := w.p.ownedOnly(w.topic, first); len(kept) > 0 {
@@ -727,14 +735,14 @@ func (w *worker) drop() {
 		w.p.cl.SetOffsets(eo)
 		w.log.Info("rewound the partitions kept to the abandoned batch's first records", "partitions", kept)
 	}
-	w.log.Info("abandoning the open batch; the next owner re-reads it", "events", w.buf.Len())
+	w.log.Info("abandoning the open batch; the next owner re-reads it", "events", w.buf.Len(), "dead_lettered", len(w.buf.Passed()))
 	w.p.buffered.Add(-w.buf.Bytes())
 	w.buf.Reset()
 	w.setBuffered()
 }
 
 func (w *worker) flush(ctx context.Context, reason string) error {
-	if w.buf == nil || w.buf.Len() == 0 {
+	if w.buf == nil || w.buf.Pending() == 0 {
 		return nil
 	}
 	start := time.Now()
@@ -779,7 +787,7 @@ func (w *worker) flush(ctx context.Context, reason string) error {
 		met.commitDone(w.ident, res, elapsed, nil)
 		met.committed(w.ident, w.buf, res, w.topic)
 	}
-	w.log.Info("committed", "reason", reason, "events", res.Events, "skipped", res.SkippedEvents,
+	w.log.Info("committed", "reason", reason, "events", res.Events, "skipped", res.SkippedEvents, "dead_lettered", res.Passed,
 		"rows", res.Rows, "deletes", res.Deletes, "truncated", res.Truncated,
 		"snapshot_id", res.SnapshotID, "commit_id", res.CommitID, "attempts", res.Attempts, "duration", elapsed)
 	w.p.buffered.Add(-w.buf.Bytes())
@@ -815,6 +823,9 @@ func (w *worker) commitSkipped(ctx context.Context) {
 		return
 	}
 	w.commitGroup(ctx, w.skippedTo)
+	if w.p.cfg.Metrics != nil {
+		w.p.cfg.Metrics.advanced(w.topic, w.skippedTo)
+	}
 	w.skippedTo = nil
 }
 
@@ -867,4 +878,95 @@ func retryCatalog(ctx context.Context, f func() error) error {
 		}
 		wait = min(2*wait, 5*time.Second)
 	}
+}
+
+// errorsToleranceHint ends the error of a record that stops ingest with
+// errors-tolerance=none: what the setting does and the way on.
+const errorsToleranceHint = "errors-tolerance=none stops ingest at a record that cannot be decoded or mapped; " +
+	"fix or remove what produced it, or set errors-tolerance=dlq and dlq-topic to send such records to a dead-letter topic and go on"
+
+// reject handles a record that failed at stage with err. A failure that
+// is not the record's own (a catalog or registry outage, cancellation), or
+// any failure without a dead-letter topic, is returned and stops ingest;
+// the record's own is sent to the dead-letter topic and passed: the
+// table's next commit records its offset (or, with no table yet, the
+// consumer group does, as for a topic without a table).
+func (w *worker) reject(ctx context.Context, rec *kgo.Record, stage deadletter.Stage, err error) error {
+	if stage == deadletter.StageMap {
+		err = fmt.Errorf("mapping the record at %s/%d/%d: %w", rec.Topic, rec.Partition, rec.Offset, err)
+	}
+	if !recordFault(err) {
+		return err
+	}
+	dl := w.p.cfg.DeadLetter
+	if dl == nil {
+		return fmt.Errorf("%w (%s)", err, errorsToleranceHint)
+	}
+	sent, serr := dl.Send(ctx, rec, stage, err)
+	if serr != nil {
+		return serr
+	}
+	if sent {
+		w.log.Warn("sent a record to the dead-letter topic", "dlq_topic", dl.Topic(), "partition", rec.Partition, "offset", rec.Offset, "stage", string(stage), "error", err.Error())
+		if w.p.cfg.Metrics != nil {
+			w.p.cfg.Metrics.deadLettered(rec.Topic, string(stage))
+		}
+	} else {
+		w.log.Info("record already on the dead-letter topic, passing it", "dlq_topic", dl.Topic(), "partition", rec.Partition, "offset", rec.Offset, "stage", string(stage))
+	}
+	return w.pass(ctx, rec)
+}
+
+// pass records that rec was consumed without an event: in the buffer, so
+// that the table's next commit passes it; with no table yet, for the
+// consumer group (commitSkipped), which a topic whose table does not exist
+// resumes from (Pipeline.adjustOffsets).
+func (w *worker) pass(ctx context.Context, rec *kgo.Record) error {
+	pos := batch.Position{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset}
+	now := time.Now()
+	if w.buf == nil && w.committer == nil && w.identErr == nil && w.ident != nil {
+		tbl, err := w.locate(ctx)
+		if err != nil {
+			return err
+		}
+		if tbl != nil {
+			if w.committer, err = commit.New(ctx, w.p.cat, w.ident, w.commitConfig()); err != nil {
+				return err
+			}
+		}
+	}
+	if w.buf == nil && w.committer != nil {
+		// A buffer of passed records only: the next change's schema
+		// replaces it (after committing it).
+		w.buf = batch.NewAppend(nil, w.p.cfg.Limits)
+	}
+	if w.buf == nil {
+		if w.skippedTo == nil {
+			w.skippedTo = map[int32]int64{}
+		}
+		w.skippedTo[rec.Partition] = rec.Offset + 1
+		return nil
+	}
+	w.buf.Pass(pos, now)
+	if w.buf.Full(now) {
+		return w.flush(ctx, "limit")
+	}
+	return nil
+}
+
+// recordFault reports whether err is the record's own fault, which no
+// retry can mend: it cannot be decoded, or its schema cannot be mapped
+// onto the table. A schema id the registry does not answer with 404 for
+// (the registry unreachable, say) is not.
+func recordFault(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, decode.ErrRegistryUnavailable) {
+		return false
+	}
+	if errors.Is(err, decode.ErrUnknownSchema) {
+		var re *sr.ResponseError
+		return errors.As(err, &re) && re.StatusCode == http.StatusNotFound
+	}
+	var de *decode.Error
+	return errors.As(err, &de) || errors.Is(err, ErrIncompatible) || errors.Is(err, schemamap.ErrUnsupported) ||
+		errors.Is(err, schemamap.ErrInvalidAvro) || errors.Is(err, batch.ErrInvalidEvent)
 }
