@@ -251,3 +251,36 @@ func TestSessionTimeout(t *testing.T) {
 		}
 	}
 }
+
+// TestSettledEmptyPartition: a schema topic of several partitions (capture
+// with a broker's num.partitions of 3) has partitions that hold no record.
+// No record of theirs ever reaches the worker, so waiting for the worker
+// to handle them waited forever: every table worker of a lone ingest
+// stopped at its first change (the chaos workload). A partition whose log
+// starts at its last stable offset is handled; one with records is not
+// until the worker has handled them.
+func TestSettledEmptyPartition(t *testing.T) {
+	const st = "p"
+	q := decode.SourcePos{File: "mysql-bin.000001", Pos: 4000}
+	r := newRenamer()
+	for part := range int32(4) {
+		r.setStart(st, part, -2) // a new group: from the start
+	}
+	r.handled(st, 0, 12) // records 0..10 and the transaction marker at 11
+	r.handled(st, 2, 2)
+	lso := lsoRead{
+		offsets:  map[int32]int64{0: 12, 1: 0, 2: 2, 3: 5},
+		logStart: map[int32]int64{0: 0, 1: 0, 2: 0, 3: 5}, // 3: its records deleted
+	}
+	if !r.settled(st, "", q, lso) {
+		t.Errorf("not settled with every record handled and partitions 1 and 3 empty")
+	}
+	lso.logStart[3] = 4
+	if r.settled(st, "", q, lso) {
+		t.Errorf("settled with partition 3's record at offset 4 not handled")
+	}
+	r.handled(st, 3, 5)
+	if !r.settled(st, "", q, lso) {
+		t.Errorf("not settled once partition 3's record is handled")
+	}
+}

@@ -75,10 +75,12 @@ type renamer struct {
 	lsoCache map[string]lsoRead
 }
 
-// lsoRead is a schema topic's last stable offsets and when they were read.
+// lsoRead is a schema topic's last stable offsets, its log start offsets
+// read after them, and when they were read.
 type lsoRead struct {
-	offsets map[int32]int64
-	at      time.Time
+	offsets  map[int32]int64
+	logStart map[int32]int64
+	at       time.Time
 }
 
 func newRenamer() *renamer {
@@ -161,27 +163,37 @@ func (r *renamer) past(schemaTopic string, q decode.SourcePos) bool {
 	return ok && q.Known() && pos.Compare(q) > 0
 }
 
-// lso returns the schema topic's last stable offsets as read at or after
-// at, reading them when the cached ones are older.
-func (r *renamer) lso(ctx context.Context, adm *kadm.Client, schemaTopic string, at time.Time) (map[int32]int64, error) {
+// lso returns the schema topic's last stable offsets (and log start
+// offsets) as read at or after at, reading them when the cached ones are
+// older.
+func (r *renamer) lso(ctx context.Context, adm *kadm.Client, schemaTopic string, at time.Time) (lsoRead, error) {
 	r.lsoMu.Lock()
 	defer r.lsoMu.Unlock()
 	if c, ok := r.lsoCache[schemaTopic]; ok && !c.at.Before(at) {
-		return c.offsets, nil
+		return c, nil
 	}
 	now := time.Now()
 	offs, err := offsetsOf(ctx, adm.ListCommittedOffsets, schemaTopic)
 	if err != nil {
-		return nil, err
+		return lsoRead{}, err
 	}
-	r.lsoCache[schemaTopic] = lsoRead{offs, now}
-	return offs, nil
+	starts, err := offsetsOf(ctx, adm.ListStartOffsets, schemaTopic)
+	if err != nil {
+		return lsoRead{}, err
+	}
+	c := lsoRead{offs, starts, now}
+	r.lsoCache[schemaTopic] = c
+	return c, nil
 }
 
 // settled reports whether table topic toTopic may create its table for a
 // change at q: no rename into it is pending, and the schema topic has been
-// handled past q (busy with a later statement) or up to lso.
-func (r *renamer) settled(schemaTopic, toTopic string, q decode.SourcePos, lso map[int32]int64) bool {
+// handled past q (busy with a later statement) or up to lso. A partition
+// that holds no record (its log starts at its last stable offset: never
+// written, or all deleted) is handled without any record reaching the
+// worker; a partition's fetch start counts only when it is an offset, not
+// the group's "from the start" sentinel.
+func (r *renamer) settled(schemaTopic, toTopic string, q decode.SourcePos, lso lsoRead) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if toTopic != "" && r.pending[toTopic] > 0 {
@@ -190,9 +202,12 @@ func (r *renamer) settled(schemaTopic, toTopic string, q decode.SourcePos, lso m
 	if pos, ok := r.busy[schemaTopic]; ok && q.Known() && pos.Compare(q) > 0 {
 		return true
 	}
-	for part, end := range lso {
+	for part, end := range lso.offsets {
+		if ls, ok := lso.logStart[part]; ok && ls >= end {
+			continue
+		}
 		next, ok := r.done[schemaTopic][part]
-		if s, sok := r.starts[schemaTopic][part]; sok && (!ok || s > next) {
+		if s, sok := r.starts[schemaTopic][part]; sok && s >= 0 && (!ok || s > next) {
 			next, ok = s, true
 		}
 		if !ok || next < end {
@@ -432,7 +447,7 @@ func (w *worker) awaitSchema(ctx context.Context, q decode.SourcePos) error {
 		return nil // renames are not followed
 	}
 	at := w.recAt
-	var lso map[int32]int64
+	var lso lsoRead
 	waited, since, warned := false, time.Now(), false
 	return w.waitFor(ctx, func() (bool, error) {
 		if w.job != nil {
@@ -451,7 +466,7 @@ func (w *worker) awaitSchema(ctx context.Context, q decode.SourcePos) error {
 		if p.ren.past(schemaTopic, q) {
 			return true, nil
 		}
-		if lso == nil {
+		if lso.offsets == nil {
 			var err error
 			if lso, err = p.ren.lso(ctx, kadm.NewClient(p.cl), schemaTopic, at); err != nil {
 				return false, err
