@@ -100,6 +100,9 @@ type Reader struct {
 	syncer   *replication.BinlogSyncer
 	streamer *replication.BinlogStreamer
 	flavor   Flavor
+	scfg     replication.BinlogSyncerConfig // to reconnect
+	log      *slog.Logger
+	lost     int // reconnections in a row without an event
 
 	gset mysql.GTIDSet // executed up to the last commit
 	file string
@@ -136,22 +139,63 @@ func Open(ctx context.Context, cfg Config, start Position) (*Reader, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	syncer := replication.NewBinlogSyncer(syncerConfig(cfg, host, uint16(port), hb, logger))
-	r := &Reader{syncer: syncer, flavor: cfg.Flavor, file: start.File, pos: start.Pos}
-	switch {
-	case start.GTIDSet != "" || (start.File == "" && cfg.Flavor == FlavorMariaDB):
-		r.gset, err = ParseGTIDSet(cfg.Flavor, start.GTIDSet)
-		if err == nil {
-			r.streamer, err = syncer.StartSyncGTID(r.gset.Clone())
+	r := &Reader{flavor: cfg.Flavor, file: start.File, pos: start.Pos, scfg: syncerConfig(cfg, host, uint16(port), hb, logger), log: logger}
+	if start.GTIDSet != "" || (start.File == "" && cfg.Flavor == FlavorMariaDB) {
+		if r.gset, err = ParseGTIDSet(cfg.Flavor, start.GTIDSet); err != nil {
+			return nil, fmt.Errorf("starting binlog stream at %s: %w", start, err)
 		}
-	default:
-		r.streamer, err = syncer.StartSync(mysql.Position{Name: start.File, Pos: start.Pos})
 	}
-	if err != nil {
-		syncer.Close()
+	if err := r.start(); err != nil {
 		return nil, fmt.Errorf("starting binlog stream at %s: %w", start, err)
 	}
 	return r, nil
+}
+
+// start connects a new syncer and streams from the reader's position:
+// the transactions not in its GTID set, or from its file and offset.
+func (r *Reader) start() error {
+	r.syncer = replication.NewBinlogSyncer(r.scfg)
+	var err error
+	if r.gset != nil {
+		r.streamer, err = r.syncer.StartSyncGTID(r.gset.Clone())
+	} else {
+		r.streamer, err = r.syncer.StartSync(mysql.Position{Name: r.file, Pos: r.pos})
+	}
+	if err != nil {
+		r.syncer.Close()
+	}
+	return err
+}
+
+// maxReconnects bounds the reconnections in a row that bring no event, a
+// second apart.
+const maxReconnects = 30
+
+// reconnect streams again from the reader's position after the
+// connection was lost between two transactions. go-mysql's own retry is
+// off: it resumed from its GTID set before the last transaction when the
+// connection broke after that transaction's commit, and handed that
+// transaction over a second time (a duplicate on the topics).
+func (r *Reader) reconnect(ctx context.Context, cause error) error {
+	r.syncer.Close()
+	for {
+		r.lost++
+		if r.lost > maxReconnects {
+			return fmt.Errorf("reading binlog after %s: %d reconnections failed: %w", r.Position(), maxReconnects, cause)
+		}
+		r.log.Warn("binlog connection lost; reconnecting", "position", r.Position().String(), "attempt", r.lost, "error", cause)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+		r.gtid, r.thread = "", 0
+		err := r.start()
+		if err == nil {
+			return nil
+		}
+		cause = err
+	}
 }
 
 // ErrPurged reports that the server no longer has the binlog capture must
@@ -188,8 +232,9 @@ func syncerConfig(cfg Config, host string, port uint16, hb time.Duration, logger
 		HeartbeatPeriod:         hb,
 		ReadTimeout:             3 * hb,
 		TimestampStringLocation: time.UTC,
-		MaxReconnectAttempts:    10,
 		Logger:                  logger.With("component", "binlog"),
+		// Reader.reconnect resumes from capture's own position instead.
+		DisableRetrySync: true,
 		// Events decoded ahead of capture. A rows event holds up to
 		// max_binlog_cache-sized batches of rows, so this bounds memory:
 		// capture, not the syncer, owns back-pressure.
@@ -230,7 +275,20 @@ func (r *Reader) Next(ctx context.Context) (Event, error) {
 			if ctx.Err() != nil {
 				return Event{}, ctx.Err()
 			}
-			return Event{}, readError(r.Position(), err)
+			err = readError(r.Position(), err)
+			if errors.Is(err, ErrPurged) || r.inTxn {
+				// Part of the open transaction was returned: it cannot be
+				// handed over again from its start, so the error is final
+				// (a restart resumes from the last committed position).
+				return Event{}, err
+			}
+			if err := r.reconnect(ctx, err); err != nil {
+				return Event{}, err
+			}
+			continue
+		}
+		if raw.Header.EventType != replication.HEARTBEAT_EVENT {
+			r.lost = 0
 		}
 		if err := r.decode(raw); err != nil {
 			return Event{}, err
