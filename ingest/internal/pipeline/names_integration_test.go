@@ -443,3 +443,57 @@ func TestRenameResumedAfterCrash(t *testing.T) {
 		t.Errorf("tables %v, want only b", names)
 	}
 }
+
+// TestRefetchedRecordsOnce: records the open batch holds, fetched again
+// (a handoff that gave up waiting keeps the batch; the partition assigned
+// back resumes from the table's offsets, below it), are not added again.
+// They were: the chaos workload's keyless change log had one update's
+// before and after images twice in one commit.
+func TestRefetchedRecordsOnce(t *testing.T) {
+	e := newNamesEnv(t, "t")
+	ctx := t.Context()
+	env := testenv.IcebergEnv(t)
+	cat, err := rest.NewCatalog(ctx, "ingest", env.URI, rest.WithAdditionalProps(env.FileIOProps()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(Config{Brokers: testenv.KafkaBrokers(t), Group: testenv.Unique(t, "g"), Topics: []string{e.topic("t")},
+		Logger: slog.New(slog.DiscardHandler)}, cat, decode.New(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ident, err := p.ident(e.topic("t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &worker{p: p, topic: e.topic("t"), ident: ident, names: topicNames{"bl", e.db, "t"}, log: p.log}
+	feed := func(from, to int64) {
+		t.Helper()
+		for off := from; off <= to; off++ {
+			r := jsonRecord(off+1, 1)
+			r.Topic, r.Partition, r.Offset = e.topic("t"), 0, off
+			if err := w.handle(ctx, msg{rec: r, at: time.Now()}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	feed(0, 4)
+	feed(2, 6) // fetched again from offset 2
+	var offs []int64
+	for _, ev := range w.buf.Events() {
+		offs = append(offs, ev.Offset)
+	}
+	if want := []int64{0, 1, 2, 3, 4, 5, 6}; !slices.Equal(offs, want) {
+		t.Errorf("the batch holds offsets %v, want %v", offs, want)
+	}
+	if err := w.flush(ctx, "test"); err != nil {
+		t.Fatal(err)
+	}
+	feed(5, 7) // after the commit: the table's offsets decide
+	if err := w.flush(ctx, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.ids("t"); !slices.Equal(got, []int64{1, 2, 3, 4, 5, 6, 7, 8}) {
+		t.Errorf("table t holds ids %v, want 1..8", got)
+	}
+}
