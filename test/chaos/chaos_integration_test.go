@@ -385,6 +385,14 @@ func (h *harness) waitFlowing() {
 		}
 		return nil
 	})
+	testenv.CheckFor(h.t, 3*time.Minute, time.Second, func() error {
+		b, err := os.ReadFile(h.capture.logPath(1))
+		if err != nil || !strings.Contains(string(b), `msg="snapshot: done"`) {
+			return fmt.Errorf("capture's initial snapshot is not done (%v)", err)
+		}
+		return nil
+	})
+	h.w.keyless.Store(true)
 	h.logf("the pipeline is flowing")
 }
 

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -74,6 +75,7 @@ type writer struct {
 	txns    int
 	failed  int
 	seeded  int         // changes before capture started: on the topics as snapshot reads only
+	keyless atomic.Bool // audit may be written: capture's initial snapshot is done
 	steps   chan string // schema changes to make, in order
 	stepped []string
 }
@@ -188,6 +190,11 @@ func (w *writer) txn() []stmt {
 				logc(change{table: "Order Lines", op: "d", key: lineKey(k), ver: old})
 				break
 			}
+		case r < 85 && !w.keyless.Load():
+			// The keyless table is written once capture's initial snapshot
+			// is done: its consistent read holds the changes made before
+			// it, which are then never streamed (capture/README.md), and
+			// the check of the topics could not tell those from losses.
 		case r < 85: // audit: insert, sometimes update or delete a row (no key: by ver)
 			switch a := w.rng.IntN(10); {
 			case a < 7 || len(audit) == 0:
