@@ -76,6 +76,7 @@ type writer struct {
 	failed  int
 	seeded  int         // changes before capture started: on the topics as snapshot reads only
 	keyless atomic.Bool // audit may be written: capture's initial snapshot is done
+	snapEnd int         // len(log) once capture's initial snapshot was seen done
 	steps   chan string // schema changes to make, in order
 	stepped []string
 }

@@ -321,7 +321,9 @@ func (v *snapshotReads) NoteEvent(e Event) {
 	kind := "initial"
 	if e.Snapshot == "incremental" {
 		kind = "incremental"
-	} else if e.Snapshot == "first" {
+	} else if e.Snapshot == "first" || e.Snapshot == "first_in_data_collection" {
+		// A new snapshot of the table: the topic's first record of it is
+		// marked first (of the whole snapshot) or first_in_data_collection.
 		v.gen[e.Topic]++
 	}
 	k := fmt.Sprintf("%s\x00%s%d\x00%s", e.Topic, kind, v.gen[e.Topic], e.Key)
