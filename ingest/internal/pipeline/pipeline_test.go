@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/binlake/binlake/ingest/internal/batch"
 	"github.com/binlake/binlake/ingest/internal/decode"
 )
 
@@ -282,5 +283,39 @@ func TestSettledEmptyPartition(t *testing.T) {
 	r.handled(st, 3, 5)
 	if !r.settled(st, "", q, lso) {
 		t.Errorf("not settled once partition 3's record is handled")
+	}
+}
+
+// TestStaleDropWhileWaiting: a drop request that reaches a worker waiting
+// for the schema topic after its callback gave up (its context ended) is
+// stale, as it is in handle: the records held meanwhile and the open
+// batch are kept. Dropping them lost the held records of partitions the
+// batch had none of, which no rewind covers.
+func TestStaleDropWhileWaiting(t *testing.T) {
+	p := &Pipeline{log: slog.New(slog.DiscardHandler), ren: newRenamer()}
+	w := &worker{p: p, topic: "p.db.t", in: make(chan msg, 4), log: p.log}
+	w.buf = batch.NewAppend([]string{"v"}, batch.Limits{})
+	if err := w.buf.Add(batch.Event{Op: batch.OpCreate, Row: []any{1}, Partition: 0, Offset: 7}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	held := &kgo.Record{Topic: w.topic, Partition: 1, Offset: 3}
+	gone, cancel := context.WithCancel(t.Context())
+	cancel()
+	done := make(chan error, 1)
+	w.in <- msg{rec: held}
+	w.in <- msg{ctl: ctlDrop, ctx: gone, done: done}
+	calls := 0
+	err := w.waitFor(t.Context(), func() (bool, error) {
+		calls++
+		return len(done) > 0, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(w.held) != 1 || w.held[0].rec != held {
+		t.Errorf("held %d messages after a stale drop, want the record of partition 1 kept", len(w.held))
+	}
+	if w.buf.Len() != 1 {
+		t.Errorf("the batch holds %d events after a stale drop, want 1", w.buf.Len())
 	}
 }

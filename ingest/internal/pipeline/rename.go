@@ -412,8 +412,15 @@ func (w *worker) waitFor(ctx context.Context, ready func() (bool, error)) error 
 					return err
 				}
 			case ctlDrop:
-				w.drop()
-				w.held = nil
+				// As in handle: a drop whose callback gave up waiting is
+				// stale, the partitions may be this member's again, and
+				// what is held and buffered is kept. Dropping the held
+				// records then lost those of partitions the batch had no
+				// record of (no rewind covers them).
+				if m.ctx.Err() == nil {
+					w.drop()
+					w.held = nil
+				}
 				m.done <- nil
 			default:
 				w.held = append(w.held, m)
