@@ -8,7 +8,7 @@ GO    ?= go
 INTEGRATION_FLAGS ?= -tags integration -count=1 -p 1 -timeout 50m -short
 FULL_FLAGS        ?= -tags integration -count=1 -p 1 -timeout 120m
 
-.PHONY: all build test test-full unit integration integration-full deploy-check compat chaos bench-capture bench-large-txn bench-ingest bench-scan bench-snapshot demo stack-up stack-down stack-status stack-env stack-logs stack-wipe vet fmt clean
+.PHONY: all build test test-full unit integration integration-full deploy-check compat chaos bench-capture bench-large-txn bench-ingest bench-scan bench-snapshot bench-peer demo stack-up stack-down stack-status stack-env stack-logs stack-wipe vet fmt clean
 
 all: build
 
@@ -114,6 +114,12 @@ bench-large-txn: stack-up
 ## Prints: INGEST rows=<n> seconds=<s> rows_per_s=<r> commits=<c> rss_mib=<m>
 bench-ingest: stack-up
 	eval "$$($(STACK) env)" && BINLAKE_REQUIRE_STACK=1 BINLAKE_BENCH=1 $(GO) test -tags integration -count=1 -timeout 60m -run TestBenchIngest -v ./test/bench | grep -E '^(INGEST|--- |ok|FAIL)|bench_integration_test'
+
+## bench-peer: ingest (each delete mode) vs the Apache Iceberg Kafka Connect sink 1.12 (append-only) on the same
+## 1,000,000-event topic (BINLAKE_PEER_EVENTS), catalog and MinIO; prints bench-ingest's INGEST lines too.
+## deploy/local/iceberg-sink.sh assembles the sink from Maven Central once (cached in the stack dir).
+bench-peer: stack-up
+	eval "$$($(STACK) env)" && BINLAKE_REQUIRE_STACK=1 BINLAKE_BENCH=1 $(GO) test -tags integration -count=1 -timeout 90m -run TestBenchPeer -v ./test/bench | grep -E '^(INGEST|PEER|RATIO|--- |ok|FAIL)|bench_integration_test'
 
 ## bench-scan: a 1,000,000-row table (BINLAKE_SCAN_ROWS) after 100 upsert commits (BINLAKE_SCAN_ROUNDS) of 10 % of
 ## its rows, ingested in each delete mode (equality, position, dv), read by the Java reader and DuckDB before and
