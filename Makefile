@@ -8,7 +8,7 @@ GO    ?= go
 INTEGRATION_FLAGS ?= -tags integration -count=1 -p 1 -timeout 50m -short
 FULL_FLAGS        ?= -tags integration -count=1 -p 1 -timeout 120m
 
-.PHONY: all build test test-full unit integration integration-full deploy-check compat chaos bench-capture bench-large-txn bench-ingest bench-scan bench-snapshot bench-peer demo stack-up stack-down stack-status stack-env stack-logs stack-wipe vet fmt clean
+.PHONY: all build test test-full unit integration integration-full deploy-check compat chaos bench-capture bench-large-txn bench-ingest bench-scan bench-snapshot bench-peer bench-freshness demo stack-up stack-down stack-status stack-env stack-logs stack-wipe vet fmt clean
 
 all: build
 
@@ -120,6 +120,11 @@ bench-ingest: stack-up
 ## deploy/local/iceberg-sink.sh assembles the sink from Maven Central once (cached in the stack dir).
 bench-peer: stack-up
 	eval "$$($(STACK) env)" && BINLAKE_REQUIRE_STACK=1 BINLAKE_BENCH=1 $(GO) test -tags integration -count=1 -timeout 90m -run TestBenchPeer -v ./test/bench | grep -E '^(INGEST|PEER|RATIO|--- |ok|FAIL)|bench_integration_test'
+
+## bench-freshness: a steady 20,000 changes/s (BINLAKE_FRESHNESS_RATE) over 8 tables for 300 s (BINLAKE_FRESHNESS_SECONDS)
+## through capture and ingest (flush 10 s): per commit, commit time minus the binlog time of its newest change.
+bench-freshness: stack-up
+	eval "$$($(STACK) env)" && BINLAKE_REQUIRE_STACK=1 BINLAKE_BENCH=1 $(GO) test -tags integration -count=1 -timeout 60m -run TestBenchFreshness -v ./test/bench | grep -E '^(FRESHNESS|--- |ok|FAIL)|bench_integration_test'
 
 ## bench-scan: a 1,000,000-row table (BINLAKE_SCAN_ROWS) after 100 upsert commits (BINLAKE_SCAN_ROUNDS) of 10 % of
 ## its rows, ingested in each delete mode (equality, position, dv), read by the Java reader and DuckDB before and
