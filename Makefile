@@ -8,7 +8,7 @@ GO    ?= go
 INTEGRATION_FLAGS ?= -tags integration -count=1 -p 1 -timeout 50m -short
 FULL_FLAGS        ?= -tags integration -count=1 -p 1 -timeout 120m
 
-.PHONY: all build test test-full unit integration integration-full deploy-check compat chaos bench-capture bench-large-txn bench-ingest bench-scan bench-snapshot bench-peer bench-freshness demo stack-up stack-down stack-status stack-env stack-logs stack-wipe vet fmt clean
+.PHONY: all build test test-full unit integration integration-full deploy-check compat chaos bench-capture bench-large-txn bench-ingest bench-scan bench-snapshot bench-peer bench-freshness bench-scale demo stack-up stack-down stack-status stack-env stack-logs stack-wipe vet fmt clean
 
 all: build
 
@@ -125,6 +125,11 @@ bench-peer: stack-up
 ## through capture and ingest (flush 10 s): per commit, commit time minus the binlog time of its newest change.
 bench-freshness: stack-up
 	eval "$$($(STACK) env)" && BINLAKE_REQUIRE_STACK=1 BINLAKE_BENCH=1 $(GO) test -tags integration -count=1 -timeout 60m -run TestBenchFreshness -v ./test/bench | grep -E '^(FRESHNESS|--- |ok|FAIL)|bench_integration_test'
+
+## bench-scale: CPU-seconds per million events and peak RSS of ingest over 1/4/16 tables x 1/4/12 partitions and of
+## capture over 1 and 16 tables, 200,000 events each (BINLAKE_SCALE_EVENTS).
+bench-scale: stack-up
+	eval "$$($(STACK) env)" && BINLAKE_REQUIRE_STACK=1 BINLAKE_BENCH=1 $(GO) test -tags integration -count=1 -timeout 60m -run TestBenchScale -v ./test/bench | grep -E '^(SCALE|--- |ok|FAIL)|bench_integration_test'
 
 ## bench-scan: a 1,000,000-row table (BINLAKE_SCAN_ROWS) after 100 upsert commits (BINLAKE_SCAN_ROUNDS) of 10 % of
 ## its rows, ingested in each delete mode (equality, position, dv), read by the Java reader and DuckDB before and
