@@ -69,12 +69,10 @@ func TestBenchFreshness(t *testing.T) {
 		waitEnd(t, brokers, topics[len(topics)-1], 1, 2*time.Minute)
 	}
 	ice := testenv.IcebergEnv(t)
-	ingest := startIngest(t, build(t, "ingest"), t.TempDir(), "freshness", []string{
-		"INGEST_KAFKA_BROKERS=" + strings.Join(brokers, ","), "INGEST_GROUP_ID=" + db, "INGEST_TOPICS=" + strings.Join(topics, ","),
-		"INGEST_SCHEMA_REGISTRY_URL=" + testenv.RegistryURL(t), "INGEST_CATALOG_URI=" + ice.URI,
-		"INGEST_S3_ENDPOINT=" + ice.S3Endpoint, "INGEST_S3_REGION=" + ice.Region,
-		"INGEST_FLUSH_INTERVAL=" + flush.String(),
-	})
+	// The default delete mode (auto) and the flush interval of the issue
+	// (the last of a variable's values counts).
+	env := append(ingestEnv(t, changeTopics{topics: topics}, db, "auto", "2"), "INGEST_FLUSH_INTERVAL="+flush.String())
+	ingest := startIngest(t, build(t, "ingest"), t.TempDir(), "freshness", env)
 	testenv.CheckFor(t, 2*time.Minute, 200*time.Millisecond, func() error {
 		ms, err := scrape("http://" + ingest.addr + "/metrics")
 		if err != nil {
