@@ -134,8 +134,9 @@ bench-scale: stack-up
 ## bench: every benchmark in one run (capture, snapshot, large transaction, ingest + its peer, freshness, scale,
 ## scan), each line printed and kept in bench-report/bench.log, then a Markdown report with PNG charts in
 ## bench-report/ (git-ignored; test/bench/report). bench-peer prints bench-ingest's lines, so bench-ingest is not
-## run again. A failing benchmark does not stop the others; make bench fails at the end. About 1.5 hours here.
-## bench-short: the same plumbing at small counts (a few minutes; figures not comparable), into bench-report/short/.
+## run again. A failing benchmark does not stop the others; make bench fails at the end. About 1.5 hours here
+## (estimated from each target's own run: bench-scan alone 22 to 50 min; not run as a whole yet).
+## bench-short: the same plumbing at small counts (about 10 minutes here; figures not comparable), into bench-report/short/.
 BENCH_TARGETS       := bench-capture bench-snapshot bench-large-txn bench-peer bench-freshness bench-scale bench-scan
 BENCH_SHORT_TARGETS := bench-snapshot bench-large-txn bench-peer bench-freshness bench-scale bench-scan
 BENCH_SHORT_ENV     := BINLAKE_SNAPSHOT_BENCH_ROWS=100000 BINLAKE_BENCH_TXN_MB=64 BINLAKE_PEER_EVENTS=100000 \
