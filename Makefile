@@ -8,7 +8,7 @@ GO    ?= go
 INTEGRATION_FLAGS ?= -tags integration -count=1 -p 1 -timeout 50m -short
 FULL_FLAGS        ?= -tags integration -count=1 -p 1 -timeout 120m
 
-.PHONY: all build test test-full unit integration integration-full deploy-check compat chaos bench-capture bench-large-txn bench-ingest bench-scan bench-snapshot demo stack-up stack-down stack-status stack-env stack-logs stack-wipe vet fmt clean
+.PHONY: all build test test-full unit integration integration-full deploy-check compat chaos bench-capture bench-large-txn bench-ingest bench-scan bench-snapshot bench-peer bench-freshness bench-scale bench bench-short demo stack-up stack-down stack-status stack-env stack-logs stack-wipe vet fmt clean
 
 all: build
 
@@ -114,6 +114,50 @@ bench-large-txn: stack-up
 ## Prints: INGEST rows=<n> seconds=<s> rows_per_s=<r> commits=<c> rss_mib=<m>
 bench-ingest: stack-up
 	eval "$$($(STACK) env)" && BINLAKE_REQUIRE_STACK=1 BINLAKE_BENCH=1 $(GO) test -tags integration -count=1 -timeout 60m -run TestBenchIngest -v ./test/bench | grep -E '^(INGEST|--- |ok|FAIL)|bench_integration_test'
+
+## bench-peer: ingest (each delete mode) vs the Apache Iceberg Kafka Connect sink 1.12 (append-only) on the same
+## 1,000,000-event topic (BINLAKE_PEER_EVENTS), catalog and MinIO; prints bench-ingest's INGEST lines too.
+## deploy/local/iceberg-sink.sh assembles the sink from Maven Central once (cached in the stack dir).
+bench-peer: stack-up
+	eval "$$($(STACK) env)" && BINLAKE_REQUIRE_STACK=1 BINLAKE_BENCH=1 $(GO) test -tags integration -count=1 -timeout 90m -run TestBenchPeer -v ./test/bench | grep -E '^(INGEST|PEER|RATIO|--- |ok|FAIL)|bench_integration_test'
+
+## bench-freshness: a steady 20,000 changes/s (BINLAKE_FRESHNESS_RATE) over 8 tables for 300 s (BINLAKE_FRESHNESS_SECONDS)
+## through capture and ingest (flush 10 s): per commit, commit time minus the binlog time of its newest change.
+bench-freshness: stack-up
+	eval "$$($(STACK) env)" && BINLAKE_REQUIRE_STACK=1 BINLAKE_BENCH=1 $(GO) test -tags integration -count=1 -timeout 60m -run TestBenchFreshness -v ./test/bench | grep -E '^(FRESHNESS|--- |ok|FAIL)|bench_integration_test'
+
+## bench-scale: CPU-seconds per million events and peak RSS of ingest over 1/4/16 tables x 1/4/12 partitions and of
+## capture over 1 and 16 tables, 200,000 events each (BINLAKE_SCALE_EVENTS).
+bench-scale: stack-up
+	eval "$$($(STACK) env)" && BINLAKE_REQUIRE_STACK=1 BINLAKE_BENCH=1 $(GO) test -tags integration -count=1 -timeout 60m -run TestBenchScale -v ./test/bench | grep -E '^(SCALE|--- |ok|FAIL)|bench_integration_test'
+
+## bench: every benchmark in one run (capture, snapshot, large transaction, ingest + its peer, freshness, scale,
+## scan), each line printed and kept in bench-report/bench.log, then a Markdown report with PNG charts in
+## bench-report/ (git-ignored; test/bench/report). bench-peer prints bench-ingest's lines, so bench-ingest is not
+## run again. A failing benchmark does not stop the others; make bench fails at the end. About 1.5 hours here
+## (estimated from each target's own run: bench-scan alone 22 to 50 min; not run as a whole yet).
+## bench-short: the same plumbing at small counts (about 10 minutes here; figures not comparable), into bench-report/short/.
+BENCH_TARGETS       := bench-capture bench-snapshot bench-large-txn bench-peer bench-freshness bench-scale bench-scan
+BENCH_SHORT_TARGETS := bench-snapshot bench-large-txn bench-peer bench-freshness bench-scale bench-scan
+BENCH_SHORT_ENV     := BINLAKE_SNAPSHOT_BENCH_ROWS=100000 BINLAKE_BENCH_TXN_MB=64 BINLAKE_PEER_EVENTS=100000 \
+	BINLAKE_FRESHNESS_RATE=2000 BINLAKE_FRESHNESS_SECONDS=30 BINLAKE_SCALE_EVENTS=20000 \
+	BINLAKE_SCAN_ROWS=20000 BINLAKE_SCAN_ROUNDS=5
+bench: stack-up
+	@mkdir -p bench-report && : >bench-report/bench.log
+	@fail=; for t in $(BENCH_TARGETS); do \
+	  $(MAKE) --no-print-directory $$t 2>&1 | tee -a bench-report/bench.log; \
+	  [[ $${PIPESTATUS[0]} == 0 ]] || fail="$$fail $$t"; \
+	done; \
+	$(GO) run ./test/bench/report -in bench-report/bench.log -out bench-report; \
+	if [[ -n $$fail ]]; then echo "bench: failed:$$fail" >&2; exit 1; fi
+bench-short: stack-up
+	@mkdir -p bench-report/short && : >bench-report/short/bench.log
+	@fail=; for t in $(BENCH_SHORT_TARGETS); do \
+	  $(BENCH_SHORT_ENV) $(MAKE) --no-print-directory $$t 2>&1 | tee -a bench-report/short/bench.log; \
+	  [[ $${PIPESTATUS[0]} == 0 ]] || fail="$$fail $$t"; \
+	done; \
+	$(GO) run ./test/bench/report -title "binlake benchmarks (short counts: plumbing only)" -in bench-report/short/bench.log -out bench-report/short; \
+	if [[ -n $$fail ]]; then echo "bench-short: failed:$$fail" >&2; exit 1; fi
 
 ## bench-scan: a 1,000,000-row table (BINLAKE_SCAN_ROWS) after 100 upsert commits (BINLAKE_SCAN_ROUNDS) of 10 % of
 ## its rows, ingested in each delete mode (equality, position, dv), read by the Java reader and DuckDB before and

@@ -75,7 +75,7 @@ func TestBenchCapture(t *testing.T) {
 
 	// The backlog.
 	start := time.Now()
-	writeOrders(t, conn, inserts, updates, deletes, chunk)
+	writeOrders(t, conn, "orders", inserts, updates, deletes, chunk)
 	var gtidAfter string
 	if err := admin.QueryRowContext(ctx, "SELECT @@gtid_binlog_pos").Scan(&gtidAfter); err != nil {
 		t.Fatal(err)

@@ -41,30 +41,31 @@ const ordersDDL = `CREATE TABLE orders (id BIGINT NOT NULL PRIMARY KEY, customer
 	note VARCHAR(200), created_at DATETIME(6) NOT NULL, updated_at TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
 	flags TINYINT UNSIGNED NOT NULL, attrs JSON)`
 
-// writeOrders inserts ids 1..ins, then updates ids 1..upd and deletes the
-// last del ids, chunk rows per statement (one transaction each), with
-// varied values so that compression does not flatter anyone.
-func writeOrders(t *testing.T, conn *sql.DB, ins, upd, del, chunk int) {
+// writeOrders inserts ids 1..ins into table (of ordersDDL), then updates
+// ids 1..upd and deletes the last del ids, chunk rows per statement (one
+// transaction each), with varied values so that compression does not
+// flatter anyone.
+func writeOrders(t *testing.T, conn *sql.DB, table string, ins, upd, del, chunk int) {
 	t.Helper()
 	for lo := 1; lo <= ins; lo += chunk {
-		mustExec(t, conn, insertOrders(lo, min(lo+chunk-1, ins)))
+		mustExec(t, conn, insertOrders(table, lo, min(lo+chunk-1, ins)))
 	}
 	for lo := 1; lo <= upd; lo += chunk {
-		mustExec(t, conn, fmt.Sprintf("UPDATE orders SET status = 'paid', amount = amount + 1, note = CONCAT(note, '+') WHERE id BETWEEN %d AND %d", lo, min(lo+chunk-1, upd)))
+		mustExec(t, conn, fmt.Sprintf("UPDATE %s SET status = 'paid', amount = amount + 1, note = CONCAT(note, '+') WHERE id BETWEEN %d AND %d", table, lo, min(lo+chunk-1, upd)))
 	}
 	for lo := ins - del + 1; lo <= ins; lo += chunk {
-		mustExec(t, conn, fmt.Sprintf("DELETE FROM orders WHERE id BETWEEN %d AND %d", lo, min(lo+chunk-1, ins)))
+		mustExec(t, conn, fmt.Sprintf("DELETE FROM %s WHERE id BETWEEN %d AND %d", table, lo, min(lo+chunk-1, ins)))
 	}
 }
 
-// insertOrders is the statement inserting ids lo..hi into orders, with
-// varied values of every type of ordersDDL.
-func insertOrders(lo, hi int) string {
-	return fmt.Sprintf(`INSERT INTO orders (id, customer_id, status, amount, currency, note, created_at, updated_at, flags, attrs)
+// insertOrders is the statement inserting ids lo..hi into table (of
+// ordersDDL), with varied values of every type of ordersDDL.
+func insertOrders(table string, lo, hi int) string {
+	return fmt.Sprintf(`INSERT INTO %s (id, customer_id, status, amount, currency, note, created_at, updated_at, flags, attrs)
 			SELECT seq, seq %% 10007, ELT(1 + seq %% 4, 'new','paid','shipped','cancelled'), (seq * 7919 %% 10000000) / 100, 'EUR',
 			       CONCAT('order ', seq, ' ', MD5(seq)), TIMESTAMP('2024-01-01') + INTERVAL seq SECOND + INTERVAL (seq %% 1000000) MICROSECOND,
 			       TIMESTAMP('2024-06-01') + INTERVAL seq SECOND, seq %% 256, JSON_OBJECT('k', seq, 'tag', MD5(seq + 1))
-			FROM seq_%d_to_%d`, lo, hi)
+			FROM seq_%d_to_%d`, table, lo, hi)
 }
 
 // captureProc is a running capture whose output goes to a log file.

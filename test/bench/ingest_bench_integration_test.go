@@ -5,6 +5,7 @@ package bench
 import (
 	"bufio"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -31,14 +32,38 @@ import (
 // with seconds from ingest's start to its last commit (read from its
 // metrics: every event counted and nothing left buffered) and index_mib
 // the key index's size on disk at that point (0 in equality mode).
+// TestBenchPeer prints the same lines before its peer's.
 func TestBenchIngest(t *testing.T) {
 	if os.Getenv("BINLAKE_BENCH") != "1" {
 		t.Skip("set BINLAKE_BENCH=1 (make bench-ingest)")
 	}
-	const ins, upd, del, chunk = 700_000, 200_000, 100_000, 10_000
+	ingestModes(t, newChangeTopics(t, changeWorkload{tables: 1, partitions: 1, events: 1_000_000}))
+}
+
+// changeWorkload is a backlog of change events written by capture.
+type changeWorkload struct {
+	tables, partitions, events int
+}
+
+// changeTopics is a written backlog: its database, one topic per table,
+// and the capture that wrote it (exited).
+type changeTopics struct {
+	db      string
+	topics  []string
+	events  int // change events (tombstones not counted)
+	capture *captureProc
+}
+
+// newChangeTopics creates a database with w.tables tables of ordersDDL
+// (orders, or orders_0 ... when more than one), writes w.events change
+// events into them (70 % inserts, 20 % updates, 10 % deletes, split evenly
+// over the tables), and runs capture over that binlog into topics of
+// w.partitions partitions until every topic holds its events, then stops
+// it.
+func newChangeTopics(t *testing.T, w changeWorkload) changeTopics {
+	t.Helper()
 	m := testenv.MariaDBEnv(t)
 	brokers := testenv.KafkaBrokers(t)
-	ice := testenv.IcebergEnv(t)
 	db := testenv.Unique(t, "bi")
 	admin := m.AdminDB(t, "")
 	if _, err := admin.ExecContext(t.Context(), "CREATE DATABASE "+db); err != nil {
@@ -46,119 +71,211 @@ func TestBenchIngest(t *testing.T) {
 	}
 	t.Cleanup(func() { _, _ = admin.Exec("DROP DATABASE IF EXISTS " + db) })
 	conn := m.AdminDB(t, db)
-	mustExec(t, conn, ordersDDL)
+	names := []string{"orders"}
+	if w.tables > 1 {
+		names = names[:0]
+		for i := range w.tables {
+			names = append(names, fmt.Sprintf("orders_%d", i))
+		}
+	}
+	for _, n := range names {
+		mustExec(t, conn, strings.Replace(ordersDDL, "TABLE orders", "TABLE "+n, 1))
+	}
 	var gtid string
 	if err := admin.QueryRowContext(t.Context(), "SELECT @@gtid_binlog_pos").Scan(&gtid); err != nil {
 		t.Fatal(err)
 	}
-	writeOrders(t, conn, ins, upd, del, chunk)
-
-	dir := t.TempDir()
-	prefix := "bi_" + db
-	topic := prefix + "." + db + ".orders"
-	capture := exec.Command(build(t, "capture"))
-	capture.Env = captureEnv(t, m, prefix, db, "CAPTURE_SNAPSHOT_MODE=never", "CAPTURE_START_POSITION=gtid:"+gtid)
-	if err := capture.Start(); err != nil {
-		t.Fatal(err)
+	per := w.events / len(names)
+	ins, upd, del := per*7/10, per*2/10, per/10
+	for _, n := range names {
+		writeOrders(t, conn, n, ins, upd, del, min(10_000, ins))
 	}
-	t.Cleanup(func() { _ = capture.Process.Kill(); _ = capture.Wait() })
-	measure(t, brokers, topic, ins+upd+2*del, true, 10*time.Minute)
-	_ = capture.Process.Signal(os.Interrupt)
-	_ = capture.Wait()
 
-	// The same topic into the same table in each delete mode, one after
-	// the other (the table dropped between runs).
+	prefix := "bi_" + db
+	ct := changeTopics{db: db, events: len(names) * (ins + upd + del)}
+	ct.capture = startCapture(t, captureEnv(t, m, prefix, db, "CAPTURE_SNAPSHOT_MODE=never", "CAPTURE_START_POSITION=gtid:"+gtid,
+		fmt.Sprintf("CAPTURE_TOPIC_CREATION_DEFAULT_PARTITIONS=%d", w.partitions)))
+	// The last table written is the last one done: wait for it first.
+	for i := len(names) - 1; i >= 0; i-- {
+		topic := prefix + "." + db + "." + names[i]
+		measure(t, brokers, topic, int64(ins+upd+2*del), true, 10*time.Minute)
+		ct.topics = append(ct.topics, topic)
+	}
+	ct.capture.stop()
+	return ct
+}
+
+// ingestEnv is the environment of an ingest of src in delete mode mode.
+func ingestEnv(t *testing.T, src changeTopics, group, mode, version string) []string {
+	t.Helper()
+	ice := testenv.IcebergEnv(t)
+	return []string{
+		"INGEST_KAFKA_BROKERS=" + strings.Join(testenv.KafkaBrokers(t), ","), "INGEST_GROUP_ID=" + group,
+		"INGEST_TOPICS=" + strings.Join(src.topics, ","),
+		"INGEST_SCHEMA_REGISTRY_URL=" + testenv.RegistryURL(t), "INGEST_CATALOG_URI=" + ice.URI,
+		"INGEST_S3_ENDPOINT=" + ice.S3Endpoint, "INGEST_S3_REGION=" + ice.Region,
+		"INGEST_FLUSH_INTERVAL=5s", "INGEST_DELETE_MODE=" + mode, "INGEST_TABLE_FORMAT_VERSION=" + version,
+	}
+}
+
+// deleteModes are ingest's delete modes, each with the table format
+// version it runs on.
+var deleteModes = []struct{ name, version string }{{"equality", "2"}, {"position", "2"}, {"dv", "3"}}
+
+// ingestModes runs ingest over src (one table) once in each delete mode,
+// the table dropped between runs, prints an INGEST line per mode and
+// returns the runs by mode.
+func ingestModes(t *testing.T, src changeTopics) map[string]ingestRun {
+	t.Helper()
+	ice := testenv.IcebergEnv(t)
 	cat, err := rest.NewCatalog(t.Context(), "bench", ice.URI, rest.WithAdditionalProps(ice.FileIOProps()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var equalityRate float64
-	for _, mode := range []struct{ name, version string }{{"equality", "2"}, {"position", "2"}, {"dv", "3"}} {
-		const events = ins + upd + del
-		r := runIngest(t, build(t, "ingest"), dir, mode.name, []string{
-			"INGEST_KAFKA_BROKERS=" + strings.Join(brokers, ","), "INGEST_GROUP_ID=" + db + "_" + mode.name, "INGEST_TOPICS=" + topic,
-			"INGEST_SCHEMA_REGISTRY_URL=" + testenv.RegistryURL(t), "INGEST_CATALOG_URI=" + ice.URI,
-			"INGEST_S3_ENDPOINT=" + ice.S3Endpoint, "INGEST_S3_REGION=" + ice.Region,
-			"INGEST_FLUSH_INTERVAL=5s", "INGEST_DELETE_MODE=" + mode.name, "INGEST_TABLE_FORMAT_VERSION=" + mode.version,
-		}, events)
-		if mode.name == "equality" {
-			equalityRate = r.rate
-		}
+	bin, dir := build(t, "ingest"), t.TempDir()
+	runs := map[string]ingestRun{}
+	for _, mode := range deleteModes {
+		r := runIngest(t, bin, dir, mode.name, ingestEnv(t, src, src.db+"_"+mode.name, mode.name, mode.version), float64(src.events))
+		runs[mode.name] = r
 		fmt.Printf("INGEST mode=%s rows=%d seconds=%.2f rows_per_s=%.0f ratio_to_equality=%.2f commits=%.0f rss_mib=%.0f index_mib=%.1f\n",
-			mode.name, events, r.seconds, r.rate, r.rate/equalityRate, r.commits, r.rss, r.indexMiB)
-		if err := cat.DropTable(t.Context(), table.Identifier{db, "orders"}); err != nil {
+			mode.name, src.events, r.seconds, r.rate, r.rate/runs["equality"].rate, r.commits, r.rss, r.indexMiB)
+		if err := cat.DropTable(t.Context(), table.Identifier{src.db, "orders"}); err != nil {
 			t.Fatalf("dropping the %s run's table: %v", mode.name, err)
 		}
 	}
+	return runs
 }
 
 // ingestRun is one bench run of the ingest binary.
 type ingestRun struct {
 	seconds, rate, commits, rss, indexMiB float64
+	// firstToLast is the rate between its first commit and its last
+	// (events committed after the first, over the time between them).
+	firstToLast float64
+	cpu         float64 // user + system CPU seconds of the whole process
+	lagMax      float64 // largest ingest_consumer_lag seen (records)
 }
 
 // runIngest runs the ingest binary bin with env (plus a state-dir and
 // metrics address of its own, under dir) until its metrics count events
 // rows and nothing is buffered, then stops it, and returns the figures:
-// seconds from its start to that point, its peak RSS and the size of its
-// key index. A process that exits first fails the test with its log.
+// seconds from its start to that point, its peak RSS, its CPU time and
+// the size of its key index. A process that exits first fails the test
+// with its log.
 func runIngest(t *testing.T, bin, dir, name string, env []string, events float64) ingestRun {
 	t.Helper()
-	metricsAddr := "127.0.0.1:19466"
-	state := filepath.Join(dir, name+"-state")
-	ingest := exec.Command(bin)
-	logPath := filepath.Join(dir, name+"-ingest.log")
-	logf, err := os.Create(logPath)
+	return startIngest(t, bin, dir, name, env).wait(t, func() float64 { return events })
+}
+
+// ingestProc is a running ingest.
+type ingestProc struct {
+	cmd                        *exec.Cmd
+	name, logPath, state, addr string
+	start                      time.Time
+	exited                     chan struct{}
+	stopped                    bool
+}
+
+// startIngest starts ingest as runIngest does; it is stopped at the end
+// of the test if still running.
+func startIngest(t *testing.T, bin, dir, name string, env []string) *ingestProc {
+	t.Helper()
+	p := &ingestProc{cmd: exec.Command(bin), name: name, addr: freeAddr(t), exited: make(chan struct{}),
+		state: filepath.Join(dir, name+"-state"), logPath: filepath.Join(dir, name+"-ingest.log")}
+	logf, err := os.Create(p.logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer logf.Close()
-	ingest.Stdout, ingest.Stderr = logf, logf
-	ingest.Env = append(append(os.Environ(), env...), "INGEST_METRICS_ADDR="+metricsAddr, "INGEST_STATE_DIR="+state)
-	start := time.Now()
-	if err := ingest.Start(); err != nil {
+	p.cmd.Stdout, p.cmd.Stderr = logf, logf
+	p.cmd.Env = append(append(os.Environ(), env...), "INGEST_METRICS_ADDR="+p.addr, "INGEST_STATE_DIR="+p.state)
+	p.start = time.Now()
+	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan struct{})
-	go func() { _ = ingest.Wait(); close(exited) }()
-	stop := func() {
-		_ = ingest.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(2 * time.Minute):
-			_ = ingest.Process.Kill()
-			<-exited
-		}
+	go func() { _ = p.cmd.Wait(); logf.Close(); close(p.exited) }()
+	t.Cleanup(p.stop)
+	return p
+}
+
+// stop interrupts ingest and waits for it to exit (killing it after two
+// minutes).
+func (p *ingestProc) stop() {
+	if p.stopped {
+		return
 	}
-	defer stop()
-	var rows, buffered, commits float64
+	p.stopped = true
+	_ = p.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-p.exited:
+	case <-time.After(2 * time.Minute):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+}
+
+// wait polls ingest's metrics until it has committed events() rows (a
+// negative count: not known yet) and buffers none, then stops it and
+// returns the run's figures (see runIngest).
+func (p *ingestProc) wait(t *testing.T, events func() float64) ingestRun {
+	t.Helper()
+	var rows, buffered, commits, firstRows, lagMax float64
+	var first time.Time
 	deadline := time.Now().Add(60 * time.Minute)
 	for {
 		select {
-		case <-exited:
-			b, _ := os.ReadFile(logPath)
-			t.Fatalf("%s: ingest exited after %.0f of %.0f events; log:\n%s", name, rows, events, tail(b))
+		case <-p.exited:
+			b, _ := os.ReadFile(p.logPath)
+			t.Fatalf("%s: ingest exited after %.0f of %.0f events; log:\n%s", p.name, rows, events(), tail(b))
 		default:
 		}
 		if time.Now().After(deadline) {
-			b, _ := os.ReadFile(logPath)
-			t.Fatalf("%s: ingest counted %.0f of %.0f events (buffered %.0f) in time; log:\n%s", name, rows, events, buffered, tail(b))
+			b, _ := os.ReadFile(p.logPath)
+			t.Fatalf("%s: ingest counted %.0f of %.0f events (buffered %.0f) in time; log:\n%s", p.name, rows, events(), buffered, tail(b))
 		}
 		time.Sleep(100 * time.Millisecond) // polling interval: the loop re-reads the metrics
-		ms, err := scrape("http://" + metricsAddr + "/metrics")
+		ms, err := scrape("http://" + p.addr + "/metrics")
 		if err != nil {
 			continue
 		}
 		rows, buffered, commits = ms["ingest_rows_total"], ms["ingest_buffered_rows"], ms[`ingest_commits_total{result="ok"}`]
-		if rows >= events && buffered == 0 {
+		lagMax = max(lagMax, ms["ingest_consumer_lag"])
+		if first.IsZero() && rows > 0 {
+			first, firstRows = time.Now(), rows
+		}
+		if n := events(); n >= 0 && rows >= n && buffered == 0 {
 			break
 		}
 	}
-	r := ingestRun{seconds: time.Since(start).Seconds(), commits: commits, rss: peakRSS(t, ingest.Process.Pid)}
-	r.rate = events / r.seconds
-	stop()
-	r.indexMiB = float64(dirBytes(t, state)) / (1 << 20)
+	last, n := time.Now(), events()
+	r := ingestRun{seconds: last.Sub(p.start).Seconds(), commits: commits, rss: peakRSS(t, p.cmd.Process.Pid), lagMax: lagMax}
+	r.rate = n / r.seconds
+	if d := last.Sub(first).Seconds(); d > 0 {
+		r.firstToLast = (n - firstRows) / d
+	}
+	p.stop()
+	r.cpu = cpuSeconds(p.cmd.ProcessState)
+	r.indexMiB = float64(dirBytes(t, p.state)) / (1 << 20)
 	return r
+}
+
+// freeAddr is a loopback address with a port free now (another stack's
+// benchmarks may run beside this one).
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// cpuSeconds is the user and system CPU time of an exited process.
+func cpuSeconds(ps *os.ProcessState) float64 {
+	if ps == nil {
+		return 0
+	}
+	return (ps.UserTime() + ps.SystemTime()).Seconds()
 }
 
 // scrape sums each metric over its labels, except the commit result label,

@@ -115,7 +115,7 @@ func TestBenchScan(t *testing.T) {
 	// are its transactions.
 	chunk := min(flushRows, per)
 	for lo := 1; lo <= rows; lo += chunk {
-		mustExec(t, conn, insertOrders(lo, min(lo+chunk-1, rows)))
+		mustExec(t, conn, insertOrders("orders", lo, min(lo+chunk-1, rows)))
 	}
 	for r := range rounds {
 		for lo := 1; lo <= rows; lo += 10 * chunk {

@@ -65,7 +65,7 @@ func TestBenchSnapshot(t *testing.T) {
 	}
 	const perStmt = 50_000
 	for lo := 1; lo <= n; lo += perStmt {
-		if _, err := loader.ExecContext(ctx, insertOrders(lo, min(lo+perStmt-1, n))); err != nil {
+		if _, err := loader.ExecContext(ctx, insertOrders("orders", lo, min(lo+perStmt-1, n))); err != nil {
 			t.Fatal(err)
 		}
 	}
