@@ -196,7 +196,7 @@ func catalogHold(t *testing.T, env []string) *httptest.Server {
 	if uri == "" {
 		t.Fatal("no INGEST_CATALOG_URI in the lake's settings")
 	}
-	faults, err := chaos.NewCommitFaults(uri, 10*time.Minute)
+	faults, err := chaos.NewCommitFaults(uri, 3*time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -544,17 +544,22 @@ func TestIngestDeadLetter(t *testing.T) {
 	// flush bound): a flush interval alone left that to timing.
 	hold := catalogHold(t, e.lake.env)
 	p = start(t, bin, env(freePort(t), "INGEST_FLUSH_INTERVAL=1h", "INGEST_CATALOG_URI="+hold.URL), "ingest-2.log")
-	testenv.CheckFor(t, 90*time.Second, 500*time.Millisecond, func() error {
-		if n := len(e.readDLQ(dlq)); n < len(bad) {
+	// Killed once it dead-lettered one of wave 2's records: a commit the
+	// run starts (a schema switch, a rebalance's handoff) blocks its table
+	// at the proxy, so it may not reach the others; the next run
+	// dead-letters those and must meet the ones sent here on the topic.
+	testenv.CheckFor(t, 90*time.Second, 200*time.Millisecond, func() error {
+		if n := len(e.readDLQ(dlq)); n <= first {
 			if p.exited() {
 				t.Fatalf("ingest exited: %v\n%s", p.err, p.output())
 			}
-			return fmt.Errorf("%d records on the dead-letter topic, want %d", n, len(bad))
+			return fmt.Errorf("%d records on the dead-letter topic, want more than wave 1's %d", n, first)
 		}
 		return nil
 	})
 	p.kill()
-	hold.Close()
+	time.Sleep(time.Second) // what the broker took before the kill is readable
+	atKill := len(e.readDLQ(dlq))
 	held := e.offsets("a")
 	for _, r := range wave2Bad {
 		if r.Topic == ta && held[r.Partition] > r.Offset {
@@ -577,8 +582,8 @@ func TestIngestDeadLetter(t *testing.T) {
 		return nil
 	})
 	e.checkDLQ(dlq, bad, stages)
-	if n := metricSum(m3, `ingest_dead_letter_records_total\{[^}]*\}`); n != 0 {
-		t.Errorf("the run after the kill dead-lettered %d records again, want 0", n)
+	if n := metricSum(m3, `ingest_dead_letter_records_total\{[^}]*\}`); n != len(bad)-atKill {
+		t.Errorf("the run after the kill dead-lettered %d records, want the %d the killed run had not (%d of %d were on the topic)", n, len(bad)-atKill, atKill, len(bad))
 	}
 	if !strings.Contains(p.fullLog(t), "record already on the dead-letter topic") {
 		t.Errorf("the run after the kill did not meet the dead-lettered records again (the kill came too late?):\n%s", p.output())

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -40,11 +41,8 @@ func NewReader(ctx context.Context, brokers []string, topic string, from int64, 
 		if err != nil {
 			return nil, 0, err
 		}
-		ends, err := kadm.NewClient(adm).ListEndOffsets(ctx, topic)
+		ends, err := listEnds(ctx, kadm.NewClient(adm), topic)
 		adm.Close()
-		if err == nil {
-			err = ends.Error()
-		}
 		if err != nil {
 			return nil, 0, fmt.Errorf("listing the end of signal topic %s: %w", topic, err)
 		}
@@ -66,6 +64,32 @@ func NewReader(ctx context.Context, brokers []string, topic string, from int64, 
 		return nil, 0, fmt.Errorf("creating the signal topic reader: %w", err)
 	}
 	return &Reader{cl: cl, topic: topic}, from, nil
+}
+
+// topicSettle bounds how long a topic that was just created may be
+// unknown to the broker that leads its partition.
+const topicSettle = 30 * time.Second
+
+// listEnds lists the end offsets of topic, waiting out
+// UNKNOWN_TOPIC_OR_PARTITION for up to topicSettle: a topic capture created
+// a moment before is not yet known to every broker (capture exited on it
+// at start in CI, TestAdhocSnapshotKill9).
+func listEnds(ctx context.Context, adm *kadm.Client, topic string) (kadm.ListedOffsets, error) {
+	deadline := time.Now().Add(topicSettle)
+	for {
+		ends, err := adm.ListEndOffsets(ctx, topic)
+		if err == nil {
+			err = ends.Error()
+		}
+		if err == nil || !errors.Is(err, kerr.UnknownTopicOrPartition) || time.Now().After(deadline) {
+			return ends, err
+		}
+		select {
+		case <-ctx.Done():
+			return ends, err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // Run sends every record to out, in offset order, until ctx ends (then it

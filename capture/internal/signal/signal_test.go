@@ -1,10 +1,16 @@
 package signal
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"slices"
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 func TestParse(t *testing.T) {
@@ -155,4 +161,32 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("accepted type %q", s.Type)
 		}
 	})
+}
+
+// TestListEndsWaitsForNewTopic: listing a topic's end right after it was
+// created can meet UNKNOWN_TOPIC_OR_PARTITION (capture exited on it at
+// start in CI); listEnds waits until the topic is known.
+func TestListEndsWaitsForNewTopic(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	go func() {
+		time.Sleep(500 * time.Millisecond)
+		_, _ = adm.CreateTopic(context.Background(), 1, 1, nil, "late-signal")
+	}()
+	ends, err := listEnds(t.Context(), adm, "late-signal")
+	if err != nil {
+		t.Fatalf("listEnds: %v", err)
+	}
+	if o, ok := ends.Lookup("late-signal", 0); !ok || o.Offset != 0 {
+		t.Errorf("end of the new topic: %+v %v, want offset 0", o, ok)
+	}
 }
