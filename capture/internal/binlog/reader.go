@@ -114,6 +114,16 @@ type Reader struct {
 	thread  int64
 	inTxn   bool
 	pending []Event // events decoded but not yet returned
+
+	// The open transaction as capture has seen it, to resume it after a
+	// lost connection: its events returned so far and its Begin.
+	seen  int
+	begun Event
+	// Re-reading that transaction after a reconnection: the events of it
+	// passed over so far (the first seen are not returned again).
+	resuming bool
+	replayed int
+	resumed  int // transactions resumed after a reconnection inside them
 }
 
 // Open connects and starts streaming at start. A start with a GTID set
@@ -171,8 +181,9 @@ func (r *Reader) start() error {
 // second apart.
 const maxReconnects = 30
 
-// reconnect streams again from the reader's position after the
-// connection was lost between two transactions. go-mysql's own retry is
+// reconnect streams again from the reader's position after the last
+// commit once the connection was lost (inside a transaction, Next passes
+// over what it handed on of it already). go-mysql's own retry is
 // off: it resumed from its GTID set before the last transaction when the
 // connection broke after that transaction's commit, and handed that
 // transaction over a second time (a duplicate on the topics).
@@ -268,6 +279,26 @@ func (r *Reader) Next(ctx context.Context) (Event, error) {
 		if len(r.pending) > 0 {
 			ev := r.pending[0]
 			r.pending = r.pending[1:]
+			if r.resuming && ev.Kind != KindHeartbeat {
+				if r.replayed < r.seen {
+					if err := r.replay(ev); err != nil {
+						return Event{}, err
+					}
+					continue
+				}
+				r.resuming = false
+				r.resumed++
+			}
+			switch ev.Kind {
+			case KindBegin:
+				r.seen, r.begun = 1, ev
+			case KindCommit:
+				r.seen = 0
+			case KindRows, KindQuery:
+				if r.seen > 0 {
+					r.seen++
+				}
+			}
 			return ev, nil
 		}
 		raw, err := r.streamer.GetEvent(ctx)
@@ -276,11 +307,15 @@ func (r *Reader) Next(ctx context.Context) (Event, error) {
 				return Event{}, ctx.Err()
 			}
 			err = readError(r.Position(), err)
-			if errors.Is(err, ErrPurged) || r.inTxn {
-				// Part of the open transaction was returned: it cannot be
-				// handed over again from its start, so the error is final
-				// (a restart resumes from the last committed position).
+			if errors.Is(err, ErrPurged) {
 				return Event{}, err
+			}
+			if r.inTxn && r.seen > 0 {
+				// Part of the open transaction was returned. The server
+				// sends it again from its start after the last commit: the
+				// events capture has seen are passed over (and checked to
+				// be that transaction's), the rest are returned.
+				r.inTxn, r.resuming, r.replayed = false, true, 0
 			}
 			if err := r.reconnect(ctx, err); err != nil {
 				return Event{}, err
@@ -294,6 +329,27 @@ func (r *Reader) Next(ctx context.Context) (Event, error) {
 			return Event{}, err
 		}
 	}
+}
+
+// replay passes over an event of the transaction being read again after a
+// reconnection. Its first must be that transaction's Begin: a server that
+// sends another transaction (a failover to a server with another history)
+// stops capture rather than mix two transactions.
+func (r *Reader) replay(ev Event) error {
+	if r.replayed == 0 {
+		if ev.Kind != KindBegin || ev.GTID != r.begun.GTID || (ev.GTID == "" && (ev.File != r.begun.File || ev.Pos != r.begun.Pos)) {
+			return fmt.Errorf("reading binlog after %s: after reconnecting, the server sent an event of kind %d at %s:%d (GTID %q) where it was expected to send again the transaction at %s:%d (GTID %q) that was cut off: "+
+				"the server's binlog is not the one capture was reading; restart capture (it resumes from its last committed position)",
+				r.Position(), ev.Kind, ev.File, ev.Pos, ev.GTID, r.begun.File, r.begun.Pos, r.begun.GTID)
+		}
+		// The timestamps the transaction's events carry, as first read.
+		r.beginTs = r.begun.BeginTimestamp
+	}
+	if ev.Kind == KindCommit {
+		return fmt.Errorf("reading binlog after %s: the transaction cut off at %s:%d ended sooner when read again", r.Position(), r.begun.File, r.begun.Pos)
+	}
+	r.replayed++
+	return nil
 }
 
 func (r *Reader) base(h *replication.EventHeader) Event {

@@ -189,3 +189,40 @@ func TestReadErrorPurged(t *testing.T) {
 		t.Errorf("error 1045: %v, want it wrapped, not ErrPurged", err)
 	}
 }
+
+// TestReplayChecksTransaction: after a reconnection inside a transaction
+// the events passed over must be that transaction's, from its Begin.
+func TestReplayChecksTransaction(t *testing.T) {
+	begun := Event{Kind: KindBegin, GTID: "0-1-7", File: "b.000001", Pos: 100, BeginTimestamp: 42}
+	for _, tc := range []struct {
+		name   string
+		events []Event
+		fail   bool
+	}{
+		{"same transaction", []Event{begun, {Kind: KindRows, GTID: "0-1-7"}}, false},
+		{"another GTID", []Event{{Kind: KindBegin, GTID: "0-1-8"}}, true},
+		{"not a Begin first", []Event{{Kind: KindRows, GTID: "0-1-7"}}, true},
+		{"another offset without GTIDs", []Event{{Kind: KindBegin, File: "b.000001", Pos: 200}}, true},
+		{"ended sooner", []Event{begun, {Kind: KindCommit, GTID: "0-1-7"}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := begun
+			if tc.name == "another offset without GTIDs" {
+				b.GTID = ""
+			}
+			r := &Reader{seen: 3, begun: b, resuming: true}
+			var err error
+			for _, ev := range tc.events {
+				if err = r.replay(ev); err != nil {
+					break
+				}
+			}
+			if (err != nil) != tc.fail {
+				t.Fatalf("replay error %v, want failure %v", err, tc.fail)
+			}
+			if !tc.fail && (r.replayed != len(tc.events) || r.beginTs != 42) {
+				t.Errorf("replayed %d events with begin timestamp %d, want %d and 42", r.replayed, r.beginTs, len(tc.events))
+			}
+		})
+	}
+}

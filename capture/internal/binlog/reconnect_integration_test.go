@@ -124,3 +124,88 @@ func TestReconnectAfterCommit(t *testing.T) {
 		t.Errorf("rows read across three broken connections: %v, want %v", ids, want)
 	}
 }
+
+// TestReconnectInsideTransaction: the connection breaks while a large
+// transaction is being read, three times. The reader must read it again
+// from its start and hand over each of its rows once, with one Begin and
+// one Commit: before, a connection lost inside a transaction stopped
+// capture ("io.ReadFull(header) failed ... connection was bad" in a chaos
+// run), to be restarted from its last committed position.
+func TestReconnectInsideTransaction(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	m := testenv.MariaDBEnv(t)
+	db := m.CreateDatabase(t, "rct")
+	admin := m.AdminDB(t, db)
+	if _, err := admin.ExecContext(ctx, "CREATE TABLE t (id INT PRIMARY KEY, pad VARCHAR(200))"); err != nil {
+		t.Fatal(err)
+	}
+	var gtid string
+	if err := admin.QueryRowContext(ctx, "SELECT @@gtid_binlog_pos").Scan(&gtid); err != nil {
+		t.Fatal(err)
+	}
+	// About 30 MB of rows events: far more than the socket buffers hold
+	// when the connection is cut, so the rest must come from a new one.
+	const rows = 150000
+	if _, err := admin.ExecContext(ctx, "INSERT INTO t SELECT seq, REPEAT('x', 200) FROM seq_1_to_150000"); err != nil {
+		t.Fatal(err)
+	}
+	link := newCutter(t, m.Addr)
+	r, err := Open(ctx, Config{Addr: link.ln.Addr().String(), User: m.CaptureUser, Password: m.CapturePassword,
+		Flavor: FlavorMariaDB, ServerID: 100000 + rand.Uint32N(1<<20), EventBuffer: 1}, Position{Flavor: FlavorMariaDB, GTIDSet: gtid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+
+	// Cut at the transaction's first rows event, then at the first one
+	// read after each resumption: each cut is of a new connection.
+	const cuts = 3
+	cut := 0
+	var ids []int64
+	begins, commits, events := 0, 0, 0
+	mine := false
+	for done := false; !done; {
+		ev, err := r.Next(ctx)
+		if err != nil {
+			t.Fatalf("reading the transaction (%d rows read): %v", len(ids), err)
+		}
+		switch ev.Kind {
+		case KindBegin:
+			begins++
+		case KindRows:
+			if string(ev.Table.Schema) != db {
+				continue
+			}
+			mine = true
+			for _, row := range ev.Rows {
+				ids = append(ids, int64(row[0].(int32)))
+			}
+			if events++; cut < cuts && r.resumed == cut {
+				link.cut()
+				cut++
+			}
+		case KindCommit:
+			if !mine {
+				begins = 0 // another transaction's
+				continue
+			}
+			commits++
+			done = true
+		}
+	}
+	if r.resumed != cuts {
+		t.Errorf("the transaction was resumed %d times after %d cuts inside it", r.resumed, cuts)
+	}
+	if len(ids) != rows {
+		t.Errorf("read %d rows, want %d", len(ids), rows)
+	}
+	for i, id := range ids {
+		if id != int64(i+1) {
+			t.Fatalf("row %d read is id %d, want %d (each row once, in order)", i, id, i+1)
+		}
+	}
+	if begins != 1 || commits != 1 {
+		t.Errorf("%d begins and %d commits for one transaction", begins, commits)
+	}
+}
