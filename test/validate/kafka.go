@@ -22,6 +22,7 @@ func FromRecord(r kafkatest.Record, row func(img map[string]any) string) Event {
 	if img != nil {
 		e.Row = row(img)
 	}
+	e.TsMs, _ = r.Value["ts_ms"].(int64)
 	if src, ok := r.Value["source"].(map[string]any); ok {
 		e.Pos.File, _ = src["file"].(string)
 		e.Pos.Pos, _ = src["pos"].(int64)

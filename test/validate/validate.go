@@ -28,6 +28,7 @@ package validate
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -65,6 +66,9 @@ type Event struct {
 	// Snapshot is source.snapshot (true, first, last, incremental, …;
 	// false or "" when streamed).
 	Snapshot string
+	// TsMs is the envelope's ts_ms: when the producer made the record
+	// (0 when unknown).
+	TsMs int64
 }
 
 // Position orders source changes: binlog file, then position, then the
@@ -298,35 +302,51 @@ func (v *tombstones) Failures() []string {
 
 // snapshotReads implements [SnapshotReads].
 type snapshotReads struct {
-	gen   map[string]int // topic → snapshots begun
-	reads map[string]int // topic, generation, key → op=r events
-	first map[string]Event
-	bad   []string
+	gen     map[string]int     // topic → snapshots begun, in arrival order (records without ts_ms)
+	markers map[string][]int64 // topic → ts_ms of each snapshot's first record
+	timed   []Event            // initial reads with a ts_ms, placed by the markers at the end
+	reads   map[string]int     // topic, snapshot, key → op=r events
+	first   map[string]Event
+	bad     []string
 }
 
 // SnapshotReads checks that a snapshot reads each key at most once: per
 // topic and snapshot, at most one op=r per key. An initial snapshot begins
-// at the record marked source.snapshot=first (or at the first op=r); an
-// incremental one's records are all marked incremental, so all of a
-// topic's incremental reads count as one snapshot. Keyless tables (null
-// keys) are not checked.
+// at the record marked source.snapshot=first or first_in_data_collection.
+// Only one partition of a multi-partition topic holds that record, so a
+// read carrying its envelope ts_ms belongs to the topic's newest snapshot
+// whose first record was made at or before it (records without a ts_ms:
+// to the newest first record that arrived before it). An incremental
+// snapshot's records are all marked incremental, so all of a topic's
+// incremental reads count as one snapshot. Keyless tables (null keys) are
+// not checked.
 func SnapshotReads() EventValidator {
-	return &snapshotReads{gen: map[string]int{}, reads: map[string]int{}, first: map[string]Event{}}
+	return &snapshotReads{gen: map[string]int{}, markers: map[string][]int64{}, reads: map[string]int{}, first: map[string]Event{}}
 }
 
 func (v *snapshotReads) NoteEvent(e Event) {
 	if e.Op != "r" || e.Key == "" {
 		return
 	}
-	kind := "initial"
 	if e.Snapshot == "incremental" {
-		kind = "incremental"
-	} else if e.Snapshot == "first" || e.Snapshot == "first_in_data_collection" {
-		// A new snapshot of the table: the topic's first record of it is
-		// marked first (of the whole snapshot) or first_in_data_collection.
-		v.gen[e.Topic]++
+		v.count(e, "incremental", 0)
+		return
 	}
-	k := fmt.Sprintf("%s\x00%s%d\x00%s", e.Topic, kind, v.gen[e.Topic], e.Key)
+	if e.Snapshot == "first" || e.Snapshot == "first_in_data_collection" {
+		v.gen[e.Topic]++
+		if e.TsMs != 0 {
+			v.markers[e.Topic] = append(v.markers[e.Topic], e.TsMs)
+		}
+	}
+	if e.TsMs != 0 {
+		v.timed = append(v.timed, e)
+		return
+	}
+	v.count(e, "initial", v.gen[e.Topic])
+}
+
+func (v *snapshotReads) count(e Event, kind string, gen int) {
+	k := fmt.Sprintf("%s\x00%s%d\x00%s", e.Topic, kind, gen, e.Key)
 	v.reads[k]++
 	switch v.reads[k] {
 	case 1:
@@ -336,7 +356,17 @@ func (v *snapshotReads) NoteEvent(e Event) {
 	}
 }
 
-func (v *snapshotReads) Failures() []string { return v.bad }
+func (v *snapshotReads) Failures() []string {
+	for _, m := range v.markers {
+		slices.Sort(m)
+	}
+	for _, e := range v.timed {
+		gen, _ := slices.BinarySearch(v.markers[e.Topic], e.TsMs+1) // markers at or before e
+		v.count(e, "initial", gen)
+	}
+	v.timed = nil
+	return v.bad
+}
 
 func keysOf(ms ...map[string][]Change) []string {
 	seen := map[string]bool{}

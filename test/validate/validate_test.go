@@ -117,6 +117,17 @@ func TestSnapshotReads(t *testing.T) {
 	// A second snapshot (a new first marker) may read the key again.
 	check(t, run(SnapshotReads(), r(0, "id=1", "first"), r(1, "id=1", "first")), "")
 	check(t, run(SnapshotReads(), r(0, "id=1", "incremental"), r(1, "id=1", "incremental")), "read twice in one incremental snapshot")
+	// A multi-partition topic: the second snapshot's first record is in
+	// partition 0, its other reads in partition 2, which is read first.
+	at := func(p int32, off int64, key, marker string, ts int64) Event {
+		e := r(off, key, marker)
+		e.Partition, e.TsMs = p, ts
+		return e
+	}
+	resnap := []Event{at(2, 0, "id=2", "true", 100), at(2, 5, "id=2", "true", 900), at(2, 6, "id=3", "true", 901),
+		at(0, 0, "id=1", "first", 99), at(0, 4, "id=1", "first_in_data_collection", 899)}
+	check(t, run(SnapshotReads(), resnap...), "")
+	check(t, run(SnapshotReads(), append(resnap, at(1, 0, "id=3", "true", 950))...), "key id=3 read twice in one initial snapshot")
 	// Streamed changes of a key between its reads are no excuse.
 	check(t, run(SnapshotReads(), r(0, "id=1", "first"), ev(0, 1, "id=1", "u", "", 5), r(2, "id=1", "true")), "read twice")
 }
