@@ -139,13 +139,7 @@ func TestChaos(t *testing.T) {
 	// change made before it is in the snapshot's reads only, or in none
 	// (inserted and deleted before the read), which the topic check
 	// cannot tell from a loss.
-	testenv.CheckFor(t, 2*time.Minute, 200*time.Millisecond, func() error {
-		b, err := os.ReadFile(h.capture.logPath(1))
-		if err != nil || !strings.Contains(string(b), "msg=resuming") {
-			return fmt.Errorf("capture has not read its start position yet (%v)", err)
-		}
-		return nil
-	})
+	h.waitCaptureLog(2*time.Minute, "msg=resuming", "capture has read its start position")
 	ctx, stopWriter := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
 	wg.Add(2)
@@ -396,13 +390,7 @@ func (h *harness) waitFlowing() {
 		}
 		return nil
 	})
-	testenv.CheckFor(h.t, 3*time.Minute, time.Second, func() error {
-		b, err := os.ReadFile(h.capture.logPath(1))
-		if err != nil || !strings.Contains(string(b), `msg="snapshot: done"`) {
-			return fmt.Errorf("capture's initial snapshot is not done (%v)", err)
-		}
-		return nil
-	})
+	h.waitCaptureLog(3*time.Minute, `msg="snapshot: done"`, "capture's initial snapshot is done")
 	h.w.mu.Lock()
 	h.w.snapEnd = len(h.w.log)
 	h.w.mu.Unlock()
@@ -761,4 +749,17 @@ func repoRoot(t *testing.T) string {
 		}
 		dir = parent
 	}
+}
+
+// waitCaptureLog waits for the first capture process's log to hold text
+// (what reads as done when it does).
+func (h *harness) waitCaptureLog(d time.Duration, text, done string) {
+	h.t.Helper()
+	testenv.CheckFor(h.t, d, 200*time.Millisecond, func() error {
+		b, err := os.ReadFile(h.capture.logPath(1))
+		if err != nil || !strings.Contains(string(b), text) {
+			return fmt.Errorf("waiting until %s: %q not in %s yet (%v)", done, text, h.capture.logPath(1), err)
+		}
+		return nil
+	})
 }

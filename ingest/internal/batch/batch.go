@@ -112,6 +112,14 @@ type Buffer struct {
 	// passed are the positions of records consumed without an event (sent
 	// to the dead-letter topic), so that the commit advances past them.
 	passed []Position
+	// next is, by topic and partition, the offset after the last record
+	// held (as an event or passed).
+	next map[partitionOf]int64
+}
+
+type partitionOf struct {
+	topic     string
+	partition int32
 }
 
 // Position is a Kafka record's place: topic, partition and offset.
@@ -174,12 +182,36 @@ func (b *Buffer) Add(ev Event, now time.Time) error {
 	default:
 		return fmt.Errorf("%w: op %q at %s/%d/%d", ErrInvalidEvent, ev.Op, ev.Topic, ev.Partition, ev.Offset)
 	}
+	at := Position{ev.Topic, ev.Partition, ev.Offset}
+	if n, ok := b.next[partitionOf{at.Topic, at.Partition}]; ok && at.Offset < n-1 {
+		// One record may give several events (a change log's before and
+		// after images), all at its offset; an earlier one is a record
+		// fetched again, which would be applied twice in one commit.
+		return fmt.Errorf("%w: %c event at %s/%d/%d is before the last one the batch holds (offset %d): the record was fetched again", ErrInvalidEvent, ev.Op, ev.Topic, ev.Partition, ev.Offset, n-1)
+	}
 	if b.Pending() == 0 {
 		b.first = now
 	}
 	b.events = append(b.events, ev)
 	b.bytes += int64(ev.Size)
+	b.hold(at)
 	return nil
+}
+
+func (b *Buffer) hold(pos Position) {
+	if b.next == nil {
+		b.next = map[partitionOf]int64{}
+	}
+	k := partitionOf{pos.Topic, pos.Partition}
+	b.next[k] = max(b.next[k], pos.Offset+1)
+}
+
+// Holds reports whether the batch holds the record at pos or one after it
+// in its partition: a record at pos is one fetched again (after a
+// rebalance, say) that must not be added a second time.
+func (b *Buffer) Holds(pos Position) bool {
+	n, ok := b.next[partitionOf{pos.Topic, pos.Partition}]
+	return ok && pos.Offset < n
 }
 
 // Pass records that the record at pos was consumed without an event (it
@@ -191,6 +223,7 @@ func (b *Buffer) Pass(pos Position, now time.Time) {
 		b.first = now
 	}
 	b.passed = append(b.passed, pos)
+	b.hold(pos)
 }
 
 // Passed returns the positions given to Pass since the last Reset.
@@ -223,6 +256,7 @@ func (b *Buffer) Reset() {
 	b.events = b.events[:0]
 	b.passed = b.passed[:0]
 	b.bytes = 0
+	clear(b.next)
 }
 
 // Offsets are Kafka positions: topic → partition → next offset to consume

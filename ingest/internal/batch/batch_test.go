@@ -532,3 +532,42 @@ func TestPass(t *testing.T) {
 		t.Errorf("a passed position alone: Full now %v, after the age limit %v; want false, true", b.Full(now), b.Full(now.Add(31*time.Second)))
 	}
 }
+
+// TestHolds: the batch knows which records it holds, by partition, and
+// refuses an event of a record before the last one it holds (a record
+// fetched again after a rebalance would be applied twice in one commit).
+func TestHolds(t *testing.T) {
+	b := newBuf(t, Limits{})
+	for _, off := range []int64{3, 4, 4} { // 4 twice: one record, two events
+		if err := b.Add(ev(OpCreate, off, off, "x"), t0); err != nil {
+			t.Fatalf("offset %d: %v", off, err)
+		}
+	}
+	b.Pass(Position{Topic: "t", Partition: 1, Offset: 9}, t0)
+	for _, c := range []struct {
+		pos  Position
+		want bool
+	}{
+		{Position{"t", 0, 2}, true}, // before the batch's first: the table's offsets skip it
+		{Position{"t", 0, 4}, true},
+		{Position{"t", 0, 5}, false},
+		{Position{"t", 1, 9}, true},
+		{Position{"t", 1, 10}, false},
+		{Position{"t", 2, 0}, false},
+		{Position{"u", 0, 4}, false},
+	} {
+		if got := b.Holds(c.pos); got != c.want {
+			t.Errorf("Holds(%v) = %v, want %v", c.pos, got, c.want)
+		}
+	}
+	if err := b.Add(ev(OpUpdate, 3, 3, "y"), t0); !errors.Is(err, ErrInvalidEvent) {
+		t.Errorf("an event at offset 3 after 4: %v, want ErrInvalidEvent", err)
+	}
+	b.Reset()
+	if b.Holds(Position{"t", 0, 4}) {
+		t.Error("a reset batch still holds offset 4")
+	}
+	if err := b.Add(ev(OpUpdate, 3, 3, "y"), t0); err != nil {
+		t.Errorf("offset 3 after a reset: %v", err)
+	}
+}

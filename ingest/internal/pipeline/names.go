@@ -161,15 +161,13 @@ func (p *Pipeline) renameTarget(ctx context.Context, names topicNames, topic str
 		return id, nil
 	}
 	oldSource := p.namerFor(fromNames.prefix).Source(fromNames.db, fromNames.table)
+	l := &lookup{cat: p.cat}
 	for _, id := range []table.Identifier{n.Ident(names.db, names.table), n.Hashed(names.db, names.table)} {
-		tbl, err := p.cat.LoadTable(ctx, id)
-		switch {
-		case errors.Is(err, catalog.ErrNoSuchTable) || errors.Is(err, catalog.ErrNoSuchNamespace):
-			continue
-		case err != nil:
-			return nil, fmt.Errorf("naming the renamed table %s.%s: loading table %v: %w", names.db, names.table, id, err)
+		props, ok, err := l.look(ctx, id)
+		if err != nil {
+			return nil, fmt.Errorf("naming the renamed table %s.%s: %w", names.db, names.table, err)
 		}
-		if tbl.Properties()[schemamap.SourceProperty] == oldSource {
+		if ok && props[schemamap.SourceProperty] == oldSource {
 			return id, nil
 		}
 	}

@@ -564,7 +564,7 @@ func (w *worker) finishRename(ctx context.Context) error {
 	}
 	// The old name starts over: a table that takes it (RENAME TABLE c TO a,
 	// CREATE TABLE a) is another table.
-	w.committer, w.schema, w.key, w.buf, w.bufTo = nil, nil, nil, nil, nil
+	w.committer, w.schema, w.key, w.buf = nil, nil, nil, nil
 	w.job = nil
 	w.held = append(job.later, w.held...)
 	job.done <- nil

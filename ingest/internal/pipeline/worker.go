@@ -73,10 +73,6 @@ type worker struct {
 	// source table has gained a key since (see adopt).
 	keptLog bool
 	buf     *batch.Buffer // append-only for a keyless table's change log
-	// bufTo is the next offset by partition past the records the open
-	// batch holds (as events or passed): a record below it is one the
-	// batch holds already, fetched again (see handle).
-	bufTo map[int32]int64
 
 	// seen is the next offset by partition past the records (control
 	// records included) handled, for a rename's cut.
@@ -178,7 +174,7 @@ func (w *worker) run(ctx context.Context) error {
 // handle handles one message: a record, or a control request.
 func (w *worker) handle(ctx context.Context, m msg) error {
 	if m.rec != nil {
-		if n, ok := w.bufTo[m.rec.Partition]; ok && m.rec.Offset < n {
+		if w.buf != nil && w.buf.Holds(batch.Position{Topic: m.rec.Topic, Partition: m.rec.Partition, Offset: m.rec.Offset}) {
 			// Fetched again while the open batch holds it: a handoff that
 			// gave up waiting keeps the batch (see ctlDrop), and the
 			// partitions assigned back resume from the table's offsets,
@@ -333,7 +329,6 @@ func (w *worker) add(ctx context.Context, rec *kgo.Record) error {
 			return w.reject(ctx, rec, deadletter.StageMap, err)
 		}
 	}
-	w.buffered(rec)
 	if w.p.cfg.Metrics != nil {
 		w.p.cfg.Metrics.buffer(w.ident, 1, int64(ch.Event.Size))
 	}
@@ -752,16 +747,7 @@ func (w *worker) drop() {
 	w.log.Info("abandoning the open batch; the next owner re-reads it", "events", w.buf.Len(), "dead_lettered", len(w.buf.Passed()))
 	w.p.buffered.Add(-w.buf.Bytes())
 	w.buf.Reset()
-	w.bufTo = nil
 	w.setBuffered()
-}
-
-// buffered notes that the open batch holds rec.
-func (w *worker) buffered(rec *kgo.Record) {
-	if w.bufTo == nil {
-		w.bufTo = map[int32]int64{}
-	}
-	w.bufTo[rec.Partition] = max(w.bufTo[rec.Partition], rec.Offset+1)
 }
 
 func (w *worker) flush(ctx context.Context, reason string) error {
@@ -815,7 +801,6 @@ func (w *worker) flush(ctx context.Context, reason string) error {
 		"snapshot_id", res.SnapshotID, "commit_id", res.CommitID, "attempts", res.Attempts, "duration", elapsed)
 	w.p.buffered.Add(-w.buf.Bytes())
 	w.buf.Reset()
-	w.bufTo = nil
 	w.setBuffered()
 	// Advisory group commit, after the table holds the offsets.
 	if offs := res.Offsets[w.topic]; len(offs) > 0 {
@@ -972,7 +957,6 @@ func (w *worker) pass(ctx context.Context, rec *kgo.Record) error {
 		return nil
 	}
 	w.buf.Pass(pos, now)
-	w.buffered(rec)
 	if w.buf.Full(now) {
 		return w.flush(ctx, "limit")
 	}
