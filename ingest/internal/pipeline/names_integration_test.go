@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -22,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/binlake/binlake/ingest/internal/batch"
+	"github.com/binlake/binlake/ingest/internal/commit"
 	"github.com/binlake/binlake/ingest/internal/decode"
 	"github.com/binlake/binlake/ingest/internal/schemamap"
 	"github.com/binlake/binlake/test/testenv"
@@ -495,5 +497,71 @@ func TestRefetchedRecordsOnce(t *testing.T) {
 	}
 	if got := e.ids("t"); !slices.Equal(got, []int64{1, 2, 3, 4, 5, 6, 7, 8}) {
 		t.Errorf("table t holds ids %v, want 1..8", got)
+	}
+}
+
+// TestCarriedOffsetsOfThisDeploymentOnly: after a rename a → b, table b
+// (a's, renamed) holds topic a's offsets and none of topic b's yet, so
+// adjustOffsets looks for b's offsets carried by a table renamed away
+// (a swap). A second ingest deployment writing the same catalog in other
+// namespaces (namespace-with-prefix) holds topic b's offsets in its own
+// table b: they are not this deployment's. Taking them skipped the
+// renamed table's first records in the 100-fault chaos run (seed
+// 604210061: 13 rows kept values from before the rename, one lost).
+func TestCarriedOffsetsOfThisDeploymentOnly(t *testing.T) {
+	e := newNamesEnv(t, "a", "b")
+	ctx := t.Context()
+	mine := schemamap.Namer{Prefix: "bl"}
+	theirs := schemamap.Namer{Prefix: "bl", NamespaceWithPrefix: true}
+	sch := iceberg.NewSchemaWithIdentifiers(0, []int{1}, iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true})
+	create := func(n schemamap.Namer, tbl string, offsets map[string]string) table.Identifier {
+		t.Helper()
+		id := n.Natural(e.db, tbl)
+		if err := e.direct.CreateNamespace(ctx, table.Identifier{id[0]}, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
+			t.Fatal(err)
+		}
+		props := iceberg.Properties{"format-version": "2", schemamap.SourceProperty: n.Source(e.db, tbl)}
+		for topic, v := range offsets {
+			props[commit.OffsetsKeyPrefix+topic] = v
+		}
+		if _, err := e.direct.CreateTable(ctx, id, sch, catalog.WithProperties(props)); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			ctx := context.WithoutCancel(ctx)
+			_ = e.direct.DropTable(ctx, id)
+			if id[0] != e.db {
+				_ = e.direct.DropNamespace(ctx, table.Identifier{id[0]})
+			}
+		})
+		return id
+	}
+	own := create(mine, "b", map[string]string{e.topic("a"): `{"0":7}`})
+	create(theirs, "b", map[string]string{e.topic("b"): `{"0":5}`})
+	env := testenv.IcebergEnv(t)
+	cat, err := rest.NewCatalog(ctx, "ingest", env.URI, rest.WithAdditionalProps(env.FileIOProps()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(Config{Brokers: testenv.KafkaBrokers(t), Group: testenv.Unique(t, "g"), Topics: []string{e.topic("a"), e.topic("b")},
+		Namer: mine, Logger: slog.New(slog.DiscardHandler)}, cat, decode.New(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := p.carriedOffsets(ctx, e.topic("b"), own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 0 {
+		t.Errorf("carried offsets of %s: %v from another deployment's table, want none (start at the beginning)", e.topic("b"), got)
+	}
+	// A table of this deployment that carries them (b renamed away to c
+	// in a swap) is found.
+	create(mine, "c", map[string]string{e.topic("b"): `{"0":3}`})
+	if got, err = p.carriedOffsets(ctx, e.topic("b"), own); err != nil {
+		t.Fatal(err)
+	}
+	if want := map[int32]int64{0: 3}; !maps.Equal(got, want) {
+		t.Errorf("carried offsets of %s: %v, want %v from this deployment's table c", e.topic("b"), got, want)
 	}
 }

@@ -766,6 +766,7 @@ func (p *Pipeline) adjustOffsets(ctx context.Context, offsets map[string]map[int
 // the table renamed away carries them. It is called only for that case
 // (a table holding no offsets for its own topic), so the scan is rare.
 func (p *Pipeline) carriedOffsets(ctx context.Context, topic string, own table.Identifier) (map[int32]int64, error) {
+	prefix, _, _ := strings.Cut(topic, ".")
 	nss, err := p.cat.ListNamespaces(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("listing namespaces for the offsets of %s: %w", topic, err)
@@ -781,6 +782,13 @@ func (p *Pipeline) carriedOffsets(ctx context.Context, topic string, own table.I
 			tbl, err := p.cat.LoadTable(ctx, ident)
 			if err != nil {
 				return nil, fmt.Errorf("loading table %v for the offsets of %s: %w", ident, topic, err)
+			}
+			// Only a table this deployment named can carry its offsets:
+			// another ingest (fan-out, its own namespaces) consuming the
+			// same topic holds offsets of its own, and resuming from them
+			// would skip what this one has not applied.
+			if !p.namerFor(prefix).Placed(ident, tbl.Properties()[schemamap.SourceProperty]) {
+				continue
 			}
 			held, err := commit.Offsets(tbl)
 			if err != nil {

@@ -124,6 +124,75 @@ func (n Namer) Source(db, tbl string) string {
 	return strings.Join(parts, ".")
 }
 
+// Placed reports whether the lake table ident, whose SourceProperty is
+// source, is one this Namer placed: source is a value Source gives (with
+// this Namer's prefix setting) and ident is one of the candidates for the
+// source table it names. Another ingest deployment writing the same
+// catalog with other naming settings (a namespace with the prefix, say)
+// owns tables this one does not.
+func (n Namer) Placed(ident table.Identifier, source string) bool {
+	parts, ok := splitSource(source)
+	if !ok || len(parts) < 2 {
+		return false
+	}
+	db, tbl := parts[len(parts)-2], parts[len(parts)-1]
+	if n.Source(db, tbl) != source {
+		return false
+	}
+	for _, c := range n.Candidates(db, tbl) {
+		if slices.Equal(c, ident) {
+			return true
+		}
+	}
+	return false
+}
+
+// splitSource splits a Source value into its parts, undoing quotePart.
+func splitSource(s string) ([]string, bool) {
+	var parts []string
+	for len(s) > 0 {
+		var part string
+		if s[0] == '`' {
+			var b strings.Builder
+			i := 1
+			for {
+				if i >= len(s) {
+					return nil, false // unterminated quote
+				}
+				if s[i] == '`' {
+					if i+1 < len(s) && s[i+1] == '`' {
+						b.WriteByte('`')
+						i += 2
+						continue
+					}
+					i++
+					break
+				}
+				b.WriteByte(s[i])
+				i++
+			}
+			part, s = b.String(), s[i:]
+		} else {
+			i := strings.IndexAny(s, ".`")
+			if i < 0 {
+				i = len(s)
+			} else if s[i] == '`' {
+				return nil, false // a quote inside an unquoted part
+			}
+			part, s = s[:i], s[i:]
+		}
+		parts = append(parts, part)
+		switch {
+		case s == "":
+		case s[0] == '.' && len(s) > 1:
+			s = s[1:]
+		default:
+			return nil, false // a trailing dot, or text after a quoted part
+		}
+	}
+	return parts, len(parts) > 0
+}
+
 func quotePart(s string) string {
 	if !strings.ContainsAny(s, ".`") {
 		return s

@@ -259,3 +259,45 @@ func TestParseNameMap(t *testing.T) {
 		t.Errorf("two sources to one table: %v", err)
 	}
 }
+
+// TestPlaced: a table belongs to the deployment whose naming settings
+// give its SourceProperty and its identifier; another deployment writing
+// the same catalog (a namespace with the prefix) does not own it, even
+// for the same source table. Source values round-trip through their
+// quoting.
+func TestPlaced(t *testing.T) {
+	plain := Namer{Prefix: "p"}
+	prefixed := Namer{Prefix: "p", NamespaceWithPrefix: true}
+	for _, tc := range []struct {
+		n       Namer
+		db, tbl string
+	}{
+		{plain, "shop", "Orders"}, {plain, "my.db", "a`b"}, {plain, "db", "x.y"},
+		{prefixed, "shop", "Orders"}, {prefixed, "my.db", "a`b"},
+		{Namer{Prefix: "odd.prefix", NamespaceWithPrefix: true}, "db", "t"},
+	} {
+		src := tc.n.Source(tc.db, tc.tbl)
+		for _, id := range tc.n.Candidates(tc.db, tc.tbl) {
+			if !tc.n.Placed(id, src) {
+				t.Errorf("%+v: %v with source %q is not its own", tc.n, id, src)
+			}
+		}
+		other := plain
+		if !tc.n.NamespaceWithPrefix {
+			other = prefixed
+		}
+		for _, id := range tc.n.Candidates(tc.db, tc.tbl) {
+			if other.Placed(id, src) {
+				t.Errorf("%+v claims %v (source %q) of %+v", other, id, src, tc.n)
+			}
+		}
+	}
+	if plain.Placed(table.Identifier{"elsewhere", "orders"}, plain.Source("shop", "Orders")) {
+		t.Error("a table in another namespace is placed by this namer")
+	}
+	for _, bad := range []string{"", "t", "db.", ".t", "`db.t", "d`b.t", "`db`x.t"} {
+		if plain.Placed(table.Identifier{"db", "t"}, bad) {
+			t.Errorf("source %q accepted", bad)
+		}
+	}
+}
