@@ -85,6 +85,7 @@ type Config struct {
 	MetricsAddr          string
 	LogFormat, LogLevel  string
 	ShutdownTimeout      time.Duration
+	StartupTimeout       time.Duration
 }
 
 func (c *Config) bind(f *envFlags) {
@@ -139,6 +140,7 @@ func (c *Config) bind(f *envFlags) {
 	f.String(&c.LogFormat, "log-format", "text", "log format: text or json")
 	f.String(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.Duration(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a stop may take to commit or abort the open transaction")
+	f.Duration(&c.StartupTimeout, "startup-timeout", 5*time.Minute, "how long start-up waits for an unreachable source, schema registry or Kafka, retrying with back-off, before exiting (0: exit at the first failure); refused credentials and certificates exit at once")
 }
 
 // Validate checks the settings against each other and fills derived defaults.
@@ -156,6 +158,9 @@ func (c *Config) Validate() error {
 	}
 	if strings.TrimSpace(c.KafkaBrokers) == "" {
 		bad("kafka-brokers is empty")
+	}
+	if c.StartupTimeout < 0 {
+		bad("startup-timeout %s: want 0 or more", c.StartupTimeout)
 	}
 	if err := c.Kafka.Validate(strings.Split(c.KafkaBrokers, ",")); err != nil {
 		errs = append(errs, err)
@@ -280,6 +285,7 @@ func (c *Config) redacted() []any {
 		"schema_registry_url", redactURL(c.RegistryURL), "offsets_topic", c.OffsetsTopic, "schema_history_topic", c.HistoryTopic,
 		"server_id", c.ServerID, "flavor", c.Flavor, "snapshot_mode", c.SnapshotMode, "signal_kafka_topic", c.SignalKafkaTopic, "snapshot_chunk_rows", c.SnapshotChunkRows, "snapshot_read_ahead", c.SnapshotReadAhead, "commit_interval", c.CommitInterval,
 		"field_name_adjustment_mode", c.Naming.Field, "schema_name_adjustment_mode", c.Naming.Schema,
+		"startup_timeout", c.StartupTimeout,
 	}
 }
 

@@ -220,6 +220,18 @@ func (k *KafkaSecurity) explain(err error) (_ error, refused bool) {
 	return fmt.Errorf("%w (%s)", err, hint), true
 }
 
+// refusal reports whether err is final at start-up: the broker refusing
+// these security settings (see explain), or answering with an error that
+// retrying cannot clear (an authorization, a fenced producer, a setting it
+// rejects). Any other error may be a broker not reachable yet.
+func (k *KafkaSecurity) refusal(err error) bool {
+	if _, refused := k.explain(err); refused {
+		return true
+	}
+	var ke *kerr.Error
+	return errors.As(err, &ke) && !ke.Retriable
+}
+
 // tlsConfig builds the client TLS configuration from the files.
 func (k *KafkaSecurity) tlsConfig() (*tls.Config, error) {
 	c := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: k.TLSServerName}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"flag"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/twmb/franz-go/pkg/sr"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/binlake/binlake/capture/internal/binlog"
@@ -200,6 +202,31 @@ var (
 	_ stream.CollationSource = sqlDefinitions{}
 )
 
+// sourceRefusal reports whether an error reaching the source is final:
+// the server answered and refused (credentials, grants), where a server
+// not answering, or shutting down or restarting, may be back soon.
+func sourceRefusal(err error) bool {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		switch me.Number {
+		case 1040, 1053, 1927: // too many connections, shutdown in progress, connection killed
+			return false
+		}
+		return true
+	}
+	return !unreachable(err) && !errors.Is(err, mysql.ErrInvalidConn) && !errors.Is(err, driver.ErrBadConn)
+}
+
+// registryRefusal reports whether an error reaching the schema registry
+// is final: an answer other than a 5xx (a wrong path, credentials).
+func registryRefusal(err error) bool {
+	var re *sr.ResponseError
+	if errors.As(err, &re) {
+		return re.StatusCode < 500
+	}
+	return !unreachable(err)
+}
+
 // resumeSource answers the resume policy's questions from the source.
 type resumeSource struct {
 	db   *sql.DB
@@ -229,7 +256,11 @@ func stream1(ctx context.Context, cfg Config, logger *slog.Logger, metrics *stre
 	db.SetMaxOpenConns(4)
 
 	// Start-up checks: one line per problem, naming the fix.
-	server, err := binlog.Inspect(ctx, db)
+	var server binlog.Server
+	err = startupRetry(ctx, logger, "the source", cfg.StartupTimeout, sourceRefusal, func(ctx context.Context) (err error) {
+		server, err = binlog.Inspect(ctx, db)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("source %s: %w (check mysql-addr, mysql-user and CAPTURE_MYSQL_PASSWORD)", cfg.MySQLAddr, err)
 	}
@@ -257,7 +288,7 @@ func stream1(ctx context.Context, cfg Config, logger *slog.Logger, metrics *stre
 	if err != nil {
 		return err
 	}
-	if err := registry.Ping(ctx); err != nil {
+	if err := startupRetry(ctx, logger, "the schema registry", cfg.StartupTimeout, registryRefusal, registry.Ping); err != nil {
 		return fmt.Errorf("%w (check schema-registry-url %s)", err, redactURL(cfg.RegistryURL))
 	}
 
@@ -265,18 +296,22 @@ func stream1(ctx context.Context, cfg Config, logger *slog.Logger, metrics *stre
 	if err != nil {
 		return err
 	}
-	pub, err := publish.New(ctx, publish.Config{
-		Brokers:            strings.Split(cfg.KafkaBrokers, ","),
-		ID:                 cfg.ID,
-		OffsetsTopic:       cfg.OffsetsTopic,
-		TopicPartitions:    int32(cfg.TopicPartitions),
-		TopicReplication:   int16(cfg.TopicReplication),
-		TopicCleanupPolicy: cfg.TopicCleanupPolicy,
-		MaxRecordBytes:     int32(cfg.MaxRecordBytes),
-		TransactionTimeout: cfg.TransactionTimeout,
-		MaxBufferedBytes:   cfg.MaxBufferedBytes,
-		Opts:               kafkaOpts,
-		Logger:             logger,
+	var pub *publish.Publisher
+	err = startupRetry(ctx, logger, "Kafka", cfg.StartupTimeout, cfg.Kafka.refusal, func(ctx context.Context) (err error) {
+		pub, err = publish.New(ctx, publish.Config{
+			Brokers:            strings.Split(cfg.KafkaBrokers, ","),
+			ID:                 cfg.ID,
+			OffsetsTopic:       cfg.OffsetsTopic,
+			TopicPartitions:    int32(cfg.TopicPartitions),
+			TopicReplication:   int16(cfg.TopicReplication),
+			TopicCleanupPolicy: cfg.TopicCleanupPolicy,
+			MaxRecordBytes:     int32(cfg.MaxRecordBytes),
+			TransactionTimeout: cfg.TransactionTimeout,
+			MaxBufferedBytes:   cfg.MaxBufferedBytes,
+			Opts:               kafkaOpts,
+			Logger:             logger,
+		})
+		return err
 	})
 	if err != nil {
 		err, _ = cfg.Kafka.explain(err)

@@ -64,6 +64,7 @@ type Config struct {
 	MetricsAddr         string
 	LogFormat, LogLevel string
 	ShutdownTimeout     time.Duration
+	StartupTimeout      time.Duration
 }
 
 func (c *Config) bind(f *envFlags) {
@@ -98,6 +99,7 @@ func (c *Config) bind(f *envFlags) {
 	f.String(&c.LogFormat, "log-format", "text", "log format: text or json")
 	f.String(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.Duration(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a stop may take to commit the open batches")
+	f.Duration(&c.StartupTimeout, "startup-timeout", 5*time.Minute, "how long start-up waits for an unreachable Kafka or catalog, retrying with back-off, before exiting (0: exit at the first failure); refused credentials and certificates exit at once")
 }
 
 // Validate checks the settings against each other.
@@ -195,6 +197,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ShutdownTimeout <= 0 {
 		bad("shutdown-timeout must be positive")
+	}
+	if c.StartupTimeout < 0 {
+		bad("startup-timeout %s: want 0 or more", c.StartupTimeout)
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		bad("log-format %q: want text or json", c.LogFormat)
@@ -349,7 +354,7 @@ func (c *Config) redacted() []any {
 		"table_format_version", c.TableFormatVersion, "backfill_defaults", c.BackfillDefaults,
 		"delete_mode", c.DeleteMode, "state_dir", c.StateDir, "index_cache_bytes", c.IndexCacheBytes,
 		"flush_rows", c.FlushRows, "flush_bytes", c.FlushBytes, "flush_interval", c.FlushInterval,
-		"max_buffered_bytes", c.MaxBufferedBytes, "shutdown_timeout", c.ShutdownTimeout,
+		"max_buffered_bytes", c.MaxBufferedBytes, "shutdown_timeout", c.ShutdownTimeout, "startup_timeout", c.StartupTimeout,
 		"maintain_interval", c.MaintainInterval, "errors_tolerance", c.ErrorsTolerance, "dlq_topic", c.DLQTopic,
 	}
 }

@@ -163,6 +163,23 @@ func openCatalog(ctx context.Context, cfg CatalogConfig, logger *slog.Logger) (c
 	return cat, nil
 }
 
+// catalogRefusal reports whether an error opening the catalog is final:
+// an answer refusing ingest (credentials, a 4xx) or a setting that cannot
+// work, where a catalog not answering or answering 5xx may be one
+// restarting.
+func catalogRefusal(err error) bool {
+	if errors.Is(err, errCatalogRefused) {
+		return true
+	}
+	if errors.Is(err, rest.ErrServiceUnavailable) || errors.Is(err, rest.ErrServerError) {
+		return false
+	}
+	if errors.Is(err, rest.ErrRESTError) {
+		return true
+	}
+	return !unreachable(err)
+}
+
 // sigV4Hint names what to check when a SigV4-signed catalog refuses
 // ingest: where the credentials came from (never the credentials
 // themselves), the signing name and region, and the clock.
@@ -198,7 +215,25 @@ func ingest(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	reg := prometheus.NewRegistry()
 	metrics := registerMetrics(reg, func() bool { p := pipe.Load(); return p != nil && p.Ready() })
 
-	cat, err := openCatalog(ctx, cfg.CatalogConfig, logger)
+	// The ops server answers from the start: /healthz while start-up
+	// waits for a service, /readyz once the pipeline consumes.
+	if cfg.MetricsAddr != "" && cfg.MetricsAddr != "off" {
+		srv, err := serveOps(cfg.MetricsAddr, reg, func() bool { p := pipe.Load(); return p != nil && p.Ready() }, logger)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = srv.Shutdown(sctx)
+		}()
+	}
+
+	var cat catalog.Catalog
+	err := startupRetry(ctx, logger, "the Iceberg catalog", cfg.StartupTimeout, catalogRefusal, func(ctx context.Context) (err error) {
+		cat, err = openCatalog(ctx, cfg.CatalogConfig, logger)
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -221,10 +256,15 @@ func ingest(ctx context.Context, cfg Config, logger *slog.Logger) error {
 			return fmt.Errorf("kafka %s: %w", cfg.KafkaBrokers, err)
 		}
 		defer dl.Close()
-		lctx, cancel := context.WithTimeout(ctx, time.Minute)
-		err = dl.Load(lctx)
-		cancel()
+		err = startupRetry(ctx, logger, "Kafka", cfg.StartupTimeout, cfg.Kafka.refusal, func(ctx context.Context) error {
+			lctx, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			return dl.Load(lctx)
+		})
 		if err != nil {
+			if err, refused := cfg.Kafka.explain(err); refused {
+				return fmt.Errorf("kafka %s: %w", cfg.KafkaBrokers, err)
+			}
 			return fmt.Errorf("kafka %s: %w (check dlq-topic and the ACLs on it)", cfg.KafkaBrokers, err)
 		}
 		pcfg.DeadLetter = dl
@@ -234,9 +274,11 @@ func ingest(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		return fmt.Errorf("kafka %s: %w", cfg.KafkaBrokers, err)
 	}
 	pipe.Store(p)
-	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	err = p.Ping(pctx)
-	cancel()
+	err = startupRetry(ctx, logger, "Kafka", cfg.StartupTimeout, cfg.Kafka.refusal, func(ctx context.Context) error {
+		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		return p.Ping(pctx)
+	})
 	if err != nil {
 		if err, refused := cfg.Kafka.explain(err); refused {
 			return fmt.Errorf("kafka %s: %w", cfg.KafkaBrokers, err)
@@ -245,18 +287,6 @@ func ingest(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	}
 
 	g, gctx := errgroup.WithContext(ctx)
-	if cfg.MetricsAddr != "" && cfg.MetricsAddr != "off" {
-		srv, err := serveOps(cfg.MetricsAddr, reg, p.Ready, logger)
-		if err != nil {
-			return err
-		}
-		g.Go(func() error {
-			<-gctx.Done()
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			return srv.Shutdown(sctx)
-		})
-	}
 	if idx := commitCfg.Index; idx != nil {
 		g.Go(func() error { pruneIndexes(gctx, cat, idx, logger); return nil })
 	}

@@ -286,6 +286,7 @@ func (h *harness) checkLake(tl *tally, admin *sql.DB, ns string, topics []string
 		}
 		for tp := range fed {
 			v := validate.OffsetTiling(tp)
+			v.NoteApplied(recs[tp])
 			for _, s := range hist {
 				v.NoteSnapshot(s)
 			}

@@ -361,6 +361,7 @@ func TestScaleOut(t *testing.T) {
 			t.Fatal(err)
 		}
 		tiling := validate.OffsetTiling(tp)
+		tiling.NoteApplied(recs[tp])
 		for _, s := range hist {
 			tiling.NoteSnapshot(s)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/binlake/binlake/test/kafkatest"
 	"github.com/binlake/binlake/test/lakecheck"
 )
 
@@ -24,6 +26,10 @@ const (
 	OffsetsKeyPrefix = "binlake.offsets."
 	// CommitIDKey: the UUID of the ingest commit.
 	CommitIDKey = "binlake.commit-id"
+	// FirstOffsetsKeyPrefix + topic: JSON {"<partition>": <offset>} of
+	// the first record the snapshot's commit applied in each partition it
+	// advanced.
+	FirstOffsetsKeyPrefix = "binlake.first-offsets."
 )
 
 // ParseOffsets reads an OffsetsKeyPrefix value: partition → next offset.
@@ -179,6 +185,8 @@ type Tiling struct {
 	applied map[int32][]span
 	high    map[int32]int64
 	ends    map[int32]int64
+	records map[int32][]int64 // NoteRecord's offsets
+	sorted  bool              // records is in ascending order
 	commits map[string]int64
 	// lastCommit is the commit id of the last ingest snapshot noted.
 	lastCommit string
@@ -202,13 +210,37 @@ type Tiling struct {
 //   - a gap: a partition whose applied offsets end before its end;
 //   - a commit id in two snapshots that are not consecutive (one commit
 //     may stage several snapshots in one transaction), or offsets that do
-//     not parse.
+//     not parse;
+//   - a skipped range: a snapshot whose first applied offset (its
+//     FirstOffsetsKeyPrefix summary) is past a record ([Tiling.NoteRecord])
+//     at or after the offset stored before it, so that its range does not
+//     start where the one before ended (a resume from offsets another table
+//     or deployment held), or below that offset.
 //
 // Snapshots without the topic's offsets (other writers, maintenance) are
 // skipped.
 func OffsetTiling(topic string) *Tiling {
 	return &Tiling{topic: topic, prev: map[int32]int64{}, applied: map[int32][]span{}, high: map[int32]int64{},
-		ends: map[int32]int64{}, commits: map[string]int64{}}
+		ends: map[int32]int64{}, records: map[int32][]int64{}, commits: map[string]int64{}}
+}
+
+// NoteRecord records a record of the topic that ingest applies (a change
+// or a record it dead-letters; not a tombstone), in offset order per
+// partition, before the snapshots are noted: without records, a snapshot's
+// first offset is only checked against the range before it.
+func (v *Tiling) NoteRecord(partition int32, offset int64) {
+	v.records[partition] = append(v.records[partition], offset)
+	v.sorted = false
+}
+
+// NoteApplied notes every record of recs that is of v's topic and not a
+// tombstone ([Tiling.NoteRecord]).
+func (v *Tiling) NoteApplied(recs []kafkatest.Record) {
+	for _, r := range recs {
+		if r.Topic == v.topic && r.Value != nil {
+			v.NoteRecord(r.Partition, r.Offset)
+		}
+	}
 }
 
 // NoteSnapshot feeds the next snapshot of the history.
@@ -234,6 +266,12 @@ func (v *Tiling) NoteSnapshot(s Snapshot) {
 		v.failf("snapshot %d: %v", s.ID, err)
 		return
 	}
+	var firsts map[int32]int64
+	if raw, ok := s.Summary[FirstOffsetsKeyPrefix+v.topic]; ok {
+		if firsts, err = ParseOffsets(raw); err != nil {
+			v.failf("snapshot %d: first offsets: %v", s.ID, err)
+		}
+	}
 	for _, p := range sortedParts(v.prev) {
 		if _, ok := cur[p]; !ok {
 			v.failf("snapshot %d: partition %d lost its stored offset (%d in the snapshot before)", s.ID, p, v.prev[p])
@@ -252,10 +290,38 @@ func (v *Tiling) NoteSnapshot(s Snapshot) {
 			first := v.overlapping(p, from, to)
 			v.failf("partition %d: offsets [%d, %d) applied again by snapshot %d (first applied by snapshot %d)", p, from, min(to, hi), s.ID, first)
 		}
+		if first, ok := firsts[p]; ok {
+			switch {
+			case first < from:
+				v.failf("partition %d: snapshot %d applied offsets from %d, below the %d stored before it", p, s.ID, first, from)
+			case first >= to:
+				v.failf("partition %d: snapshot %d's first applied offset %d is not below the %d it stores", p, s.ID, first, to)
+			default:
+				if r, skipped := v.recordIn(p, from, first); skipped {
+					v.failf("partition %d: offsets [%d, %d) never applied: snapshot %d's range starts at %d, past the record at %d", p, from, first, s.ID, first, r)
+				}
+			}
+		}
 		v.applied[p] = append(v.applied[p], span{from: from, to: to, snap: s.ID})
 		v.high[p] = max(v.high[p], to)
 	}
 	v.prev = cur
+}
+
+// recordIn returns the first noted record of partition p in [from, to).
+func (v *Tiling) recordIn(p int32, from, to int64) (int64, bool) {
+	if !v.sorted {
+		for _, recs := range v.records {
+			slices.Sort(recs)
+		}
+		v.sorted = true
+	}
+	recs := v.records[p]
+	i := sort.Search(len(recs), func(i int) bool { return recs[i] >= from })
+	if i < len(recs) && recs[i] < to {
+		return recs[i], true
+	}
+	return 0, false
 }
 
 func (v *Tiling) overlapping(p int32, from, to int64) int64 {

@@ -192,6 +192,35 @@ func TestOffsetTiling(t *testing.T) {
 	}
 }
 
+// TestOffsetTilingFirstOffsets checks a snapshot's first applied offsets
+// against the records of the topic: the stored offsets alone cannot tell a
+// range [0, 30) from [12, 30) resumed from offsets another table held.
+func TestOffsetTilingFirstOffsets(t *testing.T) {
+	withFirst := func(s Snapshot, first string) Snapshot { s.Summary[FirstOffsetsKeyPrefix+topic] = first; return s }
+	run := func(snaps ...Snapshot) []string {
+		v := OffsetTiling(topic)
+		// Records at 0..9, a transaction marker at 10, records 11..29.
+		for o := int64(0); o < 30; o++ {
+			if o != 10 {
+				v.NoteRecord(0, o)
+			}
+		}
+		for _, s := range snaps {
+			v.NoteSnapshot(s)
+		}
+		v.NoteEnd(0, 30)
+		return v.Failures()
+	}
+	check(t, run(withFirst(snap(1, `{"0":10}`, "a"), `{"0":0}`), withFirst(snap(2, `{"0":30}`, "b"), `{"0":11}`)), "")
+	check(t, run(withFirst(snap(1, `{"0":30}`, "a"), `{"0":12}`)),
+		"partition 0: offsets [0, 12) never applied: snapshot 1's range starts at 12, past the record at 0")
+	check(t, run(withFirst(snap(1, `{"0":10}`, "a"), `{"0":0}`), withFirst(snap(2, `{"0":30}`, "b"), `{"0":12}`)),
+		"offsets [10, 12) never applied: snapshot 2's range starts at 12, past the record at 11")
+	check(t, run(withFirst(snap(1, `{"0":10}`, "a"), `{"0":0}`), withFirst(snap(2, `{"0":30}`, "b"), `{"0":9}`)),
+		"snapshot 2 applied offsets from 9, below the 10 stored before it")
+	check(t, run(withFirst(snap(1, `{"0":30}`, "a"), `{"0":`)), "first offsets")
+}
+
 func TestChangeLogOnce(t *testing.T) {
 	evs := []Event{ev(0, 0, "", "c", "", 1), ev(1, 0, "", "u", "", 2), ev(0, 1, "", "d", "", 3), tomb(0, 2, ""), ev(1, 1, "", "t", "", 4)}
 	rows := []ChangeRow{{0, 0, false}, {1, 0, true}, {1, 0, false}, {0, 1, true}, {1, 1, false}}

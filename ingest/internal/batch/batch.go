@@ -282,6 +282,19 @@ func (o Offsets) Advance(topic string, partition int32, offset int64) {
 	}
 }
 
+// Lower records offset as a partition's first (first = min(first, offset)),
+// for Offsets that hold first offsets rather than next ones.
+func (o Offsets) Lower(topic string, partition int32, offset int64) {
+	p := o[topic]
+	if p == nil {
+		p = map[int32]int64{}
+		o[topic] = p
+	}
+	if n, ok := p[partition]; !ok || offset < n {
+		p[partition] = offset
+	}
+}
+
 // Merge advances o by every position in other.
 func (o Offsets) Merge(other Offsets) {
 	for t, ps := range other {
@@ -308,8 +321,10 @@ type Collapsed struct {
 	// Deletes are the events whose keys must be deleted: the last change of
 	// every key touched since the last truncate (upserted or deleted).
 	Deletes []*Event
-	// Offsets are the next offsets after the included events.
-	Offsets Offsets
+	// Offsets are the next offsets after the included events, and First
+	// the offsets of the first included event or passed record of each
+	// partition: the batch applies [First, Offsets) of each.
+	Offsets, First Offsets
 	// Events counts the included events; Skipped those already covered by
 	// the committed offsets; Stale those included but dropped because a
 	// truncate later in source order removes them.
@@ -336,7 +351,7 @@ func (c *Collapsed) Empty() bool {
 // counted as consumed but writes nothing. Changes without a source order
 // are never dropped.
 func (b *Buffer) Collapse(committed Offsets, watermark int64) *Collapsed {
-	c := &Collapsed{Offsets: Offsets{}, Watermark: watermark}
+	c := &Collapsed{Offsets: Offsets{}, First: Offsets{}, Watermark: watermark}
 	// A truncate erases what precedes it in the source whatever its place
 	// in the batch: find the batch's latest one first.
 	if !b.appendOnly {
@@ -351,6 +366,7 @@ func (b *Buffer) Collapse(committed Offsets, watermark int64) *Collapsed {
 		if !committed.Covers(pos.Topic, pos.Partition, pos.Offset) {
 			c.Passed++
 			c.Offsets.Advance(pos.Topic, pos.Partition, pos.Offset)
+			c.First.Lower(pos.Topic, pos.Partition, pos.Offset)
 		}
 	}
 	stale := func(ev *Event) bool { return ev.Order > 0 && ev.Order < c.Watermark }
@@ -365,6 +381,7 @@ func (b *Buffer) Collapse(committed Offsets, watermark int64) *Collapsed {
 		}
 		c.Events++
 		c.Offsets.Advance(ev.Topic, ev.Partition, ev.Offset)
+		c.First.Lower(ev.Topic, ev.Partition, ev.Offset)
 		c.MaxTsMs = max(c.MaxTsMs, ev.TsMs)
 		if ev.GTID != "" {
 			c.LastGTID = ev.GTID

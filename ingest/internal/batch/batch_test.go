@@ -119,6 +119,10 @@ func TestCollapseSkipsCommitted(t *testing.T) {
 	if d := cmp.Diff(Offsets{"t": {0: 8, 1: 4}}, got.Offsets); d != "" {
 		t.Errorf("offsets (-want +got):\n%s", d)
 	}
+	// The first offsets are those of the first events not committed yet.
+	if d := cmp.Diff(Offsets{"t": {0: 7, 1: 3}}, got.First); d != "" {
+		t.Errorf("first offsets (-want +got):\n%s", d)
+	}
 	if all := b.Collapse(Offsets{"t": {0: 8, 1: 4}}, 0); !all.Empty() || all.Skipped != 4 {
 		t.Errorf("fully committed batch: empty=%v skipped=%d", all.Empty(), all.Skipped)
 	}

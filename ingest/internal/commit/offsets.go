@@ -23,6 +23,13 @@ const (
 	// partition of topic, as JSON {"<partition>": <next offset>, ...}. The
 	// map is cumulative: it includes partitions from earlier commits.
 	OffsetsKeyPrefix = "binlake.offsets."
+	// FirstOffsetsKeyPrefix + topic, in the snapshot summary only, holds
+	// the offset of the first record the commit applied in each partition
+	// it advanced, as JSON {"<partition>": <offset>, ...}: with the
+	// offsets of the snapshot before, a validator can tell that no record
+	// between them was skipped (Kafka offsets have gaps of their own:
+	// transaction markers, compaction). Not a prefix of OffsetsKeyPrefix.
+	FirstOffsetsKeyPrefix = "binlake.first-offsets."
 	// CommitIDKey holds the UUID of the commit (one per Committer.Commit
 	// call, kept across its retries).
 	CommitIDKey = "binlake.commit-id"
@@ -105,6 +112,9 @@ func summaryProps(commitID string, offsets batch.Offsets, col *batch.Collapsed) 
 	props := iceberg.Properties{CommitIDKey: commitID}
 	for topic, parts := range offsets {
 		props[OffsetsKeyPrefix+topic] = encodeOffsets(parts)
+	}
+	for topic, parts := range col.First {
+		props[FirstOffsetsKeyPrefix+topic] = encodeOffsets(parts)
 	}
 	if col.MaxTsMs > 0 {
 		props[SourceTsKey] = strconv.FormatInt(col.MaxTsMs, 10)

@@ -27,13 +27,14 @@ func TestOffsetsEncoding(t *testing.T) {
 }
 
 func TestSummaryProps(t *testing.T) {
-	col := &batch.Collapsed{MaxTsMs: 1700000000000, LastGTID: "0-1-42"}
-	got := summaryProps("id-1", batch.Offsets{"p.db.t": {0: 5}}, col)
+	col := &batch.Collapsed{MaxTsMs: 1700000000000, LastGTID: "0-1-42", First: batch.Offsets{"p.db.t": {0: 3}}}
+	got := summaryProps("id-1", batch.Offsets{"p.db.t": {0: 5, 1: 9}}, col)
 	want := map[string]string{
-		CommitIDKey:                 "id-1",
-		OffsetsKeyPrefix + "p.db.t": `{"0":5}`,
-		SourceTsKey:                 "1700000000000",
-		SourceGTIDKey:               "0-1-42",
+		CommitIDKey:                      "id-1",
+		OffsetsKeyPrefix + "p.db.t":      `{"0":5,"1":9}`,
+		FirstOffsetsKeyPrefix + "p.db.t": `{"0":3}`,
+		SourceTsKey:                      "1700000000000",
+		SourceGTIDKey:                    "0-1-42",
 	}
 	if d := cmp.Diff(want, map[string]string(got)); d != "" {
 		t.Errorf("props (-want +got):\n%s", d)

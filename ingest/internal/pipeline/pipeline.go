@@ -439,6 +439,17 @@ func (p *Pipeline) poll(ctx, wctx context.Context) error {
 				p.log.Warn("fetch error, retrying", "topic", topic, "partition", part, "error", err)
 				return
 			}
+			// A broker closing a new connection at its first read: franz-go
+			// does not retry it, as on a first connection it is mostly a
+			// refused SASL or TLS setting, but those were proven at start
+			// (Ping); here it is a broker restarting or a network cut. The
+			// client keeps fetching; a broker that goes on refusing shows
+			// as lag (and these warnings), not as a crash loop.
+			var firstEOF *kgo.ErrFirstReadEOF
+			if errors.As(err, &firstEOF) {
+				p.log.Warn("fetch error: the broker closed the connection at once, retrying", "topic", topic, "partition", part, "error", err)
+				return
+			}
 			p.log.Error("fetch error", "topic", topic, "partition", part, "error", err)
 			if fatal == nil && topic != "" {
 				fatal = fmt.Errorf("fetching %s/%d: %w", topic, part, err)
