@@ -21,15 +21,15 @@ unit:
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
 
-## integration: bring the stack up and run the integration-tagged tests against it,
-## then the pipeline, kill and types tests again with ingest writing through the
+## integration: bring the stack up and run the integration-tagged tests against it
+## (test/integration.sh: test/e2e in one lane, every other package in another, side
+## by side; then the tests that need the server to themselves), and in the second
+## lane the pipeline, kill and types tests again with ingest writing through the
 ## S3 Tables stand-in (BINLAKE_TEST_CATALOG=s3tables: SigV4 verified, S3 Tables'
 ## rules, managed compaction and expiry on the stand-in's schedule; test/e2e's
 ## s3tables_integration_test.go). Each prints an S3TABLES line of what landed.
-S3TABLES_TESTS := ^(TestIngestPipeline|TestIngestKill|TestIngestBothProducersTypes)$$
 integration: stack-up
-	eval "$$($(STACK) env)" && BINLAKE_REQUIRE_STACK=1 $(GO) test $(INTEGRATION_FLAGS) ./...
-	eval "$$($(STACK) env)" && BINLAKE_REQUIRE_STACK=1 BINLAKE_TEST_CATALOG=s3tables $(GO) test $(INTEGRATION_FLAGS) -run '$(S3TABLES_TESTS)' ./test/e2e
+	eval "$$($(STACK) env)" && BINLAKE_REQUIRE_STACK=1 GO=$(GO) test/integration.sh $(INTEGRATION_FLAGS)
 
 ## demo: the main job end to end: a live shop database → capture → Kafka → ingest → Iceberg.
 ## Ends with: DEMO tables=<n> rows_mariadb=<a> rows_iceberg=<b> equal=<true|false>
@@ -55,25 +55,30 @@ deploy-check:
 	eval "$$($(STACK) env)" && "$$BINLAKE_STACK_DIR/bin/promtool" check rules deploy/prometheus/alerts.yml
 	eval "$$($(STACK) env)" && BINLAKE_REQUIRE_STACK=1 $(GO) test -tags integration -count=1 ./test/helmchart
 
-## chaos-short: make chaos's short version (15 faults, about 5 minutes). Not yet part of make test:
-## the 100-fault run of 2026-12-03 (CHAOS_SEED=604210061) found a defect on a renamed table (issue 12).
+## chaos-short: make chaos's short version (15 faults, about 6 minutes), the last
+## test step of make test: its faults act on the whole stack, so it runs alone.
 chaos-short: stack-up
 	eval "$$($(STACK) env)" && $(STACK) up tools && BINLAKE_REQUIRE_STACK=1 BINLAKE_CHAOS=1 $(GO) test $(INTEGRATION_FLAGS) -run '^TestChaos$$' -v ./test/chaos | tee /tmp/binlake-chaos-short.log | grep -E '^(CHAOS|--- |ok|FAIL)| fault [0-9]+/|lost|duplicated|mismatched|crash'; \
 	  rc=$${PIPESTATUS[0]}; [[ $$rc == 0 ]] || tail -150 /tmp/binlake-chaos-short.log; exit $$rc
 
-## test: everything CI runs (the long tests in their -short versions).
-test: unit integration deploy-check
+## test: everything CI runs (the long tests in their -short versions). The unit
+## tests (compiling: CPU) run beside the stack's installation (downloads, on a
+## fresh machine); the short chaos run follows the integration tests.
+test:
+	$(MAKE) --no-print-directory -j2 -O unit stack-up
+	$(MAKE) --no-print-directory integration chaos-short deploy-check
 	$(STACK) status
 
 ## test-full: every test at full length (20 ingest kills, a 2-minute
 ## scale-out, a 1,000,000-row concurrent-writes snapshot, four lake
 ## settings for Debezium's defaults).
-test-full: unit integration-full deploy-check
+test-full:
+	$(MAKE) --no-print-directory -j2 -O unit stack-up
+	$(MAKE) --no-print-directory integration-full chaos-short deploy-check
 	$(STACK) status
 
 integration-full: stack-up
-	eval "$$($(STACK) env)" && BINLAKE_REQUIRE_STACK=1 $(GO) test $(FULL_FLAGS) ./...
-	eval "$$($(STACK) env)" && BINLAKE_REQUIRE_STACK=1 BINLAKE_TEST_CATALOG=s3tables $(GO) test $(FULL_FLAGS) -run '$(S3TABLES_TESTS)' ./test/e2e
+	eval "$$($(STACK) env)" && BINLAKE_REQUIRE_STACK=1 GO=$(GO) test/integration.sh $(FULL_FLAGS)
 
 stack-up:
 	$(STACK) up
