@@ -162,11 +162,17 @@ cmd_install() { # cmd_install [jdbc]: the runtime, the MariaDB connector, the co
   command -v mvn >/dev/null || die "maven (mvn) is needed: apt-get install maven"
   find_java17 >/dev/null || die "Java 17 is needed: apt-get install openjdk-17-jre-headless"
   mkdir -p "$CONNECT"
+  # One installer (and one Maven run of the tests, test/testenv.MavenLockPath) at a time:
+  # workers started side by side (test/integration.sh's lanes) share these files and ~/.m2.
+  exec 9>"${TMPDIR:-/tmp}/binlake-maven.lock"
+  flock 9
   install_runtime
   install_debezium
   install_converter
   if [[ ${1:-} == jdbc ]]; then install_jdbc_sink; fi
   install_log4j
+  flock -u 9
+  exec 9>&-
   log "installed: Kafka Connect $KAFKA_VERSION, Debezium MariaDB $DEBEZIUM_VERSION, Apicurio converter"
 }
 

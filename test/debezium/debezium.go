@@ -19,6 +19,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -26,6 +27,7 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -192,7 +194,9 @@ var nonWorker = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
 // Run starts Debezium for cfg with deploy/local/debezium.sh, waits until it
 // streams from the binlog, and stops it (deleting its offsets and history)
-// when the test ends. Only one connector can run at a time (one REST port).
+// when the test ends. Its worker listens on a free REST port of its own, so
+// that tests running side by side (test/integration.sh's lanes) can each
+// run one.
 func Run(t testing.TB, cfg Config) *Connector {
 	t.Helper()
 	stack := env(t, "BINLAKE_STACK_DIR")
@@ -210,18 +214,18 @@ func Run(t testing.TB, cfg Config) *Connector {
 	if err := os.WriteFile(file, []byte(FormatProperties(props)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c := &Connector{Name: name, Dir: filepath.Join(stack, "connect", name), Props: props, stack: stack}
-	// A worker of the same name left over by a killed test would hold the port.
-	_ = script(t, stack, "reset", name)
+	c := &Connector{Name: name, Dir: filepath.Join(stack, "connect", name), Props: props, stack: stack, port: FreePort(t)}
+	// A worker of the same name left over by a killed test would still run.
+	_ = c.script(t, "reset", name)
 	t.Cleanup(func() {
-		if err := script(t, stack, "reset", name); err != nil {
+		if err := c.script(t, "reset", name); err != nil {
 			t.Errorf("stopping debezium worker %s: %v", name, err)
 		}
 	})
-	if err := script(t, stack, "run", name, file); err != nil {
+	if err := c.script(t, "run", name, file); err != nil {
 		t.Fatalf("starting debezium: %v\n%s", err, c.logTail())
 	}
-	if err := script(t, stack, "wait", name, "180"); err != nil {
+	if err := c.script(t, "wait", name, "180"); err != nil {
 		t.Fatalf("debezium is not streaming: %v\n%s", err, c.logTail())
 	}
 	return c
@@ -249,6 +253,18 @@ func (c *Connector) logTail() string {
 		l = "...\n" + l[len(l)-8000:]
 	}
 	return l
+}
+
+// FreePort is a loopback TCP port no one listens on now, for a worker's
+// REST API.
+func FreePort(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 }
 
 func (c *Connector) script(t testing.TB, args ...string) error {
@@ -286,8 +302,8 @@ func script(t testing.TB, stack string, args ...string) error {
 type JDBCSinkConfig struct {
 	TopicsRegex string // topics.regex: the topics consumed
 	Database    string // the MariaDB database written into (it must exist)
-	// Port is the REST port of its own Kafka Connect worker, so that it can
-	// run beside a Debezium source connector's (18083); "" means 18083.
+	// Port is the REST port of its own Kafka Connect worker; "" is a free
+	// one.
 	Port  string
 	Extra map[string]string // applied last
 }
@@ -357,6 +373,9 @@ func StartJDBCSink(t testing.TB, cfg JDBCSinkConfig) (c *Connector, wait func())
 	file := filepath.Join(t.TempDir(), "connector.properties")
 	if err := os.WriteFile(file, []byte(FormatProperties(props)), 0o600); err != nil {
 		t.Fatal(err)
+	}
+	if cfg.Port == "" {
+		cfg.Port = FreePort(t)
 	}
 	c = &Connector{Name: name, Dir: filepath.Join(stack, "connect", name), Props: props, stack: stack, port: cfg.Port}
 	_ = c.script(t, "reset", name)

@@ -25,6 +25,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/binlake/binlake/test/testenv"
 )
 
 // Readers are the names [ReadWith] takes.
@@ -46,11 +48,14 @@ type mvnOnce struct {
 
 func (m *mvnOnce) run(what, sub string, args ...string) error {
 	m.once.Do(func() {
-		cmd := exec.Command("mvn", append([]string{"-q", "-B"}, args...)...)
-		cmd.Dir = filepath.Join(pkgDir(), sub)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			m.err = fmt.Errorf("building %s: %v\n%s", what, err, out)
-		}
+		m.err = testenv.WithMavenLock(func() error {
+			cmd := exec.Command("mvn", append([]string{"-q", "-B"}, args...)...)
+			cmd.Dir = filepath.Join(pkgDir(), sub)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				return fmt.Errorf("building %s: %v\n%s", what, err, out)
+			}
+			return nil
+		})
 	})
 	return m.err
 }

@@ -18,6 +18,8 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+
+	"github.com/binlake/binlake/test/testenv"
 )
 
 // LibraryVersion is the mysql-binlog-connector-java release rendering the
@@ -38,12 +40,15 @@ func dir() string {
 // Build compiles the Java program (once per process).
 func Build() error {
 	buildOnce.Do(func() {
-		cmd := exec.Command("mvn", "-q", "-B", "package", "dependency:copy-dependencies",
-			"-DoutputDirectory=target/lib", "-DincludeScope=runtime", "-DskipTests")
-		cmd.Dir = dir()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("building the Java JSON renderer: %v\n%s", err, out)
-		}
+		buildErr = testenv.WithMavenLock(func() error {
+			cmd := exec.Command("mvn", "-q", "-B", "package", "dependency:copy-dependencies",
+				"-DoutputDirectory=target/lib", "-DincludeScope=runtime", "-DskipTests")
+			cmd.Dir = dir()
+			if out, err := cmd.CombinedOutput(); err != nil {
+				return fmt.Errorf("building the Java JSON renderer: %v\n%s", err, out)
+			}
+			return nil
+		})
 	})
 	return buildErr
 }

@@ -58,3 +58,23 @@ func waitForToolInstall(t testing.TB, stackDir string) {
 		time.Sleep(2 * time.Second)
 	}
 }
+
+// MavenLockPath is the file every Maven run of the tests (and of
+// deploy/local/debezium.sh's installs) holds an exclusive flock on: two
+// runs side by side (test/integration.sh's lanes) would otherwise write
+// the same local repository and target directories at once.
+func MavenLockPath() string { return filepath.Join(os.TempDir(), "binlake-maven.lock") }
+
+// WithMavenLock runs fn holding the lock of MavenLockPath.
+func WithMavenLock(fn func() error) error {
+	f, err := os.OpenFile(MavenLockPath(), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		return err
+	}
+	defer syscall.Flock(int(f.Fd()), syscall.LOCK_UN) //nolint:errcheck // closing releases it too
+	return fn()
+}
