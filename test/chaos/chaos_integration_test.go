@@ -28,6 +28,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/binlake/binlake/test/faults"
 	"github.com/binlake/binlake/test/kafkatest"
 	"github.com/binlake/binlake/test/testenv"
 )
@@ -62,8 +63,8 @@ type harness struct {
 	dbName  string
 	prefix  string
 	w       *writer
-	tox     *Toxiproxy
-	cf      *CommitFaults
+	tox     *faults.Toxiproxy
+	cf      *faults.CommitFaults
 	proxies []string // toxiproxy proxy names: <binary>-<service>
 	capture *member
 	ingests []*member
@@ -244,7 +245,7 @@ func (h *harness) setUp() {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = tp.Process.Kill(); _ = tp.Wait(); tpLog.Close() })
-	h.tox = NewToxiproxy("http://" + api)
+	h.tox = faults.NewToxiproxy("http://" + api)
 	testenv.CheckFor(t, 30*time.Second, 100*time.Millisecond, func() error {
 		resp, err := http.Get(h.tox.API + "/version")
 		if err == nil {
@@ -253,7 +254,7 @@ func (h *harness) setUp() {
 		return err
 	})
 
-	h.cf, err = NewCommitFaults(ice.URI, 20*time.Second)
+	h.cf, err = faults.NewCommitFaults(ice.URI, 20*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -429,11 +430,11 @@ var faultKinds = []fault{
 	}},
 	{"minio-restart", 4, func(h *harness) (string, error) { return "", h.restart("minio", h.pause(1, 4)) }},
 	{"catalog-restart", 4, func(h *harness) (string, error) { return "", h.restart("iceberg", h.pause(0, 2)) }},
-	{"commit-409", 6, func(h *harness) (string, error) { return h.commitFault(Conflict) }},
-	{"commit-500", 5, func(h *harness) (string, error) { return h.commitFault(ServerError) }},
-	{"commit-503", 5, func(h *harness) (string, error) { return h.commitFault(Unavailable) }},
-	{"commit-timeout", 4, func(h *harness) (string, error) { return h.commitFault(Timeout) }},
-	{"commit-lost-answer", 6, func(h *harness) (string, error) { return h.commitFault(Lost) }},
+	{"commit-409", 6, func(h *harness) (string, error) { return h.commitFault(faults.Conflict) }},
+	{"commit-500", 5, func(h *harness) (string, error) { return h.commitFault(faults.ServerError) }},
+	{"commit-503", 5, func(h *harness) (string, error) { return h.commitFault(faults.Unavailable) }},
+	{"commit-timeout", 4, func(h *harness) (string, error) { return h.commitFault(faults.Timeout) }},
+	{"commit-lost-answer", 6, func(h *harness) (string, error) { return h.commitFault(faults.Lost) }},
 	{"mariadb-restart", 3, func(h *harness) (string, error) {
 		h.w.gate.Lock() // no source transaction is in flight across the restart
 		defer h.w.gate.Unlock()
@@ -555,7 +556,7 @@ func (h *harness) toxic(proxy, typ string, attrs map[string]any, what string) (s
 
 // commitFault fails the next one to three table commits with f; a fault
 // that no commit reached within 15 s is not counted.
-func (h *harness) commitFault(f CommitFault) (string, error) {
+func (h *harness) commitFault(f faults.CommitFault) (string, error) {
 	want := 1 + h.rng.IntN(3)
 	before, _ := h.cf.Injected()
 	h.cf.Arm(f, want)

@@ -23,7 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
 
-	"github.com/binlake/binlake/test/chaos"
+	"github.com/binlake/binlake/test/faults"
 	"github.com/binlake/binlake/test/testenv"
 	"github.com/binlake/binlake/test/validate"
 )
@@ -196,12 +196,12 @@ func catalogHold(t *testing.T, env []string) *httptest.Server {
 	if uri == "" {
 		t.Fatal("no INGEST_CATALOG_URI in the lake's settings")
 	}
-	faults, err := chaos.NewCommitFaults(uri, 3*time.Minute)
+	cf, err := faults.NewCommitFaults(uri, 3*time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	faults.Arm(chaos.Timeout, 1<<30)
-	srv := httptest.NewServer(faults)
+	cf.Arm(faults.Timeout, 1<<30)
+	srv := httptest.NewServer(cf)
 	t.Cleanup(srv.Close)
 	return srv
 }

@@ -1,4 +1,4 @@
-package chaos
+package faults
 
 import (
 	"net/http"
