@@ -166,6 +166,13 @@ func Properties(name string, cfg Config, mariadbAddr, user, password, registryUR
 		// server, and dies when another test drops a table meanwhile.
 		"schema.history.internal.store.only.captured.tables.ddl":    "true",
 		"schema.history.internal.store.only.captured.databases.ddl": "true",
+		// Debezium parses every DDL statement in the binlog before it filters
+		// by database, and its task dies on one it cannot parse: in make
+		// test's lanes, test/e2e's `CREATE TABLE … CHAR VARYING(10) …` in a
+		// database of its own killed compat's connector (Debezium 3.5.0).
+		// Skipped, such a statement in the captured database itself still
+		// fails the comparison: its rows then have no known schema.
+		"schema.history.internal.skip.unparseable.ddl": "true",
 		// The broker does not auto-create topics: Connect creates them.
 		"topic.creation.default.replication.factor": "1",
 		"topic.creation.default.partitions":         "1",
