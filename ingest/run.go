@@ -213,12 +213,13 @@ func ingest(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	// pipe is the pipeline once it exists; ingest_ready reads it.
 	var pipe atomic.Pointer[pipeline.Pipeline]
 	reg := prometheus.NewRegistry()
-	metrics := registerMetrics(reg, func() bool { p := pipe.Load(); return p != nil && p.Ready() })
+	ready := func() bool { p := pipe.Load(); return p != nil && p.Ready() }
+	metrics := registerMetrics(reg, ready)
 
 	// The ops server answers from the start: /healthz while start-up
 	// waits for a service, /readyz once the pipeline consumes.
 	if cfg.MetricsAddr != "" && cfg.MetricsAddr != "off" {
-		srv, err := serveOps(cfg.MetricsAddr, reg, func() bool { p := pipe.Load(); return p != nil && p.Ready() }, logger)
+		srv, err := serveOps(cfg.MetricsAddr, reg, ready, logger)
 		if err != nil {
 			return err
 		}

@@ -7,7 +7,6 @@ import (
 	"database/sql"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"regexp"
 	"slices"
 	"strings"
@@ -213,7 +212,7 @@ func TestFanOut(t *testing.T) {
 	sinkDB := c.db.CreateDatabase(t, "sink")
 	regex := regexp.QuoteMeta(c.prefix+"."+c.dbName+".") + "(accounts|order_lines|events|tags|misc)"
 	// The sink's worker (a JVM) comes up while capture and ingest start.
-	port := freeTCPPort(t)
+	port := debezium.FreePort(t)
 	sink, sinkRunning := debezium.StartJDBCSink(t, debezium.JDBCSinkConfig{TopicsRegex: regex, Database: sinkDB, Port: port})
 	cp := start(t, bin, c.env, "capture-0.log")
 	waitLog(t, cp, "Connected to server", 30*time.Second)
@@ -377,15 +376,6 @@ func TestFanOut(t *testing.T) {
 	sinkTypes(ctx, t, src, c.dbName, sinkDB)
 	t.Logf("fan-out after %d kills of capture and %d transactions: ingest A (position, v2) %d rows, ingest B (dv, v3) %d rows, JDBC sink %d rows of %d tables equal to MariaDB",
 		kills, commits, rows["A"], rows["B"], rows["jdbc"], len(fanoutTables))
-}
-
-// freeTCPPort is a local TCP port no one listens on.
-func freeTCPPort(t *testing.T) string {
-	_, port, err := net.SplitHostPort(freePort(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return port
 }
 
 // sinkEqualsSource compares table tb in database sink (written by the JDBC
