@@ -62,6 +62,7 @@ type Config struct {
 
 	// Operations.
 	MetricsAddr         string
+	Pprof               bool
 	LogFormat, LogLevel string
 	ShutdownTimeout     time.Duration
 	StartupTimeout      time.Duration
@@ -96,6 +97,7 @@ func (c *Config) bind(f *envFlags) {
 	f.Duration(&c.MaintainInterval, "maintain-interval", 0, "run table maintenance (as ingest maintain, with its -maintain-* settings) in this process every interval, e.g. 6h (0: off; not on S3 Tables, which maintains its tables itself)")
 	c.Maintain.bind(f)
 	f.String(&c.MetricsAddr, "metrics-addr", "127.0.0.1:9465", "address of /metrics, /healthz and /readyz (off: none)")
+	f.Bool(&c.Pprof, "pprof", false, "also serve Go's profiles (/debug/pprof/) on metrics-addr, for profiling a running ingest; keep that address private")
 	f.String(&c.LogFormat, "log-format", "text", "log format: text or json")
 	f.String(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.Duration(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a stop may take to commit the open batches")

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -219,7 +220,7 @@ func ingest(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	// The ops server answers from the start: /healthz while start-up
 	// waits for a service, /readyz once the pipeline consumes.
 	if cfg.MetricsAddr != "" && cfg.MetricsAddr != "off" {
-		srv, err := serveOps(cfg.MetricsAddr, reg, ready, logger)
+		srv, err := serveOps(cfg.MetricsAddr, reg, ready, cfg.Pprof, logger)
 		if err != nil {
 			return err
 		}
@@ -435,8 +436,16 @@ func registerMetrics(reg prometheus.Registerer, ready func() bool) *pipeline.Met
 	return pipeline.NewMetrics(reg)
 }
 
-func serveOps(addr string, reg *prometheus.Registry, ready func() bool, logger *slog.Logger) (*http.Server, error) {
+func serveOps(addr string, reg *prometheus.Registry, ready func() bool, profiles bool, logger *slog.Logger) (*http.Server, error) {
 	mux := http.NewServeMux()
+	if profiles {
+		// Registered on this mux only, never on http.DefaultServeMux.
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {

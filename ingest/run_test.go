@@ -3,8 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -123,6 +128,23 @@ func TestLowerCaseColumnsAuto(t *testing.T) {
 	} {
 		if got := tc.cfg.lowerCaseColumns(); got != tc.want {
 			t.Errorf("%s: lowerCaseColumns = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestServeOpsProfiles: Go's profiles are served on the metrics address
+// only with --pprof.
+func TestServeOpsProfiles(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		srv, err := serveOps("127.0.0.1:0", prometheus.NewRegistry(), func() bool { return true }, on, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := httptest.NewRecorder()
+		srv.Handler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/debug/pprof/", nil))
+		_ = srv.Close()
+		if want := map[bool]int{false: http.StatusNotFound, true: http.StatusOK}[on]; rec.Code != want {
+			t.Errorf("pprof=%v: /debug/pprof/ answered %d, want %d", on, rec.Code, want)
 		}
 	}
 }

@@ -154,6 +154,18 @@ func NewAppend(columns []string, limits Limits) *Buffer {
 	return &Buffer{columns: columns, appendOnly: true, limits: limits.withDefaults()}
 }
 
+// Empty returns an empty buffer with b's row layout and limits: the one a
+// table fills while b is being committed.
+func (b *Buffer) Empty() *Buffer {
+	return &Buffer{columns: b.columns, key: b.key, appendOnly: b.appendOnly, limits: b.limits}
+}
+
+// SameLayout reports whether b and o lay rows out alike: the same columns,
+// key and kind, so that one can take the other's place.
+func (b *Buffer) SameLayout(o *Buffer) bool {
+	return b.appendOnly == o.appendOnly && slices.Equal(b.columns, o.columns) && slices.Equal(b.key, o.key)
+}
+
 // AppendOnly reports whether the buffer was made by [NewAppend].
 func (b *Buffer) AppendOnly() bool { return b.appendOnly }
 

@@ -417,6 +417,10 @@ func (w *worker) waitFor(ctx context.Context, ready func() (bool, error)) error 
 				// what is held and buffered is kept. Dropping the held
 				// records then lost those of partitions the batch had no
 				// record of (no rewind covers them).
+				if err := w.settle(); err != nil {
+					m.done <- err
+					return err
+				}
 				if m.ctx.Err() == nil {
 					w.drop()
 					w.held = nil

@@ -90,6 +90,28 @@ type worker struct {
 	// schemaOf is the schema topic whose renames apply to this topic, ""
 	// when it is not consumed; nil until first needed.
 	schemaOf *string
+
+	// flight is the commit running beside the worker (flushAsync), nil
+	// when none is: until settle, the committer and the batch it commits
+	// are the flight's, and the worker fills buf, a fresh batch. spare is
+	// a committed batch kept for its capacity.
+	flight *flight
+	spare  *batch.Buffer
+}
+
+// flight is one commit of a table's batch, run by its own goroutine while
+// the worker goes on decoding and buffering the records after it. At most
+// one is in flight per table, so commits land in offset order.
+type flight struct {
+	buf    *batch.Buffer
+	reason string
+	start  time.Time
+	done   chan struct{} // closed when the commit has ended
+
+	// Set by the goroutine before done is closed.
+	res       commit.Result
+	committer *commit.Committer // the one to use next: a failed attempt replaces it
+	err       error
 }
 
 // commitConfig is the table's Committer configuration: the pipeline's, in
@@ -133,10 +155,17 @@ func (w *worker) request(ctx context.Context, kind ctlKind) error {
 	}
 }
 
-func (w *worker) run(ctx context.Context) error {
+func (w *worker) run(ctx context.Context) (err error) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	defer w.setBuffered()
+	defer func() {
+		// No commit outlives its worker: wait for the one in flight (the
+		// shutdown deadline cancels ctx, and with it a commit that hangs).
+		if serr := w.settle(); err == nil && serr != nil {
+			err = serr
+		}
+	}()
 	for {
 		if len(w.held) > 0 {
 			m := w.held[0]
@@ -160,9 +189,13 @@ func (w *worker) run(ctx context.Context) error {
 				}
 				return err
 			}
+		case <-w.flightDone():
+			if err := w.settle(); err != nil {
+				return err
+			}
 		case <-tick.C:
 			if w.buf != nil && w.buf.Full(time.Now()) {
-				if err := w.flush(ctx, "age"); err != nil {
+				if err := w.flushAsync(ctx, "age"); err != nil {
 					return err
 				}
 			}
@@ -171,16 +204,27 @@ func (w *worker) run(ctx context.Context) error {
 	}
 }
 
+// flightDone is closed when the commit in flight ends; nil (never ready)
+// when none is.
+func (w *worker) flightDone() <-chan struct{} {
+	if w.flight == nil {
+		return nil
+	}
+	return w.flight.done
+}
+
 // handle handles one message: a record, or a control request.
 func (w *worker) handle(ctx context.Context, m msg) error {
 	if m.rec != nil {
-		if w.buf != nil && w.buf.Holds(batch.Position{Topic: m.rec.Topic, Partition: m.rec.Partition, Offset: m.rec.Offset}) {
+		pos := batch.Position{Topic: m.rec.Topic, Partition: m.rec.Partition, Offset: m.rec.Offset}
+		if (w.buf != nil && w.buf.Holds(pos)) || (w.flight != nil && w.flight.buf.Holds(pos)) {
 			// Fetched again while the open batch holds it: a handoff that
 			// gave up waiting keeps the batch (see ctlDrop), and the
 			// partitions assigned back resume from the table's offsets,
 			// below the batch's. Adding it again would apply it twice in
 			// one commit (the chaos workload's change log, after a
-			// rebalance during an ambiguous commit).
+			// rebalance during an ambiguous commit). A batch in flight
+			// commits the record, or fails the table.
 			return nil
 		}
 		w.recAt = m.at
@@ -196,6 +240,14 @@ func (w *worker) handle(ctx context.Context, m msg) error {
 			w.p.ren.handled(w.topic, m.rec.Partition, next)
 		}
 		return w.checkRename(ctx)
+	}
+	// A request sees the table as committed so far: like a commit made in
+	// line, the one in flight ends before it is handled.
+	if err := w.settle(); err != nil {
+		if m.done != nil {
+			m.done <- err
+		}
+		return err
 	}
 	var err error
 	switch m.ctl {
@@ -333,12 +385,21 @@ func (w *worker) add(ctx context.Context, rec *kgo.Record) error {
 		w.p.cfg.Metrics.buffer(w.ident, 1, int64(ch.Event.Size))
 	}
 	w.p.buffered.Add(int64(ch.Event.Size))
-	if w.buf.Full(now) || w.p.buffered.Load() > w.p.cfg.MaxBufferedBytes {
-		reason := "limit"
-		if !w.buf.Full(now) {
-			reason = "memory"
+	if w.buf.Full(now) {
+		return w.flushAsync(ctx, "limit")
+	}
+	if w.p.buffered.Load() > w.p.cfg.MaxBufferedBytes {
+		// The batch in flight still counts: once it has landed the bound
+		// may hold again, and this batch need not be cut short.
+		if w.flight != nil {
+			if err := w.settle(); err != nil {
+				return err
+			}
+			if w.p.buffered.Load() <= w.p.cfg.MaxBufferedBytes {
+				return nil
+			}
 		}
-		return w.flush(ctx, reason)
+		return w.flushAsync(ctx, "memory")
 	}
 	return nil
 }
@@ -722,6 +783,8 @@ func (w *worker) evolve(ctx context.Context, changes []schemamap.Change) error {
 // during the rewind.
 func (w *worker) drop() {
 	w.skippedTo = nil // no longer ours to commit
+	// Callers settle the commit in flight first: what it held is the
+	// table's, or the table has failed.
 	if w.buf == nil || w.buf.Pending() == 0 {
 		return
 	}
@@ -751,62 +814,132 @@ func (w *worker) drop() {
 }
 
 func (w *worker) flush(ctx context.Context, reason string) error {
+	if err := w.settle(); err != nil {
+		return err
+	}
 	if w.buf == nil || w.buf.Pending() == 0 {
 		return nil
 	}
+	f := w.launch(ctx, reason)
+	<-f.done
+	return w.settle()
+}
+
+// flushAsync commits the buffer beside the worker, which goes on filling
+// a fresh one: decoding and buffering do not stop for the catalog, the
+// object store and the position-delete lookups of a commit, so polling
+// does not either. It first settles the commit in flight (one per table).
+// Memory stays bounded: a batch in flight counts toward
+// max-buffered-bytes until it has landed.
+func (w *worker) flushAsync(ctx context.Context, reason string) error {
+	if err := w.settle(); err != nil {
+		return err
+	}
+	if w.buf == nil || w.buf.Pending() == 0 {
+		return nil
+	}
+	w.launch(ctx, reason)
+	return nil
+}
+
+// launch starts committing w.buf and gives the worker an empty batch of
+// the same layout. The flight owns the batch and the committer until
+// settle.
+func (w *worker) launch(ctx context.Context, reason string) *flight {
+	f := &flight{buf: w.buf, reason: reason, start: time.Now(), done: make(chan struct{})}
+	next := w.spare
+	if next == nil || !next.SameLayout(w.buf) {
+		next = w.buf.Empty()
+	}
+	w.buf, w.spare, w.flight = next, nil, f
+	// The goroutine reads only what the worker does not change until
+	// settle: the flight's batch, committer and this table's identity.
+	c, ident, log, cfg := w.committer, w.ident, w.log, w.commitConfig()
+	go func() {
+		defer close(f.done)
+		f.res, f.committer, f.err = w.p.commitLoop(ctx, c, f.buf, ident, log, cfg)
+	}()
+	return f
+}
+
+// settle waits for the commit in flight, if any, and takes its outcome:
+// the batch is released, progress is reported and the consumer group is
+// told; a failed commit fails the table.
+func (w *worker) settle() error {
+	f := w.flight
+	if f == nil {
+		return nil
+	}
+	<-f.done
+	w.flight = nil
+	w.committer = f.committer
+	if f.err != nil {
+		return f.err
+	}
+	elapsed := time.Since(f.start)
+	res := f.res
+	if met := w.p.cfg.Metrics; met != nil {
+		met.commitDone(w.ident, res, elapsed, nil)
+		met.committed(w.ident, f.buf, res, w.topic)
+	}
+	w.log.Info("committed", "reason", f.reason, "events", res.Events, "skipped", res.SkippedEvents, "dead_lettered", res.Passed,
+		"rows", res.Rows, "deletes", res.Deletes, "truncated", res.Truncated,
+		"snapshot_id", res.SnapshotID, "commit_id", res.CommitID, "attempts", res.Attempts, "duration", elapsed)
+	w.p.buffered.Add(-f.buf.Bytes())
+	f.buf.Reset()
+	if w.buf != nil && f.buf.SameLayout(w.buf) {
+		w.spare = f.buf
+	}
+	w.setBuffered()
+	// Advisory group commit, after the table holds the offsets.
+	if offs := res.Offsets[w.topic]; len(offs) > 0 {
+		w.commitGroup(context.Background(), offs)
+	}
+	return nil
+}
+
+// commitLoop commits buf with c, retrying until it lands, the batch is
+// found invalid or ctx ends. It returns the committer to use next: after
+// a failed attempt a new one, which reloads the table and its offsets, so
+// that events the table already holds are skipped and none is applied
+// twice.
+func (p *Pipeline) commitLoop(ctx context.Context, c *commit.Committer, buf *batch.Buffer, ident table.Identifier, log *slog.Logger, cfg commit.Config) (commit.Result, *commit.Committer, error) {
 	start := time.Now()
-	met := w.p.cfg.Metrics
-	var res commit.Result
+	met := p.cfg.Metrics
 	for round := 1; ; round++ {
-		release, err := w.p.lockCommits(ctx, w.ident)
+		release, err := p.lockCommits(ctx, ident)
 		if err != nil {
-			return fmt.Errorf("committing %d events to %v: waiting for the table's maintenance: %w", w.buf.Len(), w.ident, err)
+			return commit.Result{}, c, fmt.Errorf("committing %d events to %v: waiting for the table's maintenance: %w", buf.Len(), ident, err)
 		}
-		res, err = w.committer.Commit(ctx, w.buf)
+		res, err := c.Commit(ctx, buf)
 		release()
 		if err == nil {
-			break
+			return res, c, nil
 		}
 		if met != nil {
-			met.commitDone(w.ident, res, time.Since(start), err)
+			met.commitDone(ident, res, time.Since(start), err)
 		}
 		if errors.Is(err, batch.ErrInvalidEvent) {
-			return fmt.Errorf("table %v: %w", w.ident, err)
+			return res, c, fmt.Errorf("table %v: %w", ident, err)
 		}
 		if ctx.Err() != nil {
-			return fmt.Errorf("committing %d events to %v: %w", w.buf.Len(), w.ident, err)
+			return res, c, fmt.Errorf("committing %d events to %v: %w", buf.Len(), ident, err)
 		}
 		// The batch may or may not have landed: start over from the
 		// table's offsets (a new Committer reloads them), so events it
 		// already holds are skipped and none is applied twice.
-		w.log.Warn("commit failed, retrying from the table's offsets", "round", round, "error", err)
+		log.Warn("commit failed, retrying from the table's offsets", "round", round, "error", err)
 		t := time.NewTimer(min(time.Duration(round)*2*time.Second, 30*time.Second))
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("committing %d events to %v: %w", w.buf.Len(), w.ident, err)
+			return res, c, fmt.Errorf("committing %d events to %v: %w", buf.Len(), ident, err)
 		case <-t.C:
 		}
-		if c, err := commit.New(ctx, w.p.cat, w.ident, w.commitConfig()); err == nil {
-			w.committer = c
+		if nc, err := commit.New(ctx, p.cat, ident, cfg); err == nil {
+			c = nc
 		}
 	}
-	elapsed := time.Since(start)
-	if met != nil {
-		met.commitDone(w.ident, res, elapsed, nil)
-		met.committed(w.ident, w.buf, res, w.topic)
-	}
-	w.log.Info("committed", "reason", reason, "events", res.Events, "skipped", res.SkippedEvents, "dead_lettered", res.Passed,
-		"rows", res.Rows, "deletes", res.Deletes, "truncated", res.Truncated,
-		"snapshot_id", res.SnapshotID, "commit_id", res.CommitID, "attempts", res.Attempts, "duration", elapsed)
-	w.p.buffered.Add(-w.buf.Bytes())
-	w.buf.Reset()
-	w.setBuffered()
-	// Advisory group commit, after the table holds the offsets.
-	if offs := res.Offsets[w.topic]; len(offs) > 0 {
-		w.commitGroup(ctx, offs)
-	}
-	return nil
 }
 
 // skip notes a record skipped on a topic that names no table, for
@@ -933,6 +1066,9 @@ func (w *worker) reject(ctx context.Context, rec *kgo.Record, stage deadletter.S
 func (w *worker) pass(ctx context.Context, rec *kgo.Record) error {
 	pos := batch.Position{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset}
 	now := time.Now()
+	if err := w.settle(); err != nil {
+		return err
+	}
 	if w.buf == nil && w.committer == nil && w.identErr == nil && w.ident != nil {
 		tbl, err := w.locate(ctx)
 		if err != nil {
