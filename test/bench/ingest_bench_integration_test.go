@@ -188,13 +188,49 @@ func startIngest(t *testing.T, bin, dir, name string, env []string) *ingestProc 
 	}
 	p.cmd.Stdout, p.cmd.Stderr = logf, logf
 	p.cmd.Env = append(append(os.Environ(), env...), "INGEST_METRICS_ADDR="+p.addr, "INGEST_STATE_DIR="+p.state)
+	profDir := os.Getenv("BINLAKE_BENCH_PROFILE")
+	if profDir != "" {
+		p.cmd.Env = append(p.cmd.Env, "INGEST_PPROF=true")
+	}
 	p.start = time.Now()
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	go func() { _ = p.cmd.Wait(); logf.Close(); close(p.exited) }()
 	t.Cleanup(p.stop)
+	if profDir != "" {
+		p.profile(profDir)
+	}
 	return p
+}
+
+// profile collects a CPU profile of the running ingest (--pprof) for
+// BINLAKE_BENCH_PROFILE_SECONDS (default 10) from its start, into
+// dir/<name>-ingest.pprof, in the background: for `go tool pprof`.
+func (p *ingestProc) profile(dir string) {
+	secs := 10
+	if v, err := strconv.Atoi(os.Getenv("BINLAKE_BENCH_PROFILE_SECONDS")); err == nil && v > 0 {
+		secs = v
+	}
+	out := filepath.Join(dir, p.name+"-ingest.pprof")
+	go func() {
+		for range 100 { // until the metrics address answers
+			resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", p.addr, secs))
+			if err != nil {
+				time.Sleep(50 * time.Millisecond)
+				continue
+			}
+			defer resp.Body.Close()
+			f, err := os.Create(out)
+			if err != nil {
+				return
+			}
+			_, _ = f.ReadFrom(resp.Body)
+			_ = f.Close()
+			fmt.Printf("PROFILE %s\n", out)
+			return
+		}
+	}()
 }
 
 // stop interrupts ingest and waits for it to exit (killing it after two
