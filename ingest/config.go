@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/url"
 	"regexp"
 	"strings"
@@ -45,12 +46,13 @@ type Config struct {
 	IndexCacheBytes     int      // memory bound of the key index
 
 	// Batching.
-	FlushRows        int
-	FlushBytes       int
-	FlushInterval    time.Duration
-	MaxBufferedBytes int
-	QueueRecords     int
-	CommitAttempts   int
+	FlushRows           int
+	FlushBytes          int
+	FlushInterval       time.Duration
+	MaxBufferedBytes    int
+	QueueRecords        int
+	FetchPartitionBytes int
+	CommitAttempts      int
 
 	// Bad records: none (stop) or dlq (to DLQTopic, and go on).
 	ErrorsTolerance string
@@ -91,6 +93,7 @@ func (c *Config) bind(f *envFlags) {
 	f.Duration(&c.FlushInterval, "flush-interval", 30*time.Second, "commit a table when its oldest buffered event is this old")
 	f.Int(&c.MaxBufferedBytes, "max-buffered-bytes", 512<<20, "bytes buffered by all tables together; a table commits early when they are exceeded")
 	f.Int(&c.QueueRecords, "queue-records", 4096, "records queued per table between polling and decoding; polling waits when a queue is full")
+	f.Int(&c.FetchPartitionBytes, "fetch-partition-bytes", 4<<20, "the most one fetch takes of one partition (Kafka's max.partition.fetch.bytes); fetches of all partitions together stay within 50 MiB per broker")
 	f.Int(&c.CommitAttempts, "commit-attempts", 10, "attempts of one commit (conflicts, ambiguous outcomes) before it starts over from the offsets the table holds")
 	f.String(&c.ErrorsTolerance, "errors-tolerance", "none", "a record that cannot be decoded or mapped (see README, Bad records): none (stop ingest, naming the record) or dlq (send it unchanged to dlq-topic with headers naming its source and the error, and go on), as Kafka Connect's errors.tolerance")
 	f.String(&c.DLQTopic, "dlq-topic", "", "dead-letter topic of errors-tolerance=dlq (created with one partition when missing); required with dlq; not a topic ingest consumes")
@@ -169,6 +172,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxBufferedBytes < c.FlushBytes {
 		bad("max-buffered-bytes must be at least flush-bytes")
+	}
+	if c.FetchPartitionBytes < 1 || c.FetchPartitionBytes > math.MaxInt32 {
+		bad("fetch-partition-bytes must be from 1 to 2147483647")
 	}
 	if c.QueueRecords < 1 || c.CommitAttempts < 1 {
 		bad("queue-records and commit-attempts must be at least 1")

@@ -95,6 +95,12 @@ type Config struct {
 	MaxBufferedBytes int64
 	// QueueRecords is the capacity of each table's queue. Default 4096.
 	QueueRecords int
+	// FetchPartitionBytes is the most a fetch takes of one partition
+	// (Kafka's max.partition.fetch.bytes). Default 4 MiB: a table's
+	// topic often has one partition, and at franz-go's 1 MiB the fetch
+	// round trips pace a catch-up. Fetches of all partitions together
+	// stay within franz-go's 50 MiB per broker.
+	FetchPartitionBytes int32
 	// Commit configures each table's Committer; its DeleteMode is replaced
 	// by the table's entry in DeleteModes.
 	Commit commit.Config
@@ -163,7 +169,7 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("topic regex: %w", err))
 		}
 	}
-	if c.Limits.MaxRows < 0 || c.Limits.MaxBytes < 0 || c.Limits.MaxAge < 0 || c.MaxBufferedBytes < 0 || c.QueueRecords < 0 {
+	if c.Limits.MaxRows < 0 || c.Limits.MaxBytes < 0 || c.Limits.MaxAge < 0 || c.MaxBufferedBytes < 0 || c.QueueRecords < 0 || c.FetchPartitionBytes < 0 {
 		errs = append(errs, errors.New("negative limit"))
 	}
 	if err := c.Commit.Validate(); err != nil {
@@ -175,6 +181,9 @@ func (c *Config) Validate() error {
 func (c Config) withDefaults() Config {
 	if c.MaxBufferedBytes == 0 {
 		c.MaxBufferedBytes = 512 << 20
+	}
+	if c.FetchPartitionBytes == 0 {
+		c.FetchPartitionBytes = 4 << 20
 	}
 	if c.QueueRecords == 0 {
 		c.QueueRecords = 4096
@@ -290,6 +299,7 @@ func New(cfg Config, cat catalog.Catalog, dec *decode.Decoder) (*Pipeline, error
 		kgo.SessionTimeout(cfg.SessionTimeout),
 		kgo.HeartbeatInterval(min(3*time.Second, cfg.SessionTimeout/3)),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.FetchMaxPartitionBytes(cfg.FetchPartitionBytes),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
