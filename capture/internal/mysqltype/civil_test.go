@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/binlake/binlake/schemas/debezium"
 )
 
 // parseCivilSplit and formatZonedAlloc are parseCivil and formatZoned as
@@ -151,5 +153,63 @@ func BenchmarkFormatZoned(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		formatZoned(tm, 3)
+	}
+}
+
+// TestTimestampUTCFastPath checks that TIMESTAMP text in UTC converts as
+// through time.Date: a zone equal to UTC but not time.UTC takes that path.
+func TestTimestampUTCFastPath(t *testing.T) {
+	texts := append([]string{"2024-02-29 23:59:59.999999", "1970-01-01 00:00:00", "2038-01-19 03:14:07.5", "0000-00-00 00:00:00.123"}, civilTexts...)
+	for fsp := range 7 {
+		fast := timestampConv(true, fsp, time.UTC)
+		slow := timestampConv(true, fsp, time.FixedZone("UTC+0", 0))
+		for _, s := range texts {
+			gf, ef := fast(s)
+			gs, es := slow(s)
+			if gf != gs || (ef == nil) != (es == nil) {
+				t.Errorf("fsp %d %q: %#v, %v; through time.Date %#v, %v", fsp, s, gf, ef, gs, es)
+			}
+		}
+	}
+}
+
+// TestConvertersReturnInputAsIs checks that values already in their
+// Debezium form come back as the very interface value (no new boxing).
+func TestConvertersReturnInputAsIs(t *testing.T) {
+	for _, c := range []struct {
+		col Column
+		in  any
+	}{
+		{Column{Name: "s", Type: "varchar(10)"}, "héllo"},
+		{Column{Name: "j", Type: "json"}, `{"a":1}`},
+	} {
+		conv, err := New(c.col, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := conv.Convert(c.in)
+		if err != nil || out != c.in {
+			t.Errorf("%s: %#v -> %#v, %v", c.col.Type, c.in, out, err)
+		}
+	}
+}
+
+// BenchmarkConvertRowBinlog is BenchmarkConvertRow with the values as
+// capture's MariaDB binlog decoding gives them: integers signed, DATETIME
+// and TIMESTAMP as text (UTC), JSON as text.
+func BenchmarkConvertRowBinlog(b *testing.B) {
+	tbl, _ := realisticTable(b)
+	row := []any{
+		int64(123456789), int32(4242), "SKU-000123-BLUE-XL", int16(3), "1299.99", int64(2), nil,
+		"2024-05-06 07:08:09.123456", "2024-05-06 07:08:09.123",
+		`{"gift":true,"channel":"web","tags":["a","b"]}`,
+	}
+	var after debezium.Struct
+	if _, err := tbl.ConvertRow(nil, row); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		after, _ = tbl.ConvertRow(after, row)
 	}
 }

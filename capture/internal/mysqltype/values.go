@@ -412,7 +412,11 @@ func stringConv(cs *charset) func(any) (any, error) {
 	return func(v any) (any, error) {
 		switch x := v.(type) {
 		case string:
-			return cs.decodeString(x)
+			d, err := cs.decodeString(x)
+			if err == nil && len(d) == len(x) && d == x {
+				return v, nil // valid as it came: not boxed again
+			}
+			return d, err
 		case []byte:
 			return cs.decode(x)
 		}
@@ -425,7 +429,9 @@ func jsonConv(nullable bool) func(any) (any, error) {
 		var s string
 		switch x := v.(type) {
 		case string:
-			s = x
+			if x != "" {
+				return v, nil // the value as it came, not boxed again
+			}
 		case []byte:
 			s = string(x)
 		default:
@@ -444,6 +450,10 @@ func jsonConv(nullable bool) func(any) (any, error) {
 // enumConv: the binlog gives the member's index into labels (UTF-8); a
 // snapshot gives the member's bytes in the column's character set.
 func enumConv(labels []string, cs *charset) func(any) (any, error) {
+	boxed := make([]any, len(labels)) // the labels boxed once, not per value
+	for i, l := range labels {
+		boxed[i] = l
+	}
 	return func(v any) (any, error) {
 		switch x := v.(type) {
 		case string:
@@ -459,7 +469,7 @@ func enumConv(labels []string, cs *charset) func(any) (any, error) {
 		case i == 0:
 			return "", nil // MySQL's error value for invalid members
 		case i > 0 && i <= int64(len(labels)):
-			return labels[i-1], nil
+			return boxed[i-1], nil
 		}
 		return nil, badValue(v, "ENUM index")
 	}
@@ -823,6 +833,13 @@ func timestampConv(nullable bool, fsp int, loc *time.Location) func(any) (any, e
 			if c.zeroDate() {
 				return zero()
 			}
+			if loc == time.UTC && c.y <= 9999 {
+				// A valid UTC wall clock (parseCivil and checkDay bound
+				// every field) is the instant's own fields: no round trip
+				// through time.Time (the binlog's case, every row).
+				var buf [48]byte
+				return string(appendZoned(buf[:0], c, int64(c.micros)*1000, fsp)), nil
+			}
 			t = time.Date(c.y, time.Month(c.mo), c.d, c.h, c.mi, c.s, c.micros*1000, loc)
 		default:
 			return nil, badType(v, "TIMESTAMP")
@@ -846,9 +863,14 @@ func appendPadded(dst []byte, n, width int) []byte {
 // value, so the text is built on the stack and allocated once, as the
 // returned string.
 func formatZoned(t time.Time, fsp int) string {
-	c := civilFromTime(t)
 	var buf [48]byte // "+292277026596-12-04T15:30:07.999999999Z" at most
-	b := appendPadded(buf[:0], c.y, 4)
+	return string(appendZoned(buf[:0], civilFromTime(t), int64(t.Nanosecond()), fsp))
+}
+
+// appendZoned appends formatZoned's text of the UTC wall clock c with ns
+// nanoseconds (c.micros is not read).
+func appendZoned(b []byte, c civil, ns int64, fsp int) []byte {
+	b = appendPadded(b, c.y, 4)
 	b = append(b, '-')
 	b = appendPadded(b, c.mo, 2)
 	b = append(b, '-')
@@ -859,22 +881,20 @@ func formatZoned(t time.Time, fsp int) string {
 	b = appendPadded(b, c.mi, 2)
 	b = append(b, ':')
 	b = appendPadded(b, c.s, 2)
-	ns := t.Nanosecond()
 	switch {
 	case fsp > 0:
 		b = append(b, '.')
 		n := len(b)
-		b = appendPadded(b, ns, 9)
+		b = appendPadded(b, int(ns), 9)
 		b = b[:n+min(fsp, 9)]
 	case ns != 0:
 		b = append(b, '.')
-		b = appendPadded(b, ns, 9)
+		b = appendPadded(b, int(ns), 9)
 		for b[len(b)-1] == '0' { // ns != 0: a non-zero digit stops it
 			b = b[:len(b)-1]
 		}
 	}
-	b = append(b, 'Z')
-	return string(b)
+	return append(b, 'Z')
 }
 
 // timeMicros parses a TIME input into signed µs. go-mysql gives
