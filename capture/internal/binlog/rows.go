@@ -188,10 +188,35 @@ func formatTimestamp2(dst []byte, v uint64, n, dec int, loc *time.Location) []by
 		return appendZeroTime(dst, usec, dec)
 	}
 	t := time.Unix(sec, usec*1000)
-	if loc != nil {
-		t = t.In(loc)
+	if loc != time.UTC {
+		if loc != nil {
+			t = t.In(loc)
+		}
+		return t.AppendFormat(dst, timestampLayouts[dec])
 	}
-	return t.AppendFormat(dst, timestampLayouts[dec])
+	// UTC (capture's setting): the layout's fields written directly,
+	// cheaper than AppendFormat. A TIMESTAMP2's seconds are a uint32, so
+	// the year has 4 digits, as the layout's 2006 writes it.
+	t = t.UTC()
+	y, mo, d := t.Date()
+	h, mi, sc := t.Clock()
+	dst = appendDigits(dst, int64(y), 4)
+	dst = append(dst, '-')
+	dst = appendDigits(dst, int64(mo), 2)
+	dst = append(dst, '-')
+	dst = appendDigits(dst, int64(d), 2)
+	dst = append(dst, ' ')
+	dst = appendDigits(dst, int64(h), 2)
+	dst = append(dst, ':')
+	dst = appendDigits(dst, int64(mi), 2)
+	dst = append(dst, ':')
+	dst = appendDigits(dst, int64(sc), 2)
+	if dec == 0 {
+		return dst
+	}
+	// The layout's .000… is the first dec of the nanoseconds' 9 digits.
+	dst = appendDigits(append(dst, '.'), int64(t.Nanosecond()), 9)
+	return dst[:len(dst)-(9-dec)]
 }
 
 // timestampLayouts are go-mysql's fracTimeFormat.
