@@ -83,9 +83,12 @@ type Config struct {
 	SchemaNameAdjustment string
 	Naming               schemahist.Naming
 	MetricsAddr          string
-	LogFormat, LogLevel  string
-	ShutdownTimeout      time.Duration
-	StartupTimeout       time.Duration
+	// Pprof serves net/http/pprof under /debug/pprof/ on MetricsAddr
+	// (default false: profiling is opt-in, on the admin listener only).
+	Pprof               bool
+	LogFormat, LogLevel string
+	ShutdownTimeout     time.Duration
+	StartupTimeout      time.Duration
 }
 
 func (c *Config) bind(f *envFlags) {
@@ -137,6 +140,7 @@ func (c *Config) bind(f *envFlags) {
 	f.String(&c.FieldNameAdjustment, "field-name-adjustment-mode", "avro", "Debezium field.name.adjustment.mode for column fields of keys and rows: avro (characters outside [A-Za-z0-9_] become _; what Debezium does with an Avro converter even when set to none), avro_unicode (they and _ become _uXXXX) or none (names as they are; a name Avro cannot carry stops capture before anything is written)")
 	f.String(&c.SchemaNameAdjustment, "schema-name-adjustment-mode", "none", "Debezium schema.name.adjustment.mode for the Key, Value and Envelope record names (<topic>.Value): none, avro or avro_unicode")
 	f.String(&c.MetricsAddr, "metrics-addr", "127.0.0.1:9464", "address of /metrics, /healthz and /readyz (off: none)")
+	f.Bool(&c.Pprof, "pprof", false, "also serve Go's profiles (net/http/pprof) under /debug/pprof/ on metrics-addr")
 	f.String(&c.LogFormat, "log-format", "text", "log format: text or json")
 	f.String(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.Duration(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a stop may take to commit or abort the open transaction")

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	httppprof "net/http/pprof"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -120,7 +121,7 @@ func capture(ctx context.Context, cfg Config, logger *slog.Logger, term *progres
 	defer done()
 	g, gctx := errgroup.WithContext(ctx)
 	if cfg.MetricsAddr != "" && cfg.MetricsAddr != "off" {
-		srv, err := serveOps(cfg.MetricsAddr, reg, &ready)
+		srv, err := serveOps(cfg.MetricsAddr, reg, &ready, cfg.Pprof)
 		if err != nil {
 			return err
 		}
@@ -158,8 +159,19 @@ func registerMetrics(reg prometheus.Registerer, ready func() bool) *stream.Metri
 	return stream.NewMetrics(reg)
 }
 
-func serveOps(addr string, reg *prometheus.Registry, ready *atomic.Bool) (*http.Server, error) {
+// serveOps serves /metrics, /healthz and /readyz on addr, and with pprof
+// Go's profiles under /debug/pprof/. Importing net/http/pprof also
+// registers them on http.DefaultServeMux, which capture never serves: they
+// are reachable only here, and only when asked for.
+func serveOps(addr string, reg *prometheus.Registry, ready *atomic.Bool, pprof bool) (*http.Server, error) {
 	mux := http.NewServeMux()
+	if pprof {
+		mux.HandleFunc("/debug/pprof/", httppprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", httppprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", httppprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", httppprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", httppprof.Trace)
+	}
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {

@@ -5,6 +5,7 @@ package bench
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -43,6 +44,11 @@ func TestBenchIngest(t *testing.T) {
 // changeWorkload is a backlog of change events written by capture.
 type changeWorkload struct {
 	tables, partitions, events int
+	// profile, if set, is a file that receives capture's CPU profile of
+	// its whole run (its /debug/pprof/profile over profileSeconds, which
+	// must outlast the run; capture is stopped once it is written).
+	profile        string
+	profileSeconds int
 }
 
 // changeTopics is a written backlog: its database, one topic per table,
@@ -93,16 +99,58 @@ func newChangeTopics(t *testing.T, w changeWorkload) changeTopics {
 
 	prefix := "bi_" + db
 	ct := changeTopics{db: db, events: len(names) * (ins + upd + del)}
-	ct.capture = startCapture(t, captureEnv(t, m, prefix, db, "CAPTURE_SNAPSHOT_MODE=never", "CAPTURE_START_POSITION=gtid:"+gtid,
-		fmt.Sprintf("CAPTURE_TOPIC_CREATION_DEFAULT_PARTITIONS=%d", w.partitions)))
+	env := captureEnv(t, m, prefix, db, "CAPTURE_SNAPSHOT_MODE=never", "CAPTURE_START_POSITION=gtid:"+gtid,
+		fmt.Sprintf("CAPTURE_TOPIC_CREATION_DEFAULT_PARTITIONS=%d", w.partitions))
+	var profiled chan error
+	if w.profile != "" {
+		addr := freeAddr(t)
+		env = append(env, "CAPTURE_METRICS_ADDR="+addr, "CAPTURE_PPROF=true") // the last of a variable wins
+		profiled = make(chan error, 1)
+		go func() { profiled <- fetchProfile(addr, w.profile, w.profileSeconds) }()
+	}
+	ct.capture = startCapture(t, env)
 	// The last table written is the last one done: wait for it first.
 	for i := len(names) - 1; i >= 0; i-- {
 		topic := prefix + "." + db + "." + names[i]
 		measure(t, brokers, topic, int64(ins+upd+2*del), true, 10*time.Minute)
 		ct.topics = append(ct.topics, topic)
 	}
+	if profiled != nil {
+		if err := <-profiled; err != nil {
+			t.Fatalf("profiling capture: %v", err)
+		}
+	}
 	ct.capture.stop()
 	return ct
+}
+
+// fetchProfile waits for capture's ops listener at addr, then writes its
+// CPU profile over the next seconds to file.
+func fetchProfile(addr, file string, seconds int) error {
+	var resp *http.Response
+	var err error
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Millisecond) { // polling until it listens
+		resp, err = http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, seconds))
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET /debug/pprof/profile: %s", resp.Status)
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // ingestEnv is the environment of an ingest of src in delete mode mode.

@@ -5,6 +5,7 @@ package bench
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"syscall"
 	"testing"
 )
@@ -39,6 +40,32 @@ func TestBenchScale(t *testing.T) {
 			r := runIngest(t, bin, dir, name, ingestEnv(t, src, src.db+"_"+name, "auto", "2"), float64(src.events))
 			printScale("ingest", tables, partitions, src.events, r.cpu, r.rss)
 		}
+	}
+}
+
+// TestBenchCPUCapture runs TestBenchScale's capture part alone (1 and 16
+// tables, one partition, BINLAKE_SCALE_EVENTS events) and prints the same
+// SCALE lines: the quick measure of capture's CPU per event. With
+// BINLAKE_CAPTURE_PROFILE=<dir> it also writes each run's CPU profile to
+// <dir>/capture-t<tables>.pprof (go tool pprof -top); the profiled runs
+// cost a little more CPU, so compare profiled runs with profiled ones.
+// Each profile lasts BINLAKE_CAPTURE_PROFILE_SECONDS (default 30), which
+// must outlast the run.
+func TestBenchCPUCapture(t *testing.T) {
+	if os.Getenv("BINLAKE_BENCH") != "1" {
+		t.Skip("set BINLAKE_BENCH=1")
+	}
+	events := envInt(t, "BINLAKE_SCALE_EVENTS", 200_000)
+	dir := os.Getenv("BINLAKE_CAPTURE_PROFILE")
+	for _, tables := range []int{1, 16} {
+		w := changeWorkload{tables: tables, partitions: 1, events: events}
+		if dir != "" {
+			w.profile = filepath.Join(dir, fmt.Sprintf("capture-t%d.pprof", tables))
+			w.profileSeconds = envInt(t, "BINLAKE_CAPTURE_PROFILE_SECONDS", 30)
+		}
+		src := newChangeTopics(t, w)
+		ps := src.capture.cmd.ProcessState
+		printScale("capture", tables, 1, src.events, cpuSeconds(ps), maxRSS(ps))
 	}
 }
 

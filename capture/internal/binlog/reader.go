@@ -253,9 +253,11 @@ func syncerConfig(cfg Config, host string, port uint16, hb time.Duration, logger
 	}
 	if cfg.Flavor == FlavorMySQL {
 		// MySQL binary JSON as Debezium's text (json.go). MariaDB has no
-		// binary JSON (its JSON is LONGTEXT): its rows events keep
-		// go-mysql's own decoding, at no extra cost.
+		// binary JSON (its JSON is LONGTEXT).
 		c.RowsEventDecodeFunc = decodeRows
+	} else {
+		// go-mysql's values, with less CPU (rows.go).
+		c.RowsEventDecodeFunc = newRowsDecoder(c.TimestampStringLocation).decode
 	}
 	return c
 }

@@ -412,7 +412,11 @@ func stringConv(cs *charset) func(any) (any, error) {
 	return func(v any) (any, error) {
 		switch x := v.(type) {
 		case string:
-			return cs.decodeString(x)
+			d, err := cs.decodeString(x)
+			if err == nil && len(d) == len(x) && d == x {
+				return v, nil // valid as it came: not boxed again
+			}
+			return d, err
 		case []byte:
 			return cs.decode(x)
 		}
@@ -425,7 +429,9 @@ func jsonConv(nullable bool) func(any) (any, error) {
 		var s string
 		switch x := v.(type) {
 		case string:
-			s = x
+			if x != "" {
+				return v, nil // the value as it came, not boxed again
+			}
 		case []byte:
 			s = string(x)
 		default:
@@ -444,6 +450,10 @@ func jsonConv(nullable bool) func(any) (any, error) {
 // enumConv: the binlog gives the member's index into labels (UTF-8); a
 // snapshot gives the member's bytes in the column's character set.
 func enumConv(labels []string, cs *charset) func(any) (any, error) {
+	boxed := make([]any, len(labels)) // the labels boxed once, not per value
+	for i, l := range labels {
+		boxed[i] = l
+	}
 	return func(v any) (any, error) {
 		switch x := v.(type) {
 		case string:
@@ -459,7 +469,7 @@ func enumConv(labels []string, cs *charset) func(any) (any, error) {
 		case i == 0:
 			return "", nil // MySQL's error value for invalid members
 		case i > 0 && i <= int64(len(labels)):
-			return labels[i-1], nil
+			return boxed[i-1], nil
 		}
 		return nil, badValue(v, "ENUM index")
 	}
@@ -617,7 +627,10 @@ func civilFromTime(t time.Time) civil {
 	return civil{y, int(mo), d, h, mi, s, t.Nanosecond() / 1000}
 }
 
-// parseCivil parses "YYYY-MM-DD[( |T)hh:mm:ss[.ffffff]]".
+// parseCivil parses "YYYY-MM-DD[( |T)hh:mm:ss[.ffffff]]". It runs for
+// every DATE, DATETIME and TIMESTAMP value of every row (go-mysql hands
+// them over as text), so it allocates nothing: the parts are cut in place
+// rather than split into slices.
 func parseCivil(s string) (civil, bool) {
 	var c civil
 	num := func(p string) (int, bool) {
@@ -631,14 +644,14 @@ func parseCivil(s string) (civil, bool) {
 	if !hasClock {
 		date, clock, hasClock = strings.Cut(date, "T")
 	}
-	parts := strings.Split(date, "-")
-	if len(parts) != 3 {
+	y, mo, d, ok := cut3(date, '-')
+	if !ok {
 		return c, false
 	}
 	var ok1, ok2, ok3 bool
-	c.y, ok1 = num(parts[0])
-	c.mo, ok2 = num(parts[1])
-	c.d, ok3 = num(parts[2])
+	c.y, ok1 = num(y)
+	c.mo, ok2 = num(mo)
+	c.d, ok3 = num(d)
 	if !ok1 || !ok2 || !ok3 || c.mo > 12 || c.d > 31 {
 		return c, false
 	}
@@ -646,13 +659,13 @@ func parseCivil(s string) (civil, bool) {
 		return c, true
 	}
 	hms, frac, _ := strings.Cut(clock, ".")
-	tp := strings.Split(hms, ":")
-	if len(tp) != 3 {
+	h, mi, sec, ok := cut3(hms, ':')
+	if !ok {
 		return c, false
 	}
-	c.h, ok1 = num(tp[0])
-	c.mi, ok2 = num(tp[1])
-	c.s, ok3 = num(tp[2])
+	c.h, ok1 = num(h)
+	c.mi, ok2 = num(mi)
+	c.s, ok3 = num(sec)
 	if !ok1 || !ok2 || !ok3 || c.h > 23 || c.mi > 59 || c.s > 59 {
 		return c, false
 	}
@@ -667,6 +680,25 @@ func parseCivil(s string) (civil, bool) {
 		c.micros = f
 	}
 	return c, true
+}
+
+// cut3 splits s around exactly two sep bytes, as strings.Split would into
+// three parts (ok false for any other count), without allocating.
+func cut3(s string, sep byte) (a, b, c string, ok bool) {
+	i := strings.IndexByte(s, sep)
+	if i < 0 {
+		return "", "", "", false
+	}
+	a, s = s[:i], s[i+1:]
+	j := strings.IndexByte(s, sep)
+	if j < 0 {
+		return "", "", "", false
+	}
+	b, c = s[:j], s[j+1:]
+	if strings.IndexByte(c, sep) >= 0 {
+		return "", "", "", false
+	}
+	return a, b, c, true
 }
 
 // civilInput extracts a wall-clock value from a DATE/DATETIME input.
@@ -801,6 +833,13 @@ func timestampConv(nullable bool, fsp int, loc *time.Location) func(any) (any, e
 			if c.zeroDate() {
 				return zero()
 			}
+			if loc == time.UTC && c.y <= 9999 {
+				// A valid UTC wall clock (parseCivil and checkDay bound
+				// every field) is the instant's own fields: no round trip
+				// through time.Time (the binlog's case, every row).
+				var buf [48]byte
+				return string(appendZoned(buf[:0], c, int64(c.micros)*1000, fsp)), nil
+			}
 			t = time.Date(c.y, time.Month(c.mo), c.d, c.h, c.mi, c.s, c.micros*1000, loc)
 		default:
 			return nil, badType(v, "TIMESTAMP")
@@ -810,7 +849,7 @@ func timestampConv(nullable bool, fsp int, loc *time.Location) func(any) (any, e
 }
 
 func appendPadded(dst []byte, n, width int) []byte {
-	var b [12]byte
+	var b [20]byte
 	s := strconv.AppendInt(b[:0], int64(n), 10)
 	for i := len(s); i < width; i++ {
 		dst = append(dst, '0')
@@ -820,10 +859,17 @@ func appendPadded(dst []byte, n, width int) []byte {
 
 // formatZoned is ZonedTimestamp.toIsoString for a UTC instant: fsp > 0
 // gives exactly fsp fraction digits; fsp 0 gives ISO_OFFSET_DATE_TIME's
-// shortest fraction (none for whole seconds).
+// shortest fraction (none for whole seconds). It runs for every TIMESTAMP
+// value, so the text is built on the stack and allocated once, as the
+// returned string.
 func formatZoned(t time.Time, fsp int) string {
-	c := civilFromTime(t)
-	b := make([]byte, 0, 32)
+	var buf [48]byte // "+292277026596-12-04T15:30:07.999999999Z" at most
+	return string(appendZoned(buf[:0], civilFromTime(t), int64(t.Nanosecond()), fsp))
+}
+
+// appendZoned appends formatZoned's text of the UTC wall clock c with ns
+// nanoseconds (c.micros is not read).
+func appendZoned(b []byte, c civil, ns int64, fsp int) []byte {
 	b = appendPadded(b, c.y, 4)
 	b = append(b, '-')
 	b = appendPadded(b, c.mo, 2)
@@ -835,19 +881,20 @@ func formatZoned(t time.Time, fsp int) string {
 	b = appendPadded(b, c.mi, 2)
 	b = append(b, ':')
 	b = appendPadded(b, c.s, 2)
-	ns := t.Nanosecond()
 	switch {
 	case fsp > 0:
-		frac := appendPadded(nil, ns, 9)
 		b = append(b, '.')
-		b = append(b, frac[:min(fsp, 9)]...)
+		n := len(b)
+		b = appendPadded(b, int(ns), 9)
+		b = b[:n+min(fsp, 9)]
 	case ns != 0:
-		frac := strings.TrimRight(string(appendPadded(nil, ns, 9)), "0")
 		b = append(b, '.')
-		b = append(b, frac...)
+		b = appendPadded(b, int(ns), 9)
+		for b[len(b)-1] == '0' { // ns != 0: a non-zero digit stops it
+			b = b[:len(b)-1]
+		}
 	}
-	b = append(b, 'Z')
-	return string(b)
+	return append(b, 'Z')
 }
 
 // timeMicros parses a TIME input into signed µs. go-mysql gives

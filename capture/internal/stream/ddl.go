@@ -84,7 +84,7 @@ func (s *Stream) query(ctx context.Context, ev binlog.Event) error {
 	}
 	s.pub.Produce(ctx, &kgo.Record{Topic: t.topic, Value: val, Headers: s.contextHeaders})
 	s.txnRecords++
-	s.cfg.Metrics.event(t.topic, debezium.OpTruncate, len(val))
+	s.cfg.Metrics.event(t, debezium.OpTruncate, len(val))
 	return nil
 }
 

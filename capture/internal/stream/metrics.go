@@ -77,8 +77,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-func (m *Metrics) event(topic string, op debezium.Op, bytes int) {
-	m.Events.WithLabelValues(topic, string(op)).Inc()
+// event counts an event of t and its bytes.
+func (m *Metrics) event(t *table, op debezium.Op, bytes int) {
+	t.eventCounter(m, op).Inc()
 	m.Bytes.Add(float64(bytes))
 }
 

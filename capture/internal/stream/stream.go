@@ -142,6 +142,7 @@ type Stream struct {
 	charsets       map[string]string            // database → default charset
 	lastRow        int32                        // Debezium's source.row of DDL and TRUNCATE: the last row event's last row
 	nextSignalPoll time.Time
+	arena          recordArena // bytes of change-event keys and values (emit)
 }
 
 // New returns a Stream. history holds the definitions recorded before the
@@ -613,6 +614,27 @@ func (s *Stream) convert(t *table, row []any) (debezium.Struct, error) {
 	return out, nil
 }
 
+// appendKey appends the Avro encoding of row's key: the bytes of
+// debezium.AppendAvro(dst, t.Key, keyStruct(t, row)), without building
+// and boxing the key struct for every event. The key schema is a required
+// struct, whose encoding is its fields' one after the other; anything else,
+// and any error (for its message), takes the general path.
+func appendKey(dst []byte, t *table, row debezium.Struct) ([]byte, error) {
+	if t.Key.Type == debezium.STRUCT && !t.Key.Optional && len(t.Key.Fields) == len(t.KeyIdx) {
+		out := dst
+		var err error
+		for i, j := range t.KeyIdx {
+			if out, err = debezium.AppendAvro(out, t.Key.Fields[i].Schema, row[j]); err != nil {
+				break
+			}
+		}
+		if err == nil {
+			return out, nil
+		}
+	}
+	return debezium.AppendAvro(dst, t.Key, keyStruct(t, row))
+}
+
 func keyStruct(t *table, row debezium.Struct) debezium.Struct {
 	k := make(debezium.Struct, len(t.KeyIdx))
 	for i, j := range t.KeyIdx {
@@ -700,6 +722,39 @@ func frame(id int) []byte {
 	return b
 }
 
+// recordArena hands out the bytes of change-event keys and values from
+// shared chunks, so that a record costs no allocation of its own for them
+// (two per event before, with a third when a value outgrew its first
+// guess). A record's bytes are never written again once handed out, and
+// a chunk is freed when the last record in it is (acknowledged by Kafka:
+// the producer's buffer bounds what chunks stay alive).
+type recordArena struct{ chunk []byte }
+
+// recordChunk is the size of an arena chunk. A key or value larger than
+// what is left of the chunk grows out of it into a slice of its own, as
+// append does, and the chunk is kept for the next one.
+const recordChunk = 64 << 10
+
+// frame returns the Confluent wire header of schema id in the free part
+// of the chunk, to append the Avro data to; pass the result to done.
+func (a *recordArena) frame(id int) []byte {
+	if cap(a.chunk)-len(a.chunk) < 512 {
+		a.chunk = make([]byte, 0, recordChunk)
+	}
+	return append(a.chunk[len(a.chunk):], 0, byte(id>>24), byte(id>>16), byte(id>>8), byte(id))
+}
+
+// done takes b, appended to from frame's result, out of the free part of
+// the chunk (if it stayed there) and returns it with its capacity cut to
+// its length, so that no append to it can ever write into the chunk.
+func (a *recordArena) done(b []byte) []byte {
+	free := a.chunk[len(a.chunk):cap(a.chunk)]
+	if len(b) > 0 && len(free) >= len(b) && &free[0] == &b[0] {
+		a.chunk = a.chunk[:len(a.chunk)+len(b)]
+	}
+	return b[:len(b):len(b)]
+}
+
 func (s *Stream) emit(ctx context.Context, t *table, op debezium.Op, before, after debezium.Struct, src debezium.Source, now time.Time, headers []kgo.RecordHeader) error {
 	row := after
 	if row == nil {
@@ -707,19 +762,20 @@ func (s *Stream) emit(ctx context.Context, t *table, op debezium.Op, before, aft
 	}
 	var key []byte
 	if t.Key != nil {
-		ks := keyStruct(t, row)
 		var err error
-		key, err = debezium.AppendAvro(frame(t.keyID), t.Key, ks)
+		key, err = appendKey(s.arena.frame(t.keyID), t, row)
 		if err != nil {
 			return fmt.Errorf("encoding a key of %s: %w", t.topic, err)
 		}
+		key = s.arena.done(key)
 	}
 	env := debezium.Envelope{Before: before, After: after, Source: src, Op: op,
 		TsMs: now.UnixMilli(), TsUs: now.UnixMicro(), TsNs: now.UnixNano(), Transaction: s.meta.txEvent(t, op)}
-	val, err := env.AppendAvro(frame(t.valueID), t.Envelope)
+	val, err := env.AppendAvro(s.arena.frame(t.valueID), t.Envelope)
 	if err != nil {
 		return fmt.Errorf("encoding a change of %s: %w", t.topic, err)
 	}
+	val = s.arena.done(val)
 	rctx := publish.WithDescriber(ctx, recordDesc{t: t, row: row})
 	// Records only read their headers: share the context headers unless
 	// this record has its own (primary-key changes).
@@ -729,7 +785,7 @@ func (s *Stream) emit(ctx context.Context, t *table, op debezium.Op, before, aft
 	}
 	s.pub.Produce(rctx, &kgo.Record{Topic: t.topic, Key: key, Value: val, Headers: hs})
 	s.txnRecords++
-	s.cfg.Metrics.event(t.topic, op, len(key)+len(val))
+	s.cfg.Metrics.event(t, op, len(key)+len(val))
 	if op == debezium.OpDelete && s.cfg.Tombstones {
 		// Debezium follows every delete with a tombstone, with the same key
 		// (null for tables without a primary key) and the same headers.
