@@ -262,22 +262,11 @@ func (p *ingestProc) profile(dir string) {
 	}
 	out := filepath.Join(dir, p.name+"-ingest.pprof")
 	go func() {
-		for range 100 { // until the metrics address answers
-			resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", p.addr, secs))
-			if err != nil {
-				time.Sleep(50 * time.Millisecond)
-				continue
-			}
-			defer resp.Body.Close()
-			f, err := os.Create(out)
-			if err != nil {
-				return
-			}
-			_, _ = f.ReadFrom(resp.Body)
-			_ = f.Close()
-			fmt.Printf("PROFILE %s\n", out)
+		if err := fetchProfile(p.addr, out, secs); err != nil {
+			fmt.Printf("PROFILE %s: %v\n", out, err)
 			return
 		}
+		fmt.Printf("PROFILE %s\n", out)
 	}()
 }
 
