@@ -4,7 +4,9 @@
 //
 //	go run ./test/bench/report -in bench.log -out bench-report
 //
-// Other lines of the log are ignored. Each table lists a kind's lines in
+// Other lines of the log are ignored. The report opens with a table of
+// issue 13's targets, each with its figure and whether it was met (see
+// targets). Each table after it lists a kind's lines in
 // the order they were printed; the charts set the figures beside the
 // targets of issue 13 (ratios against the peers, freshness against the
 // flush interval + 2 s, peak RSS against 256 MiB for capture and 1 GiB
@@ -124,6 +126,7 @@ func parse(r io.Reader) ([]line, error) {
 func markdown(title string, lines []line, charts []chart) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# %s\n\nWritten %s from %d benchmark lines.\n\n", title, time.Now().UTC().Format(time.RFC3339), len(lines))
+	b.WriteString(targetTable(targets(lines)))
 	for _, k := range kinds {
 		var of []line
 		for _, l := range lines {

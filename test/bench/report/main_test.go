@@ -67,3 +67,38 @@ func TestRun(t *testing.T) {
 		}
 	}
 }
+
+func TestTargets(t *testing.T) {
+	lines, err := parse(strings.NewReader(sampleLog))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]target{}
+	for _, tg := range targets(lines) {
+		got[tg.what] = tg
+	}
+	for what, want := range map[string]target{
+		"ingest (equality) ratio ≥ 8× the Iceberg Kafka Connect sink":         {figure: "4.57", met: false},
+		"ingest (equality) first_to_last ≥ 5× the Iceberg Kafka Connect sink": {figure: "", met: false},
+		"capture streaming ≥ 20× Debezium":                                    {figure: "", met: false},
+		"freshness p99 ≤ flush interval + 2 s (12 s) at 15790 changes/s":      {figure: "14.77 s", met: false},
+		"capture peak RSS ≤ 256 MiB":                                          {figure: "140 MiB (SCALE)", met: true},
+		"ingest peak RSS ≤ 1 GiB":                                             {figure: "479 MiB (INGEST)", met: true},
+		"`ingest maintain` peak RSS ≤ 1 GiB":                                  {figure: "", met: false},
+	} {
+		g, ok := got[what]
+		if !ok {
+			t.Errorf("no target %q among %v", what, got)
+			continue
+		}
+		if g.figure != want.figure || g.met != want.met {
+			t.Errorf("%s: figure %q met %v, want %q %v", what, g.figure, g.met, want.figure, want.met)
+		}
+	}
+	table := targetTable(targets(lines))
+	for _, want := range []string{"| freshness p99 ≤ flush interval + 2 s (12 s) at 15790 changes/s | 14.77 s | missed |", "| capture peak RSS ≤ 256 MiB | 140 MiB (SCALE) | met |", "| capture streaming ≥ 20× Debezium | no line | not measured |"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("target table lacks %q:\n%s", want, table)
+		}
+	}
+}
