@@ -56,6 +56,12 @@ func signedInput(v any, bits int, unsigned bool) (int64, error) {
 	case string:
 		return parseIntText(x)
 	case []byte:
+		// Every integer of a snapshot row: parsed without copying the
+		// text (ParseInt keeps no reference to it), copied for the error.
+		// Returned as parseIntText's result is: text is never masked.
+		if n, err := strconv.ParseInt(strings.TrimSpace(string(x)), 10, 64); err == nil {
+			return n, nil
+		}
 		return parseIntText(string(x))
 	default:
 		return 0, badType(v, "integer")
@@ -105,6 +111,10 @@ func unsignedInput(v any) (uint64, error) {
 	case string:
 		return parseUintText(x)
 	case []byte:
+		// As signedInput: no copy of the text unless it is invalid.
+		if u, err := strconv.ParseUint(strings.TrimSpace(string(x)), 10, 64); err == nil {
+			return u, nil
+		}
 		return parseUintText(string(x))
 	}
 	return 0, badType(v, "BIGINT UNSIGNED")
@@ -377,8 +387,65 @@ func (d parsedDecimal) String() string {
 	return b.String()
 }
 
+// smallDecimal is parseDecimal(s, scale).bytes()'s value for the common
+// case, a decimal of at most 18 significant digits at the column scale,
+// computed without building the digit string; ok is false for any other
+// text (longer, or not one parseDecimal accepts), which takes that path.
+func smallDecimal(s string, scale int) (n int64, ok bool) {
+	s = strings.TrimSpace(s)
+	neg := false
+	if s != "" && (s[0] == '-' || s[0] == '+') {
+		neg = s[0] == '-'
+		s = s[1:]
+	}
+	intPart, frac, _ := strings.Cut(s, ".")
+	if intPart == "" && frac == "" {
+		return 0, false
+	}
+	if len(frac) > scale {
+		if strings.Trim(frac[scale:], "0") != "" {
+			return 0, false // more fraction digits than the scale: parseDecimal's error
+		}
+		frac = frac[:scale]
+	}
+	digits := 0 // significant digits so far
+	for _, part := range [2]string{intPart, frac} {
+		for i := 0; i < len(part); i++ {
+			c := part[i]
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			if digits == 0 && c == '0' {
+				continue
+			}
+			if digits++; digits > 18 {
+				return 0, false
+			}
+			n = n*10 + int64(c-'0')
+		}
+	}
+	for i := len(frac); i < scale; i++ {
+		if n != 0 {
+			if digits++; digits > 18 {
+				return 0, false
+			}
+		}
+		n *= 10
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
+}
+
 func decimalBytesConv(scale int) func(any) (any, error) {
 	return func(v any) (any, error) {
+		if x, ok := v.([]byte); ok {
+			// A snapshot's DECIMAL text: no copy, no digit string.
+			if n, ok := smallDecimal(string(x), scale); ok {
+				return int64Bytes(n), nil
+			}
+		}
 		s, err := decimalText(v)
 		if err != nil {
 			return nil, err
@@ -451,14 +518,24 @@ func jsonConv(nullable bool) func(any) (any, error) {
 // snapshot gives the member's bytes in the column's character set.
 func enumConv(labels []string, cs *charset) func(any) (any, error) {
 	boxed := make([]any, len(labels)) // the labels boxed once, not per value
+	// A snapshot gives the member's text: one that is an ASCII label of a
+	// set where ASCII stands for itself decodes to that label (charset's
+	// asciiSafe), so the boxed label is the value, without a copy.
+	ascii := map[string]any{}
 	for i, l := range labels {
 		boxed[i] = l
+		if cs.asciiSafe && isASCIIString(l) {
+			ascii[l] = boxed[i]
+		}
 	}
 	return func(v any) (any, error) {
 		switch x := v.(type) {
 		case string:
 			return cs.decodeString(x)
 		case []byte:
+			if l, ok := ascii[string(x)]; ok {
+				return l, nil
+			}
 			return cs.decode(x)
 		}
 		i, err := signedInput(v, 64, false)
@@ -710,6 +787,11 @@ func civilInput(v any, what string) (civil, error) {
 	case string:
 		s = x
 	case []byte:
+		// A snapshot's DATE, DATETIME and TIMESTAMP text: parsed without
+		// copying it (parseCivil keeps no reference), copied for an error.
+		if c, ok := parseCivil(string(x)); ok && c.dayValid() {
+			return c, nil
+		}
 		s = string(x)
 	default:
 		return civil{}, badType(v, what)
@@ -732,7 +814,7 @@ func civilInput(v any, what string) (civil, error) {
 // months and days (zeroDate) are not invalid here: they have Debezium's
 // documented NULL/epoch value.
 func (c civil) checkDay(text, what string) error {
-	if c.zeroDate() {
+	if c.dayValid() {
 		return nil
 	}
 	if last := daysIn(c.y, c.mo); c.d > last {
@@ -741,6 +823,9 @@ func (c civil) checkDay(text, what string) error {
 	}
 	return nil
 }
+
+// dayValid reports whether checkDay accepts c.
+func (c civil) dayValid() bool { return c.zeroDate() || c.d <= daysIn(c.y, c.mo) }
 
 // daysIn returns the days of month mo (1-12) of proleptic Gregorian year y.
 func daysIn(y, mo int) int {
