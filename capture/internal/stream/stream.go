@@ -551,7 +551,7 @@ func (s *Stream) rows(ctx context.Context, ev binlog.Event) error {
 		s.lastRow = int32(i / step)
 		switch ev.RowsType {
 		case binlog.Insert:
-			after, err := s.convert(t, ev.Rows[i])
+			after, err := s.convert(t, nil, ev.Rows[i])
 			if err != nil {
 				return err
 			}
@@ -560,7 +560,7 @@ func (s *Stream) rows(ctx context.Context, ev binlog.Event) error {
 				return err
 			}
 		case binlog.Delete:
-			before, err := s.convert(t, ev.Rows[i])
+			before, err := s.convert(t, nil, ev.Rows[i])
 			if err != nil {
 				return err
 			}
@@ -569,11 +569,11 @@ func (s *Stream) rows(ctx context.Context, ev binlog.Event) error {
 				return err
 			}
 		case binlog.Update:
-			before, err := s.convert(t, ev.Rows[i])
+			before, err := s.convert(t, nil, ev.Rows[i])
 			if err != nil {
 				return err
 			}
-			after, err := s.convert(t, ev.Rows[i+1])
+			after, err := s.convert(t, nil, ev.Rows[i+1])
 			if err != nil {
 				return err
 			}
@@ -599,7 +599,9 @@ func (s *Stream) rows(ctx context.Context, ev binlog.Event) error {
 	return nil
 }
 
-func (s *Stream) convert(t *table, row []any) (debezium.Struct, error) {
+// convert converts a row of t into dst (nil: a new Struct), which must
+// have room for t's columns to be used (cap).
+func (s *Stream) convert(t *table, dst debezium.Struct, row []any) (debezium.Struct, error) {
 	if t.ColumnIdx != nil {
 		proj := make([]any, len(t.ColumnIdx))
 		for i, j := range t.ColumnIdx {
@@ -607,7 +609,7 @@ func (s *Stream) convert(t *table, row []any) (debezium.Struct, error) {
 		}
 		row = proj
 	}
-	out, err := t.Conv.ConvertRow(nil, row)
+	out, err := t.Conv.ConvertRow(dst, row)
 	if err != nil {
 		return nil, fmt.Errorf("converting a row of %s.%s: %w", t.Def.DB, t.Def.Table, err)
 	}
