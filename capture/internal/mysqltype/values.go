@@ -709,6 +709,9 @@ func civilFromTime(t time.Time) civil {
 // them over as text), so it allocates nothing: the parts are cut in place
 // rather than split into slices.
 func parseCivil(s string) (civil, bool) {
+	if c, ok := parseCivilFixed(s); ok {
+		return c, true
+	}
 	var c civil
 	num := func(p string) (int, bool) {
 		if p == "" || !allDigits(p) {
@@ -755,6 +758,55 @@ func parseCivil(s string) (civil, bool) {
 			f *= 10
 		}
 		c.micros = f
+	}
+	return c, true
+}
+
+// parseCivilFixed is parseCivil for the text the server writes:
+// "YYYY-MM-DD", or "YYYY-MM-DD hh:mm:ss" (or T) with 1 to 6 fraction
+// digits after a '.' or none, read at fixed offsets. ok is false for any
+// other text and any value parseCivil rejects; parseCivil then decides.
+func parseCivilFixed(s string) (c civil, ok bool) {
+	// num reads the digits s[i:j]; -1 if one is not a digit.
+	num := func(i, j int) int {
+		n := 0
+		for ; i < j; i++ {
+			d := s[i] - '0'
+			if d > 9 {
+				return -1
+			}
+			n = n*10 + int(d)
+		}
+		return n
+	}
+	if len(s) < 10 || s[4] != '-' || s[7] != '-' {
+		return c, false
+	}
+	c.y, c.mo, c.d = num(0, 4), num(5, 7), num(8, 10)
+	if c.y < 0 || c.mo < 0 || c.d < 0 || c.mo > 12 || c.d > 31 {
+		return c, false
+	}
+	if len(s) == 10 {
+		return c, true
+	}
+	if len(s) < 19 || (s[10] != ' ' && s[10] != 'T') || s[13] != ':' || s[16] != ':' {
+		return c, false
+	}
+	c.h, c.mi, c.s = num(11, 13), num(14, 16), num(17, 19)
+	if c.h < 0 || c.mi < 0 || c.s < 0 || c.h > 23 || c.mi > 59 || c.s > 59 {
+		return c, false
+	}
+	switch {
+	case len(s) == 19:
+		return c, true
+	case s[19] != '.' || len(s) == 20 || len(s) > 26:
+		return c, false
+	}
+	if c.micros = num(20, len(s)); c.micros < 0 {
+		return c, false
+	}
+	for i := len(s); i < 26; i++ {
+		c.micros *= 10
 	}
 	return c, true
 }
