@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
@@ -33,7 +34,20 @@ import (
 // its schema reads and its locks not counted against it). rss_mib is
 // capture's peak resident set. Both topics are read back before the line
 // is printed: each must hold exactly one op=r record per key and nothing
-// else, so a partial run fails instead of reporting a rate.
+// else, so a partial run fails instead of reporting a rate. It then prints
+//
+//	SNAPSHOT_CPU rows=<n> cpu_s_per_m=<x>
+//
+// with x capture's user + system CPU seconds per million rows (the exited
+// process's rusage, start-up included): the figure that decides the rate
+// on a machine that also runs MariaDB and Kafka.
+//
+// For profiling, BINLAKE_SNAPSHOT_PEER=0 skips Debezium (and the SNAPSHOT
+// line, which needs its rate), and BINLAKE_CAPTURE_PROFILE=<dir> writes
+// capture's CPU profile to <dir>/capture-snapshot.pprof (go tool pprof
+// -top). The profile covers the first BINLAKE_CAPTURE_PROFILE_SECONDS of
+// capture's run (default 5), which must end before its snapshot does:
+// capture exits when done (initial_only), which would cut the profile.
 func TestBenchSnapshot(t *testing.T) {
 	if os.Getenv("BINLAKE_BENCH") != "1" {
 		t.Skip("set BINLAKE_BENCH=1 (make bench-snapshot)")
@@ -84,9 +98,23 @@ func TestBenchSnapshot(t *testing.T) {
 	dbzTopic := dbzPrefix + "." + db + ".orders"
 	t.Cleanup(func() { deleteTopics(t, brokers, capTopic, dbzTopic) })
 
-	capture := startCapture(t, captureEnv(t, m, capPrefix, db, "CAPTURE_SNAPSHOT_MODE=initial_only"))
+	env := captureEnv(t, m, capPrefix, db, "CAPTURE_SNAPSHOT_MODE=initial_only")
+	var profiled chan error
+	if dir := os.Getenv("BINLAKE_CAPTURE_PROFILE"); dir != "" {
+		addr := freeAddr(t)
+		env = append(env, "CAPTURE_METRICS_ADDR="+addr, "CAPTURE_PPROF=true") // the last of a variable wins
+		profiled = make(chan error, 1)
+		file, seconds := filepath.Join(dir, "capture-snapshot.pprof"), envInt(t, "BINLAKE_CAPTURE_PROFILE_SECONDS", 5)
+		go func() { profiled <- fetchProfile(addr, file, seconds) }()
+	}
+	capture := startCapture(t, env)
 	_, _, capLast := measure(t, brokers, capTopic, int64(n), true, 30*time.Minute)
 	capSeconds := capLast.Sub(capture.started).Seconds()
+	if profiled != nil {
+		if err := <-profiled; err != nil {
+			t.Fatalf("profiling capture (does BINLAKE_CAPTURE_PROFILE_SECONDS outlast the snapshot?): %v", err)
+		}
+	}
 	select {
 	case <-capture.exited:
 		if capture.err != nil {
@@ -97,6 +125,7 @@ func TestBenchSnapshot(t *testing.T) {
 	}
 	// The peak resident set of the exited child (getrusage ru_maxrss, KiB).
 	rss := float64(capture.cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss) / 1024
+	capCPU := cpuSeconds(capture.cmd.ProcessState)
 	load("after capture")
 
 	dec, err := kafkatest.NewDecoder(testenv.RegistryURL(t))
@@ -107,6 +136,16 @@ func TestBenchSnapshot(t *testing.T) {
 	t.Logf("capture topic: %s", capCheck)
 	if !capCheck.complete(n) {
 		t.Fatalf("capture's snapshot is not exactly one op=r per row: %s\n%s", capCheck, capture.logTail())
+	}
+	capRate := float64(n) / capSeconds
+	printCPU := func() {
+		fmt.Printf("SNAPSHOT_CPU rows=%d cpu_s_per_m=%.2f\n", n, capCPU/float64(n)*1e6)
+	}
+	if os.Getenv("BINLAKE_SNAPSHOT_PEER") == "0" {
+		t.Logf("capture: %.2fs from process start, %.0f rows/s, peak RSS %.0f MiB; Debezium skipped (BINLAKE_SNAPSHOT_PEER=0)",
+			capSeconds, capRate, rss)
+		printCPU()
+		return
 	}
 
 	// Debezium, alone, over the same table.
@@ -125,12 +164,12 @@ func TestBenchSnapshot(t *testing.T) {
 		t.Fatalf("Debezium's snapshot is not exactly one op=r per row: %s", dbzCheck)
 	}
 
-	capRate := float64(n) / capSeconds
 	dbzRate := float64(n) / dbzSeconds
 	t.Logf("capture: %.2fs from process start; debezium: %.2fs first to last record, %.2fs from worker start",
 		capSeconds, dbzSeconds, dbzLast.Sub(dbzStarted).Seconds())
 	fmt.Printf("SNAPSHOT rows=%d seconds=%.2f rows_per_s=%.0f debezium_rows_per_s=%.0f ratio=%.2f rss_mib=%.0f\n",
 		n, capSeconds, capRate, dbzRate, capRate/dbzRate, rss)
+	printCPU()
 }
 
 // deleteTopics removes a benchmark's topics (millions of records) from the

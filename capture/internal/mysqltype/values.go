@@ -56,6 +56,12 @@ func signedInput(v any, bits int, unsigned bool) (int64, error) {
 	case string:
 		return parseIntText(x)
 	case []byte:
+		// Every integer of a snapshot row: parsed without copying the
+		// text (ParseInt keeps no reference to it), copied for the error.
+		// Returned as parseIntText's result is: text is never masked.
+		if n, err := strconv.ParseInt(strings.TrimSpace(string(x)), 10, 64); err == nil {
+			return n, nil
+		}
 		return parseIntText(string(x))
 	default:
 		return 0, badType(v, "integer")
@@ -105,6 +111,10 @@ func unsignedInput(v any) (uint64, error) {
 	case string:
 		return parseUintText(x)
 	case []byte:
+		// As signedInput: no copy of the text unless it is invalid.
+		if u, err := strconv.ParseUint(strings.TrimSpace(string(x)), 10, 64); err == nil {
+			return u, nil
+		}
 		return parseUintText(string(x))
 	}
 	return 0, badType(v, "BIGINT UNSIGNED")
@@ -377,8 +387,65 @@ func (d parsedDecimal) String() string {
 	return b.String()
 }
 
+// smallDecimal is parseDecimal(s, scale).bytes()'s value for the common
+// case, a decimal of at most 18 significant digits at the column scale,
+// computed without building the digit string; ok is false for any other
+// text (longer, or not one parseDecimal accepts), which takes that path.
+func smallDecimal(s string, scale int) (n int64, ok bool) {
+	s = strings.TrimSpace(s)
+	neg := false
+	if s != "" && (s[0] == '-' || s[0] == '+') {
+		neg = s[0] == '-'
+		s = s[1:]
+	}
+	intPart, frac, _ := strings.Cut(s, ".")
+	if intPart == "" && frac == "" {
+		return 0, false
+	}
+	if len(frac) > scale {
+		if strings.Trim(frac[scale:], "0") != "" {
+			return 0, false // more fraction digits than the scale: parseDecimal's error
+		}
+		frac = frac[:scale]
+	}
+	digits := 0 // significant digits so far
+	for _, part := range [2]string{intPart, frac} {
+		for i := 0; i < len(part); i++ {
+			c := part[i]
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			if digits == 0 && c == '0' {
+				continue
+			}
+			if digits++; digits > 18 {
+				return 0, false
+			}
+			n = n*10 + int64(c-'0')
+		}
+	}
+	for i := len(frac); i < scale; i++ {
+		if n != 0 {
+			if digits++; digits > 18 {
+				return 0, false
+			}
+		}
+		n *= 10
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
+}
+
 func decimalBytesConv(scale int) func(any) (any, error) {
 	return func(v any) (any, error) {
+		if x, ok := v.([]byte); ok {
+			// A snapshot's DECIMAL text: no copy, no digit string.
+			if n, ok := smallDecimal(string(x), scale); ok {
+				return int64Bytes(n), nil
+			}
+		}
 		s, err := decimalText(v)
 		if err != nil {
 			return nil, err
@@ -451,14 +518,24 @@ func jsonConv(nullable bool) func(any) (any, error) {
 // snapshot gives the member's bytes in the column's character set.
 func enumConv(labels []string, cs *charset) func(any) (any, error) {
 	boxed := make([]any, len(labels)) // the labels boxed once, not per value
+	// A snapshot gives the member's text: one that is an ASCII label of a
+	// set where ASCII stands for itself decodes to that label (charset's
+	// asciiSafe), so the boxed label is the value, without a copy.
+	ascii := map[string]any{}
 	for i, l := range labels {
 		boxed[i] = l
+		if cs.asciiSafe && isASCIIString(l) {
+			ascii[l] = boxed[i]
+		}
 	}
 	return func(v any) (any, error) {
 		switch x := v.(type) {
 		case string:
 			return cs.decodeString(x)
 		case []byte:
+			if l, ok := ascii[string(x)]; ok {
+				return l, nil
+			}
 			return cs.decode(x)
 		}
 		i, err := signedInput(v, 64, false)
@@ -632,6 +709,9 @@ func civilFromTime(t time.Time) civil {
 // them over as text), so it allocates nothing: the parts are cut in place
 // rather than split into slices.
 func parseCivil(s string) (civil, bool) {
+	if c, ok := parseCivilFixed(s); ok {
+		return c, true
+	}
 	var c civil
 	num := func(p string) (int, bool) {
 		if p == "" || !allDigits(p) {
@@ -682,6 +762,55 @@ func parseCivil(s string) (civil, bool) {
 	return c, true
 }
 
+// parseCivilFixed is parseCivil for the text the server writes:
+// "YYYY-MM-DD", or "YYYY-MM-DD hh:mm:ss" (or T) with 1 to 6 fraction
+// digits after a '.' or none, read at fixed offsets. ok is false for any
+// other text and any value parseCivil rejects; parseCivil then decides.
+func parseCivilFixed(s string) (c civil, ok bool) {
+	// num reads the digits s[i:j]; -1 if one is not a digit.
+	num := func(i, j int) int {
+		n := 0
+		for ; i < j; i++ {
+			d := s[i] - '0'
+			if d > 9 {
+				return -1
+			}
+			n = n*10 + int(d)
+		}
+		return n
+	}
+	if len(s) < 10 || s[4] != '-' || s[7] != '-' {
+		return c, false
+	}
+	c.y, c.mo, c.d = num(0, 4), num(5, 7), num(8, 10)
+	if c.y < 0 || c.mo < 0 || c.d < 0 || c.mo > 12 || c.d > 31 {
+		return c, false
+	}
+	if len(s) == 10 {
+		return c, true
+	}
+	if len(s) < 19 || (s[10] != ' ' && s[10] != 'T') || s[13] != ':' || s[16] != ':' {
+		return c, false
+	}
+	c.h, c.mi, c.s = num(11, 13), num(14, 16), num(17, 19)
+	if c.h < 0 || c.mi < 0 || c.s < 0 || c.h > 23 || c.mi > 59 || c.s > 59 {
+		return c, false
+	}
+	switch {
+	case len(s) == 19:
+		return c, true
+	case s[19] != '.' || len(s) == 20 || len(s) > 26:
+		return c, false
+	}
+	if c.micros = num(20, len(s)); c.micros < 0 {
+		return c, false
+	}
+	for i := len(s); i < 26; i++ {
+		c.micros *= 10
+	}
+	return c, true
+}
+
 // cut3 splits s around exactly two sep bytes, as strings.Split would into
 // three parts (ok false for any other count), without allocating.
 func cut3(s string, sep byte) (a, b, c string, ok bool) {
@@ -710,6 +839,11 @@ func civilInput(v any, what string) (civil, error) {
 	case string:
 		s = x
 	case []byte:
+		// A snapshot's DATE, DATETIME and TIMESTAMP text: parsed without
+		// copying it (parseCivil keeps no reference), copied for an error.
+		if c, ok := parseCivil(string(x)); ok && c.dayValid() {
+			return c, nil
+		}
 		s = string(x)
 	default:
 		return civil{}, badType(v, what)
@@ -732,7 +866,7 @@ func civilInput(v any, what string) (civil, error) {
 // months and days (zeroDate) are not invalid here: they have Debezium's
 // documented NULL/epoch value.
 func (c civil) checkDay(text, what string) error {
-	if c.zeroDate() {
+	if c.dayValid() {
 		return nil
 	}
 	if last := daysIn(c.y, c.mo); c.d > last {
@@ -741,6 +875,9 @@ func (c civil) checkDay(text, what string) error {
 	}
 	return nil
 }
+
+// dayValid reports whether checkDay accepts c.
+func (c civil) dayValid() bool { return c.zeroDate() || c.d <= daysIn(c.y, c.mo) }
 
 // daysIn returns the days of month mo (1-12) of proleptic Gregorian year y.
 func daysIn(y, mo int) int {

@@ -251,13 +251,19 @@ func ReadChunk(ctx context.Context, db *sql.DB, schema, table string, columns, p
 		return Chunk{}, fmt.Errorf("reading a chunk of %s.%s: %w", schema, table, err)
 	}
 	defer rows.Close()
-	var c Chunk
+	c := Chunk{Rows: make([][]any, 0, min(n, 1<<16)), Keys: make([][][]byte, 0, min(n, 1<<16))}
+	sc := newScanner(len(columns))
+	var keys [][]byte // the chunk's keys, handed out key by key
 	for rows.Next() {
-		row, err := scanRow(rows, len(columns))
+		row, err := sc.scan(rows)
 		if err != nil {
 			return Chunk{}, fmt.Errorf("reading a chunk of %s.%s: %w", schema, table, err)
 		}
-		key := make([][]byte, len(keyIdx))
+		if len(keys) < len(keyIdx) {
+			keys = make([][]byte, len(keyIdx)*slabRows)
+		}
+		key := keys[:len(keyIdx):len(keyIdx)]
+		keys = keys[len(keyIdx):]
 		for i, j := range keyIdx {
 			b, _ := row[j].([]byte)
 			key[i] = b
@@ -272,27 +278,61 @@ func ReadChunk(ctx context.Context, db *sql.DB, schema, table string, columns, p
 	return c, nil
 }
 
-func scanRow(rows *sql.Rows, n int) ([]any, error) {
-	raw := make([]sql.RawBytes, n)
-	ptrs := make([]any, n)
-	for i := range raw {
-		ptrs[i] = &raw[i]
+// scanner copies the rows of a query out of the driver's buffer. The
+// values of many rows share allocations (slabs of slabRows rows for the
+// []any, of slabBytes for the bytes), and the Scan destinations are
+// reused, so a row costs its values' boxes and little else: the snapshot
+// reads every row of every table through it. A row's values are never
+// written again once handed out; a slab lives as long as any of its rows.
+type scanner struct {
+	raw   []sql.RawBytes
+	ptrs  []any
+	vals  []any  // free part of the current []any slab
+	bytes []byte // free part of the current byte slab
+}
+
+const (
+	slabRows  = 256
+	slabBytes = 64 << 10
+)
+
+func newScanner(n int) *scanner {
+	sc := &scanner{raw: make([]sql.RawBytes, n), ptrs: make([]any, n)}
+	for i := range sc.raw {
+		sc.ptrs[i] = &sc.raw[i]
 	}
-	if err := rows.Scan(ptrs...); err != nil {
+	return sc
+}
+
+// scan reads the current row: values in column order, []byte or nil for
+// NULL; the row's capacity is its length.
+func (sc *scanner) scan(rows *sql.Rows) ([]any, error) {
+	if err := rows.Scan(sc.ptrs...); err != nil {
 		return nil, err
 	}
-	// One allocation for the row's bytes: the values are sub-slices.
+	n := len(sc.raw)
 	size := 0
-	for _, b := range raw {
+	for _, b := range sc.raw {
 		size += len(b)
 	}
-	buf := make([]byte, 0, size)
-	row := make([]any, n)
-	for i, b := range raw {
+	if len(sc.bytes) < size || sc.bytes == nil {
+		// Never nil, even for a row of empty values: an empty value is
+		// []byte{}, NULL alone is nil.
+		sc.bytes = make([]byte, max(size, slabBytes))
+	}
+	buf := sc.bytes[:size:size]
+	sc.bytes = sc.bytes[size:]
+	if len(sc.vals) < n {
+		sc.vals = make([]any, n*slabRows)
+	}
+	row := sc.vals[:n:n]
+	sc.vals = sc.vals[n:]
+	off := 0
+	for i, b := range sc.raw {
 		if b != nil {
-			start := len(buf)
-			buf = append(buf, b...)
-			row[i] = buf[start:len(buf):len(buf)]
+			end := off + copy(buf[off:], b)
+			row[i] = buf[off:end:end]
+			off = end
 		}
 	}
 	return row, nil
@@ -374,8 +414,9 @@ func (c *Consistent) Rows(ctx context.Context, schema, table string, columns []s
 		return fmt.Errorf("reading %s.%s: %w", schema, table, err)
 	}
 	defer rows.Close()
+	sc := newScanner(len(columns))
 	for rows.Next() {
-		row, err := scanRow(rows, len(columns))
+		row, err := sc.scan(rows)
 		if err != nil {
 			return fmt.Errorf("reading %s.%s: %w", schema, table, err)
 		}

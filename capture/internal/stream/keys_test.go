@@ -39,9 +39,13 @@ func TestSameKey(t *testing.T) {
 
 func TestRecordDescRendersKeyLikeDebezium(t *testing.T) {
 	tb := keyTable()
-	table, key := recordDesc{t: tb, row: debezium.Struct{int32(7), "x", []byte{0xff}}}.Describe()
-	if table != "app.t" || key != `{"id":7,"code":"/w=="}` {
-		t.Fatalf("Describe() = %q, %q", table, key)
+	row := debezium.Struct{int32(7), "x", []byte{0xff}}
+	name, key := describe(tb, row).Describe()
+	if name != "app.t" || key != `{"id":7,"code":"/w=="}` || key != keyString(tb, row) {
+		t.Fatalf("Describe() = %q, %q", name, key)
+	}
+	if name, key := describe(&table{Table: &schemahist.Table{Def: schemahist.Definition{DB: "app", Table: "nokey"}}}, row).Describe(); name != "app.nokey" || key != "(none)" {
+		t.Fatalf("Describe() without a key = %q, %q", name, key)
 	}
 }
 

@@ -63,7 +63,7 @@ func (c *scriptedChunks) start(_ context.Context, cfg fetchConfig) chunkSource {
 			for i := range row {
 				row[i] = []byte(strconv.Itoa(id))
 			}
-			conv, err := cfg.convert(cfg.t, row)
+			conv, err := cfg.convert(cfg.t, nil, row)
 			if err != nil {
 				fc.err = err
 			}

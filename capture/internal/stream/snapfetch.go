@@ -69,7 +69,7 @@ type fetchConfig struct {
 	seq       *atomic.Int64
 	low0      int64 // the first chunk's low mark: the previous chunk's, so the margin holds across fetchers
 	rowsRead  prometheus.Counter
-	convert   func(t *table, row []any) (debezium.Struct, error)
+	convert   func(t *table, dst debezium.Struct, row []any) (debezium.Struct, error)
 }
 
 func startFetcher(ctx context.Context, cfg fetchConfig) *chunkFetcher {
@@ -121,12 +121,18 @@ func (f *chunkFetcher) read(ctx context.Context, cfg fetchConfig) {
 			defer f.wg.Done()
 			defer close(fc.done)
 			fc.rows = make([]debezium.Struct, len(ch.Rows))
+			// The chunk's converted values share one allocation: a row's
+			// Struct is its part of it, with no room to grow into the next.
+			// Nothing reuses it: records and their error descriptions may
+			// refer to a row until Kafka acknowledges it.
+			n := len(t.Conv.Fields())
+			vals := make([]any, n*len(ch.Rows))
 			for i, row := range ch.Rows {
 				if i%1024 == 0 && ctx.Err() != nil {
 					fc.err = ctx.Err()
 					return
 				}
-				conv, err := cfg.convert(t, row)
+				conv, err := cfg.convert(t, vals[i*n:i*n:(i+1)*n], row)
 				if err != nil {
 					fc.err = err
 					return

@@ -117,7 +117,8 @@ type reconciler struct {
 	readMoved    bool            // the loop read a binlog transaction since the pending chunk was last checked
 
 	pending *pendingChunk
-	held    *heldRow
+	held    *heldRow // nil, or &heldBuf
+	heldBuf heldRow  // the held row: one for the whole snapshot, not one per row
 
 	tableStart time.Time
 	tableRows  int64
@@ -133,7 +134,8 @@ type snapLoop interface {
 	lookup(ctx context.Context, db, tbl string, tm *replication.TableMapEvent) (*table, error)
 	// current is the loop's compiled table "db.table" now (nil: none).
 	current(key string) *table
-	convert(t *table, row []any) (debezium.Struct, error)
+	// convert converts a row into dst (nil: a new Struct; see Stream.convert).
+	convert(t *table, dst debezium.Struct, row []any) (debezium.Struct, error)
 	// emitRead produces a snapshot row (op=r) into the open Kafka transaction.
 	emitRead(ctx context.Context, t *table, after debezium.Struct, src debezium.Source) error
 	// begin opens a Kafka transaction if none is open.
@@ -496,13 +498,13 @@ func (r *reconciler) emit(ctx context.Context) error {
 	if p.consistent != nil {
 		var rows int64
 		err := p.consistent.Rows(ctx, t.Def.DB, t.Def.Table, columnNames(t), func(row []any) error {
-			after, err := r.loop.convert(t, row)
+			after, err := r.loop.convert(t, nil, row)
 			if err != nil {
 				return err
 			}
 			r.m.SnapshotRows.WithLabelValues(name).Inc()
 			rows++
-			return r.survivor(ctx, &heldRow{t: t, idx: p.idx, low: p.low, tableLow: p.tableLow, after: after, src: src})
+			return r.survivor(ctx, heldRow{t: t, idx: p.idx, low: p.low, tableLow: p.tableLow, after: after, src: src})
 		})
 		p.consistent.Close()
 		if err != nil {
@@ -524,7 +526,7 @@ func (r *reconciler) emit(ctx context.Context) error {
 			if len(changes) > 0 && changes[keyString(t, after)] > p.low {
 				continue
 			}
-			if err := r.survivor(ctx, &heldRow{t: t, idx: p.idx, key: p.chunk.Keys[i], low: p.low, tableLow: p.tableLow, after: after, src: src}); err != nil {
+			if err := r.survivor(ctx, heldRow{t: t, idx: p.idx, key: p.chunk.Keys[i], low: p.low, tableLow: p.tableLow, after: after, src: src}); err != nil {
 				return err
 			}
 		}
@@ -551,14 +553,16 @@ func columnNames(t *table) []string {
 	return cols
 }
 
-// survivor emits the held row (now known not to be the last) and holds row.
-func (r *reconciler) survivor(ctx context.Context, row *heldRow) error {
+// survivor emits the held row (now known not to be the last) and holds
+// row, in heldBuf: emitHeld is done with the row held before.
+func (r *reconciler) survivor(ctx context.Context, row heldRow) error {
 	if r.held != nil {
 		if err := r.emitHeld(ctx, false, r.held.idx != row.idx); err != nil {
 			return err
 		}
 	}
-	r.held = row
+	r.heldBuf = row
+	r.held = &r.heldBuf
 	if r.incremental {
 		return r.emitHeld(ctx, false, false)
 	}

@@ -551,7 +551,7 @@ func (s *Stream) rows(ctx context.Context, ev binlog.Event) error {
 		s.lastRow = int32(i / step)
 		switch ev.RowsType {
 		case binlog.Insert:
-			after, err := s.convert(t, ev.Rows[i])
+			after, err := s.convert(t, nil, ev.Rows[i])
 			if err != nil {
 				return err
 			}
@@ -560,7 +560,7 @@ func (s *Stream) rows(ctx context.Context, ev binlog.Event) error {
 				return err
 			}
 		case binlog.Delete:
-			before, err := s.convert(t, ev.Rows[i])
+			before, err := s.convert(t, nil, ev.Rows[i])
 			if err != nil {
 				return err
 			}
@@ -569,11 +569,11 @@ func (s *Stream) rows(ctx context.Context, ev binlog.Event) error {
 				return err
 			}
 		case binlog.Update:
-			before, err := s.convert(t, ev.Rows[i])
+			before, err := s.convert(t, nil, ev.Rows[i])
 			if err != nil {
 				return err
 			}
-			after, err := s.convert(t, ev.Rows[i+1])
+			after, err := s.convert(t, nil, ev.Rows[i+1])
 			if err != nil {
 				return err
 			}
@@ -599,7 +599,9 @@ func (s *Stream) rows(ctx context.Context, ev binlog.Event) error {
 	return nil
 }
 
-func (s *Stream) convert(t *table, row []any) (debezium.Struct, error) {
+// convert converts a row of t into dst (nil: a new Struct), which must
+// have room for t's columns to be used (cap).
+func (s *Stream) convert(t *table, dst debezium.Struct, row []any) (debezium.Struct, error) {
 	if t.ColumnIdx != nil {
 		proj := make([]any, len(t.ColumnIdx))
 		for i, j := range t.ColumnIdx {
@@ -607,7 +609,7 @@ func (s *Stream) convert(t *table, row []any) (debezium.Struct, error) {
 		}
 		row = proj
 	}
-	out, err := t.Conv.ConvertRow(nil, row)
+	out, err := t.Conv.ConvertRow(dst, row)
 	if err != nil {
 		return nil, fmt.Errorf("converting a row of %s.%s: %w", t.Def.DB, t.Def.Table, err)
 	}
@@ -676,35 +678,54 @@ func scalarEqual(x, y any) bool {
 }
 
 // recordDesc describes a record for publish's error messages, rendering
-// the key only if the record fails.
+// the key only if the record fails. It holds the key's values, not the
+// row: a record waits in the producer's buffer (max-buffered-bytes of
+// encoded records) until Kafka acknowledges it, and the converted row
+// it came from, several times the size of its encoding, need not.
 type recordDesc struct {
 	t   *table
-	row debezium.Struct
+	key debezium.Struct // the key columns' values (keyStruct); nil without a key
+}
+
+// describe is the recordDesc of a change of row of t.
+func describe(t *table, row debezium.Struct) recordDesc {
+	if t.Key == nil {
+		return recordDesc{t: t}
+	}
+	return recordDesc{t: t, key: keyStruct(t, row)}
 }
 
 // Describe returns the table and the rendered key (publish.Describer).
 func (d recordDesc) Describe() (string, string) {
 	key := "(none)"
 	if d.t.Key != nil {
-		key = keyString(d.t, d.row)
+		key = renderKey(d.t, d.key, nil)
 	}
 	return d.t.Def.DB + "." + d.t.Def.Table, key
 }
 
 // keyString renders a key as Debezium's primary-key-change headers carry
 // it: the key struct as JSON ({"id":20}).
-func keyString(t *table, row debezium.Struct) string {
+func keyString(t *table, row debezium.Struct) string { return renderKey(t, row, t.KeyIdx) }
+
+// renderKey is keyString of the key values vals[idx[i]], or vals[i] when
+// idx is nil (a keyStruct).
+func renderKey(t *table, vals debezium.Struct, idx []int) string {
 	var b strings.Builder
 	b.WriteByte('{')
-	for i, j := range t.KeyIdx {
+	for i := range t.Key.Fields {
 		if i > 0 {
 			b.WriteByte(',')
+		}
+		j := i
+		if idx != nil {
+			j = idx[i]
 		}
 		name, _ := json.Marshal(t.Key.Fields[i].Name)
 		b.Write(name)
 		b.WriteByte(':')
 		// Kafka Connect's JSON form; []byte (decimals, binary keys) as base64.
-		v, err := json.Marshal(row[j])
+		v, err := json.Marshal(vals[j])
 		if err != nil {
 			v = []byte("null")
 		}
@@ -776,7 +797,7 @@ func (s *Stream) emit(ctx context.Context, t *table, op debezium.Op, before, aft
 		return fmt.Errorf("encoding a change of %s: %w", t.topic, err)
 	}
 	val = s.arena.done(val)
-	rctx := publish.WithDescriber(ctx, recordDesc{t: t, row: row})
+	rctx := publish.WithDescriber(ctx, describe(t, row))
 	// Records only read their headers: share the context headers unless
 	// this record has its own (primary-key changes).
 	hs := s.contextHeaders
