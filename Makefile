@@ -180,5 +180,7 @@ bench-scan: stack-up
 
 ## bench-snapshot: a 5,000,000-row table (BINLAKE_SNAPSHOT_BENCH_ROWS) snapshotted by capture and by the Debezium MariaDB connector.
 ## Prints: SNAPSHOT rows=<n> seconds=<s> rows_per_s=<r> debezium_rows_per_s=<d> ratio=<r/d> rss_mib=<m>
+## and SNAPSHOT_CPU rows=<n> cpu_s_per_m=<capture's CPU-seconds per million rows>. BINLAKE_SNAPSHOT_PEER=0 skips Debezium
+## (no SNAPSHOT line then) and BINLAKE_CAPTURE_PROFILE=<dir> writes capture's CPU profile there (for profiling).
 bench-snapshot: stack-up
 	eval "$$($(STACK) env)" && BINLAKE_REQUIRE_STACK=1 BINLAKE_BENCH=1 $(GO) test -tags integration -count=1 -timeout 90m -run TestBenchSnapshot -v ./test/bench | grep -E '^(SNAPSHOT|--- |ok|FAIL)|bench_integration_test'

@@ -34,7 +34,7 @@ import (
 )
 
 // kinds are the benchmark lines' first words, in report order.
-var kinds = []string{"CAPTURE", "SNAPSHOT", "LARGETXN", "INGEST", "PEER", "RATIO", "FRESHNESS", "SCALE", "SCAN"}
+var kinds = []string{"CAPTURE", "SNAPSHOT", "SNAPSHOT_CPU", "LARGETXN", "INGEST", "PEER", "RATIO", "FRESHNESS", "SCALE", "SCAN"}
 
 // line is one printed benchmark line.
 type line struct {
