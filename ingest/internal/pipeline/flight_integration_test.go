@@ -6,9 +6,6 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"regexp"
 	"sync"
 	"sync/atomic"
@@ -16,14 +13,10 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go/catalog/rest"
-	"github.com/apache/iceberg-go/table"
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/binlake/binlake/ingest/internal/batch"
 	"github.com/binlake/binlake/ingest/internal/commit"
 	"github.com/binlake/binlake/ingest/internal/decode"
-	"github.com/binlake/binlake/ingest/internal/schemamap"
 	"github.com/binlake/binlake/test/testenv"
 )
 
@@ -78,48 +71,12 @@ func (g *commitGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // while its commit was held, and the second batch was never buffered.
 func TestBuffersWhileCommitting(t *testing.T) {
 	env := testenv.IcebergEnv(t)
-	brokers := testenv.KafkaBrokers(t)
-	db := testenv.Unique(t, "fl")
-	topic := "bl." + db + ".t"
+	tt := newTestTopic(t, "fl", 1)
 	ctx := t.Context()
-
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic(topic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	adm := kadm.NewClient(cl)
-	if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
-		t.Fatalf("creating topic: %v", err)
-	}
-	t.Cleanup(func() { _, _ = adm.DeleteTopics(context.WithoutCancel(ctx), topic) })
-	produce := func(from, to, version int64) {
-		t.Helper()
-		for id := from; id <= to; id++ {
-			if err := cl.ProduceSync(ctx, jsonRecord(id, version)).FirstErr(); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-
-	target, err := url.Parse(env.URI)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gate := &commitGate{next: httputil.NewSingleHostReverseProxy(target)}
-	srv := httptest.NewServer(gate)
-	t.Cleanup(srv.Close)
+	produce := func(from, to, version int64) { t.Helper(); tt.produce(t, from, to, version) }
+	gate := &commitGate{}
+	srv := proxied(t, func(next http.Handler) http.Handler { gate.next = next; return gate })
 	t.Cleanup(gate.open)
-	direct, err := rest.NewCatalog(ctx, "direct", env.URI, rest.WithAdditionalProps(env.FileIOProps()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ident := schemamap.Namer{Prefix: "bl"}.Ident(db, "t")
-	t.Cleanup(func() {
-		ctx := context.WithoutCancel(ctx)
-		_ = direct.DropTable(ctx, ident)
-		_ = direct.DropNamespace(ctx, table.Identifier{ident[0]})
-	})
 	cat, err := rest.NewCatalog(ctx, "ingest", srv.URL, rest.WithAdditionalProps(env.FileIOProps()))
 	if err != nil {
 		t.Fatal(err)
@@ -127,7 +84,7 @@ func TestBuffersWhileCommitting(t *testing.T) {
 	log := &syncBuffer{}
 	// A batch is 5 records; the queue holds one, so a worker that stops
 	// for its commit stops polling at once.
-	p, err := New(Config{Brokers: brokers, Group: db, Topics: []string{topic},
+	p, err := New(Config{Brokers: testenv.KafkaBrokers(t), Group: tt.db, Topics: []string{tt.topic},
 		Limits: batch.Limits{MaxRows: 5, MaxAge: time.Hour}, QueueRecords: 1, ShutdownTimeout: 10 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(log, nil))}, cat, decode.New(nil))
 	if err != nil {
@@ -148,7 +105,7 @@ func TestBuffersWhileCommitting(t *testing.T) {
 		}
 	}
 	defer stop()
-	rows := func() map[int64]string { return idNames(t, direct, ident) }
+	rows := func() map[int64]string { return tt.rows(t) }
 
 	// Ids 10-19, versions 1-2: every record has the same size.
 	produce(10, 14, 1)
@@ -186,7 +143,7 @@ func TestBuffersWhileCommitting(t *testing.T) {
 	stop()
 
 	// Each batch is one snapshot, in order, holding its own offsets.
-	tbl, err := direct.LoadTable(ctx, ident)
+	tbl, err := tt.direct.LoadTable(ctx, tt.ident)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,8 +160,8 @@ func TestBuffersWhileCommitting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := offs[topic][0]; got != 15 {
-		t.Errorf("the table holds offset %d of %s/0, want 15 (three batches of 5 records)", got, topic)
+	if got := offs[tt.topic][0]; got != 15 {
+		t.Errorf("the table holds offset %d of %s/0, want 15 (three batches of 5 records)", got, tt.topic)
 	}
-	t.Logf("FLIGHT commits=%d offsets=%v buffered_per_batch=%d", len(ids), offs[topic], one)
+	t.Logf("FLIGHT commits=%d offsets=%v buffered_per_batch=%d", len(ids), offs[tt.topic], one)
 }

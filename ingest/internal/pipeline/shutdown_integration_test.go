@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -68,6 +69,73 @@ func jsonRecordCols(id, version int64, extra bool) *kgo.Record {
 	return &kgo.Record{Key: []byte(key), Value: []byte(value)}
 }
 
+// testTopic is a topic bl.<db>.t of jsonRecord changes and the table
+// ingest makes of it, both dropped when the test ends.
+type testTopic struct {
+	db, topic string
+	ident     table.Identifier
+	cl        *kgo.Client   // produces to the topic
+	direct    *rest.Catalog // the REST catalog itself, behind no proxy
+}
+
+func newTestTopic(t *testing.T, prefix string, partitions int32) *testTopic {
+	t.Helper()
+	env := testenv.IcebergEnv(t)
+	ctx := t.Context()
+	tt := &testTopic{db: testenv.Unique(t, prefix)}
+	tt.topic = "bl." + tt.db + ".t"
+	tt.ident = schemamap.Namer{Prefix: "bl"}.Ident(tt.db, "t")
+	var err error
+	if tt.cl, err = kgo.NewClient(kgo.SeedBrokers(testenv.KafkaBrokers(t)...), kgo.DefaultProduceTopic(tt.topic)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tt.cl.Close)
+	adm := kadm.NewClient(tt.cl)
+	if _, err := adm.CreateTopic(ctx, partitions, 1, nil, tt.topic); err != nil {
+		t.Fatalf("creating topic: %v", err)
+	}
+	t.Cleanup(func() { _, _ = adm.DeleteTopics(context.WithoutCancel(ctx), tt.topic) })
+	if tt.direct, err = rest.NewCatalog(ctx, "direct", env.URI, rest.WithAdditionalProps(env.FileIOProps())); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx := context.WithoutCancel(ctx)
+		_ = tt.direct.DropTable(ctx, tt.ident)
+		_ = tt.direct.DropNamespace(ctx, table.Identifier{tt.ident[0]})
+	})
+	return tt
+}
+
+// produce writes the changes of ids from to to at version, one by one,
+// and returns the partition each id went to.
+func (tt *testTopic) produce(t *testing.T, from, to, version int64) map[int64]int32 {
+	t.Helper()
+	parts := map[int64]int32{}
+	for id := from; id <= to; id++ {
+		r, err := tt.cl.ProduceSync(t.Context(), jsonRecord(id, version)).First()
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts[id] = r.Partition
+	}
+	return parts
+}
+
+// rows reads the table as id → name (idNames).
+func (tt *testTopic) rows(t *testing.T) map[int64]string { return idNames(t, tt.direct, tt.ident) }
+
+// proxied serves h in front of the REST catalog for the test.
+func proxied(t *testing.T, wrap func(next http.Handler) http.Handler) *httptest.Server {
+	t.Helper()
+	target, err := url.Parse(testenv.IcebergEnv(t).URI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(wrap(httputil.NewSingleHostReverseProxy(target)))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
 // running is a pipeline started by startPipeline.
 type running struct {
 	p      *Pipeline
@@ -101,55 +169,18 @@ func startPipeline(t *testing.T, catURI, group, topic, name string, shutdownTime
 // ShutdownTimeout, abandoning the open batch, and lose nothing: the next
 // start commits it.
 func TestShutdownBoundedWhileCatalogHangs(t *testing.T) {
-	env := testenv.IcebergEnv(t)
-	brokers := testenv.KafkaBrokers(t)
-	db := testenv.Unique(t, "sd")
-	topic := "bl." + db + ".t"
-	ctx := t.Context()
-
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic(topic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	adm := kadm.NewClient(cl)
-	if _, err := adm.CreateTopic(ctx, 3, 1, nil, topic); err != nil {
-		t.Fatalf("creating topic: %v", err)
-	}
-	t.Cleanup(func() { _, _ = adm.DeleteTopics(context.WithoutCancel(ctx), topic) })
-	produce := func(from, to, version int64) {
-		t.Helper()
-		for id := from; id <= to; id++ {
-			if err := cl.ProduceSync(ctx, jsonRecord(id, version)).FirstErr(); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-
-	target, err := url.Parse(env.URI)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hp := &hangingProxy{next: httputil.NewSingleHostReverseProxy(target)}
-	srv := httptest.NewServer(hp)
-	t.Cleanup(srv.Close)
-	direct, err := rest.NewCatalog(ctx, "direct", env.URI, rest.WithAdditionalProps(env.FileIOProps()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ident := schemamap.Namer{Prefix: "bl"}.Ident(db, "t")
-	t.Cleanup(func() {
-		ctx := context.WithoutCancel(ctx)
-		_ = direct.DropTable(ctx, ident)
-		_ = direct.DropNamespace(ctx, table.Identifier{ident[0]})
-	})
+	tt := newTestTopic(t, "sd", 3)
+	db, topic := tt.db, tt.topic
+	produce := func(from, to, version int64) { t.Helper(); tt.produce(t, from, to, version) }
+	hp := &hangingProxy{}
+	srv := proxied(t, func(next http.Handler) http.Handler { hp.next = next; return hp })
 
 	const shutdownTimeout = 3 * time.Second
 	start := func(name string) (cancel func(), done chan error, log *syncBuffer) {
 		r := startPipeline(t, srv.URL, db, topic, name, shutdownTimeout)
 		return r.cancel, r.done, r.log
 	}
-	rows := func() map[int64]string { return idNames(t, direct, ident) }
+	rows := func() map[int64]string { return tt.rows(t) }
 	want := func(n int, version string) func() bool {
 		return func() bool {
 			got := rows()
@@ -207,49 +238,16 @@ func TestShutdownBoundedWhileCatalogHangs(t *testing.T) {
 // wait on the catalog), and nothing is lost once all is well again.
 func TestRevokeBoundedWhileCatalogHangs(t *testing.T) {
 	env := testenv.IcebergEnv(t)
-	brokers := testenv.KafkaBrokers(t)
-	db := testenv.Unique(t, "rv")
-	topic := "bl." + db + ".t"
-	ctx := t.Context()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic(topic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	adm := kadm.NewClient(cl)
-	if _, err := adm.CreateTopic(ctx, 2, 1, nil, topic); err != nil {
-		t.Fatalf("creating topic: %v", err)
-	}
-	t.Cleanup(func() { _, _ = adm.DeleteTopics(context.WithoutCancel(ctx), topic) })
+	tt := newTestTopic(t, "rv", 2)
+	db, topic := tt.db, tt.topic
 	partOf := map[int64]int32{}
 	produce := func(from, to, version int64) {
 		t.Helper()
-		for id := from; id <= to; id++ {
-			r, err := cl.ProduceSync(ctx, jsonRecord(id, version)).First()
-			if err != nil {
-				t.Fatal(err)
-			}
-			partOf[id] = r.Partition
-		}
+		maps.Copy(partOf, tt.produce(t, from, to, version))
 	}
-	target, err := url.Parse(env.URI)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hp := &hangingProxy{next: httputil.NewSingleHostReverseProxy(target)}
-	srv := httptest.NewServer(hp)
-	t.Cleanup(srv.Close)
-	direct, err := rest.NewCatalog(ctx, "direct", env.URI, rest.WithAdditionalProps(env.FileIOProps()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ident := schemamap.Namer{Prefix: "bl"}.Ident(db, "t")
-	t.Cleanup(func() {
-		ctx := context.WithoutCancel(ctx)
-		_ = direct.DropTable(ctx, ident)
-		_ = direct.DropNamespace(ctx, table.Identifier{ident[0]})
-	})
-	versions := func() map[int64]string { return idNames(t, direct, ident) }
+	hp := &hangingProxy{}
+	srv := proxied(t, func(next http.Handler) http.Handler { hp.next = next; return hp })
+	versions := func() map[int64]string { return tt.rows(t) }
 	const shutdownTimeout = 3 * time.Second
 
 	produce(1, 20, 1)
