@@ -146,8 +146,8 @@ bench-scale: stack-up
 ## bench: every benchmark in one run (capture, snapshot, large transaction, ingest + its peer, freshness, scale,
 ## scan), each line printed and kept in bench-report/bench.log, then a Markdown report with PNG charts in
 ## bench-report/ (git-ignored; test/bench/report). bench-peer prints bench-ingest's lines, so bench-ingest is not
-## run again. A failing benchmark does not stop the others; make bench fails at the end. About 1.5 hours here
-## (estimated from each target's own run: bench-scan alone 22 to 50 min; not run as a whole yet).
+## run again. A failing benchmark does not stop the others; make bench fails at the end. 52 minutes here on
+## 2026-12-05 (bench-scan 31 of them; README.md, "The latest make bench").
 ## bench-short: the same plumbing at small counts (about 10 minutes here; figures not comparable), into bench-report/short/.
 BENCH_TARGETS       := bench-capture bench-snapshot bench-large-txn bench-peer bench-freshness bench-scale bench-scan
 BENCH_SHORT_TARGETS := bench-snapshot bench-large-txn bench-peer bench-freshness bench-scale bench-scan
