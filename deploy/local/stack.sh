@@ -418,12 +418,16 @@ registry_up() {
   jar=$(find "$dir" -maxdepth 3 \( -name quarkus-run.jar -o -name '*-runner.jar' \) | head -1)
   [[ -n $jar ]] || die "no runnable jar in the Apicurio archive ($dir)"
   # In-memory (H2) SQL storage, the registry's default: schemas live as long as the process.
+  # The chaos test's registry restart exports every schema and imports them again: Apicurio's
+  # import refuses an export of over 10,000 entries or 100 MiB by default, which a long-lived
+  # stack's registry outgrows (about five entries a subject), so both limits are raised.
   port_free registry $REGISTRY_PORT $REGISTRY_MGMT_PORT
   start_bg registry "$java" -Xmx512m \
     -Dquarkus.http.host=127.0.0.1 "-Dquarkus.http.port=$REGISTRY_PORT" \
     -Dquarkus.management.host=127.0.0.1 "-Dquarkus.management.port=$REGISTRY_MGMT_PORT" \
     -Djava.util.logging.manager=org.jboss.logmanager.LogManager \
     -Dapicurio.rest.deletion.artifact.enabled=true -Dapicurio.rest.deletion.artifact-version.enabled=true \
+    -Dapicurio.import.zip.max-entry-count=1000000 -Dapicurio.import.zip.max-total-size=1073741824 \
     -jar "$jar"
   wait_for registry 120 registry_ok
 }
