@@ -95,6 +95,9 @@ const (
 	Unavailable CommitFault = "503"     // 503, commit not applied
 	Timeout     CommitFault = "timeout" // no answer for a while, then the connection drops; not applied
 	Lost        CommitFault = "lost"    // applied by the catalog, then the connection drops before the answer
+	// Held holds a commit until Release (or until its client gives up),
+	// then passes it to the catalog: a slow catalog or object store.
+	Held CommitFault = "held"
 )
 
 // commitPath matches the REST catalog's table commit (UpdateTable), with
@@ -114,6 +117,7 @@ type CommitFaults struct {
 	left     int
 	injected map[CommitFault]int
 	commits  int
+	released chan struct{} // closed by Release: Held commits go on
 }
 
 // NewCommitFaults returns a proxy to the catalog at backend; Timeout
@@ -123,7 +127,19 @@ func NewCommitFaults(backend string, hold time.Duration) (*CommitFaults, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &CommitFaults{proxy: httputil.NewSingleHostReverseProxy(u), hold: hold, injected: map[CommitFault]int{}}, nil
+	return &CommitFaults{proxy: httputil.NewSingleHostReverseProxy(u), hold: hold, injected: map[CommitFault]int{}, released: make(chan struct{})}, nil
+}
+
+// Release lets every commit Held so far, and every one Held later, go on
+// to the catalog.
+func (c *CommitFaults) Release() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	select {
+	case <-c.released:
+	default:
+		close(c.released)
+	}
 }
 
 // Arm makes the next n commits fail with f (replacing what was armed).
@@ -191,6 +207,15 @@ func (c *CommitFaults) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 		}
 		drop(w)
+	case Held:
+		c.mu.Lock()
+		released := c.released
+		c.mu.Unlock()
+		select {
+		case <-released:
+			c.proxy.ServeHTTP(w, r)
+		case <-r.Context().Done():
+		}
 	case Lost:
 		// Apply the commit, throw the answer away, then drop the connection.
 		rec := &discard{h: http.Header{}}

@@ -73,3 +73,53 @@ func TestCommitFaults(t *testing.T) {
 		t.Fatalf("injected %v over %d commits", inj, commits)
 	}
 }
+
+// TestCommitHeld: a Held commit reaches the catalog only after Release,
+// and then once; a load is not held.
+func TestCommitHeld(t *testing.T) {
+	var applied atomic.Int32
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			applied.Add(1)
+		}
+		_, _ = w.Write([]byte(`{}`))
+	}))
+	defer backend.Close()
+	cf, err := NewCommitFaults(backend.URL, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	front := httptest.NewServer(cf)
+	defer front.Close()
+	cf.Arm(Held, 1)
+	done := make(chan int, 1)
+	go func() {
+		resp, err := http.Post(front.URL+"/v1/namespaces/db/tables/t", "application/json", strings.NewReader(`{}`))
+		if err != nil {
+			done <- 0
+			return
+		}
+		resp.Body.Close()
+		done <- resp.StatusCode
+	}()
+	resp, err := http.Get(front.URL + "/v1/namespaces/db/tables/t")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("a load while a commit is held: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	for inj, _ := cf.Injected(); inj[Held] == 0; inj, _ = cf.Injected() {
+		time.Sleep(5 * time.Millisecond)
+	}
+	select {
+	case code := <-done:
+		t.Fatalf("the held commit answered %d before Release", code)
+	case <-time.After(100 * time.Millisecond):
+	}
+	if n := applied.Load(); n != 0 {
+		t.Fatalf("the catalog saw %d commits before Release", n)
+	}
+	cf.Release()
+	if code := <-done; code != 200 || applied.Load() != 1 {
+		t.Fatalf("after Release: answer %d, catalog saw %d commits", code, applied.Load())
+	}
+}

@@ -5,10 +5,7 @@ package pipeline
 import (
 	"context"
 	"log/slog"
-	"net/http"
-	"regexp"
-	"sync"
-	"sync/atomic"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -17,52 +14,9 @@ import (
 	"github.com/binlake/binlake/ingest/internal/batch"
 	"github.com/binlake/binlake/ingest/internal/commit"
 	"github.com/binlake/binlake/ingest/internal/decode"
+	"github.com/binlake/binlake/test/faults"
 	"github.com/binlake/binlake/test/testenv"
 )
-
-// tableCommit matches the REST catalog's table commit (UpdateTable):
-// POST /v1[/prefix]/namespaces/{ns}/tables/{table}.
-var tableCommit = regexp.MustCompile(`^/v1/(.+/)?namespaces/[^/]+/tables/[^/]+$`)
-
-// commitGate forwards to the REST catalog; while closed, it holds every
-// table commit until it opens again (a slow catalog, or a slow object
-// store behind it), and lets every other request through.
-type commitGate struct {
-	next http.Handler
-	held atomic.Int64
-	mu   sync.Mutex
-	gate chan struct{} // nil while open
-}
-
-func (g *commitGate) close() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.gate = make(chan struct{})
-}
-
-func (g *commitGate) open() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.gate != nil {
-		close(g.gate)
-		g.gate = nil
-	}
-}
-
-func (g *commitGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	g.mu.Lock()
-	gate := g.gate
-	g.mu.Unlock()
-	if gate != nil && r.Method == http.MethodPost && tableCommit.MatchString(r.URL.Path) {
-		g.held.Add(1)
-		select {
-		case <-gate:
-		case <-r.Context().Done():
-			return
-		}
-	}
-	g.next.ServeHTTP(w, r)
-}
 
 // TestBuffersWhileCommitting: a table goes on decoding and buffering its
 // next batch while its commit is in flight (worker.flushAsync), so a slow
@@ -74,9 +28,13 @@ func TestBuffersWhileCommitting(t *testing.T) {
 	tt := newTestTopic(t, "fl", 1)
 	ctx := t.Context()
 	produce := func(from, to, version int64) { t.Helper(); tt.produce(t, from, to, version) }
-	gate := &commitGate{}
-	srv := proxied(t, func(next http.Handler) http.Handler { gate.next = next; return gate })
-	t.Cleanup(gate.open)
+	gate, err := faults.NewCommitFaults(env.URI, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(gate)
+	t.Cleanup(srv.Close)
+	t.Cleanup(gate.Release)
 	cat, err := rest.NewCatalog(ctx, "ingest", srv.URL, rest.WithAdditionalProps(env.FileIOProps()))
 	if err != nil {
 		t.Fatal(err)
@@ -112,9 +70,10 @@ func TestBuffersWhileCommitting(t *testing.T) {
 	testenv.Eventually(t, 60*time.Second, 200*time.Millisecond, func() bool { return len(rows()) == 5 }, "the first batch (ids 10-14) in the table")
 	testenv.Eventually(t, 10*time.Second, 50*time.Millisecond, func() bool { return p.buffered.Load() == 0 }, "nothing buffered after the first commit")
 
-	gate.close()
+	gate.Arm(faults.Held, 1_000)
 	produce(15, 19, 1)
-	testenv.Eventually(t, 30*time.Second, 50*time.Millisecond, func() bool { return gate.held.Load() > 0 }, "the second batch's commit held at the catalog")
+	held := func() bool { inj, _ := gate.Injected(); return inj[faults.Held] > 0 }
+	testenv.Eventually(t, 30*time.Second, 50*time.Millisecond, held, "the second batch's commit held at the catalog")
 	one := p.buffered.Load()
 	if one <= 0 {
 		t.Fatalf("buffered %d bytes with a batch of 5 records in flight", one)
@@ -126,7 +85,8 @@ func TestBuffersWhileCommitting(t *testing.T) {
 		t.Fatalf("the table has %d rows while the second batch's commit is held, want 5", got)
 	}
 
-	gate.open()
+	gate.Disarm()
+	gate.Release()
 	testenv.Eventually(t, 60*time.Second, 200*time.Millisecond, func() bool {
 		got := rows()
 		if len(got) != 10 {
