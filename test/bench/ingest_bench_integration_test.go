@@ -247,19 +247,15 @@ func startIngest(t *testing.T, bin, dir, name string, env []string) *ingestProc 
 	go func() { _ = p.cmd.Wait(); logf.Close(); close(p.exited) }()
 	t.Cleanup(p.stop)
 	if profDir != "" {
-		p.profile(profDir)
+		p.profile(profDir, envInt(t, "BINLAKE_BENCH_PROFILE_SECONDS", 10))
 	}
 	return p
 }
 
-// profile collects a CPU profile of the running ingest (--pprof) for
-// BINLAKE_BENCH_PROFILE_SECONDS (default 10) from its start, into
+// profile collects a CPU profile of the running ingest (--pprof) over secs
+// (BINLAKE_BENCH_PROFILE_SECONDS, default 10) from its start, into
 // dir/<name>-ingest.pprof, in the background: for `go tool pprof`.
-func (p *ingestProc) profile(dir string) {
-	secs := 10
-	if v, err := strconv.Atoi(os.Getenv("BINLAKE_BENCH_PROFILE_SECONDS")); err == nil && v > 0 {
-		secs = v
-	}
+func (p *ingestProc) profile(dir string, secs int) {
 	out := filepath.Join(dir, p.name+"-ingest.pprof")
 	go func() {
 		if err := fetchProfile(p.addr, out, secs); err != nil {
