@@ -156,6 +156,8 @@ func (s *Stream) incrPaused() bool { return s.incr != nil && s.incr.paused }
 // snapshotPaused is incrPaused (the reconciler's snapLoop).
 func (s *Stream) snapshotPaused() bool { return s.incrPaused() }
 
+func (s *Stream) captures(db, tbl string) bool { return s.cfg.Filter.Table(db, tbl) }
+
 // pollsSignals reports whether the loop must wake up for signals when idle.
 func (s *Stream) pollsSignals() bool { return s.incr != nil && s.incr.cfg.Signals != nil }
 
