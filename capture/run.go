@@ -249,7 +249,7 @@ func (s resumeSource) BinlogHas(ctx context.Context, p binlog.Position) (bool, e
 	return snapshot.BinlogHas(ctx, s.db, p)
 }
 
-func (s resumeSource) Tables(ctx context.Context) ([]string, error) {
+func (s resumeSource) Tables(ctx context.Context) ([]snapshot.TableID, error) {
 	return snapshot.ListTables(ctx, s.db, s.filt)
 }
 

@@ -60,7 +60,7 @@ func snapStatus(p *snapshot.Progress, paused bool) *snapshotStatus {
 	}
 	s := &snapshotStatus{Tables: len(p.Tables), TableIndex: p.Table, Rows: p.Rows, Paused: paused}
 	if p.Table < len(p.Tables) {
-		s.Table = p.Tables[p.Table]
+		s.Table = p.Tables[p.Table].String()
 	}
 	return s
 }

@@ -136,7 +136,7 @@ func TestDDLBetweenChunks(t *testing.T) {
 			}}
 			e.chunks = chunks
 			e.cfg = func(c *Config) {
-				c.Snapshot = &SnapshotConfig{Progress: snapshot.Progress{Tables: []string{"db.t"}}, ChunkRows: 2}
+				c.Snapshot = &SnapshotConfig{Progress: snapshot.Progress{Tables: ids("db.t")}, ChunkRows: 2}
 			}
 			stmt := binlog.Event{Kind: binlog.KindQuery, Timestamp: 1_700_000_000, ServerID: 1, File: "bin.000001", Pos: 1100,
 				GTID: "0-1-2", Schema: "db", Query: tc.query, Position: posAfter(2)}
@@ -223,7 +223,7 @@ func TestSnapshotRowOfAKeyTheStreamChanged(t *testing.T) {
 			chunks := &scriptedChunks{ids: []int{1, 2, 3, 4}, high: func(_, k int) binlog.Position { return posAfter(k + 1) }}
 			e.chunks = chunks
 			e.cfg = func(c *Config) {
-				c.Snapshot = &SnapshotConfig{Progress: snapshot.Progress{Tables: []string{"db.t"}}, ChunkRows: 2}
+				c.Snapshot = &SnapshotConfig{Progress: snapshot.Progress{Tables: ids("db.t")}, ChunkRows: 2}
 			}
 			g := genBinlog{txn(1, 100), txn(2, tc.changed)}
 			pub := e.publisher()
@@ -274,7 +274,7 @@ func TestSnapshotProgressOutsideFilters(t *testing.T) {
 	}
 	e.cfg = func(c *Config) {
 		c.Filter = filt
-		c.Snapshot = &SnapshotConfig{Progress: snapshot.Progress{Tables: []string{"mysql.user", "other.secret", "db.t"}}, ChunkRows: 2}
+		c.Snapshot = &SnapshotConfig{Progress: snapshot.Progress{Tables: ids("mysql.user", "other.secret", "db.t")}, ChunkRows: 2}
 	}
 	pub := e.publisher()
 	src := genBinlog{txn(1, 100)}.from(posAfter(0))

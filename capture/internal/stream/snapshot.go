@@ -96,8 +96,8 @@ type reconciler struct {
 	src    debezium.Source // the source block's constant fields
 
 	prog   snapshot.Progress // as of the last row emitted
-	tables map[string]bool
-	index  map[string]int // position of each table in Progress.Tables
+	tables map[snapshot.TableID]bool
+	index  map[snapshot.TableID]int // position of each table in Progress.Tables
 
 	// read cursor: the next chunk starts after key `after` of table cur
 	cur   int
@@ -222,10 +222,10 @@ func newReconciler(cfg SnapshotConfig, s *Stream) *reconciler {
 	if cfg.ReadAhead <= 0 {
 		cfg.ReadAhead = 2
 	}
-	r := &reconciler{cfg: cfg, chunks: sqlChunks{cfg.DB}, prog: cfg.Progress, tables: map[string]bool{},
+	r := &reconciler{cfg: cfg, chunks: sqlChunks{cfg.DB}, prog: cfg.Progress, tables: map[snapshot.TableID]bool{},
 		cur: cfg.Progress.Table, after: cfg.Progress.After,
 		changes: map[string]map[string]int64{}, tableChanged: map[string]int64{}, tableStart: time.Now()}
-	r.index = map[string]int{}
+	r.index = map[snapshot.TableID]int{}
 	for i, t := range cfg.Progress.Tables {
 		r.tables[t] = true
 		r.index[t] = i
@@ -247,10 +247,10 @@ func (r *reconciler) trackChange(t *table, row debezium.Struct) {
 	if !r.running() || t.Key == nil {
 		return
 	}
-	key := tableKey(t.Def.DB, t.Def.Table)
-	if !r.tables[key] {
+	if !r.tables[snapshot.TableID{DB: t.Def.DB, Table: t.Def.Table}] {
 		return
 	}
+	key := tableKey(t.Def.DB, t.Def.Table)
 	m := r.changes[key]
 	if m == nil {
 		m = map[string]int64{}
@@ -265,8 +265,8 @@ func (r *reconciler) trackTable(db, tbl string) {
 	if !r.running() {
 		return
 	}
-	if key := tableKey(db, tbl); r.tables[key] {
-		r.tableChanged[key] = r.seq.Load() + 1
+	if r.tables[snapshot.TableID{DB: db, Table: tbl}] {
+		r.tableChanged[tableKey(db, tbl)] = r.seq.Load() + 1
 	}
 }
 
@@ -278,7 +278,7 @@ func (r *reconciler) keylessAhead(t *table) bool {
 	if t.Key != nil || !r.running() {
 		return false
 	}
-	i, ok := r.index[tableKey(t.Def.DB, t.Def.Table)]
+	i, ok := r.index[snapshot.TableID{DB: t.Def.DB, Table: t.Def.Table}]
 	return ok && i >= r.prog.Table
 }
 
@@ -392,8 +392,8 @@ func (r *reconciler) step(ctx context.Context) (bool, error) {
 }
 
 func (r *reconciler) read(ctx context.Context) (bool, error) {
-	name := r.prog.Tables[r.cur]
-	db, tbl := snapshot.SplitTable(name)
+	id := r.prog.Tables[r.cur]
+	db, tbl, name := id.DB, id.Table, id.String()
 	if !r.loop.captures(db, tbl) {
 		// The progress comes from the offsets topic: whoever can write it
 		// must not make capture read a table the lists leave out.
