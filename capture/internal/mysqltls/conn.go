@@ -21,6 +21,7 @@ const (
 	clientProtocol41 = 0x0200
 	headerLen        = 4
 	sslRequestLen    = 32 // capabilities, max packet size, charset, filler
+	handshakeTimeout = 30 * time.Second
 
 	// Error codes of the packets the conn makes up: the client library
 	// codes CR_SSL_CONNECTION_ERROR and CR_AUTH_PLUGIN_ERR.
@@ -288,7 +289,10 @@ func (c *conn) toServer(p []byte) error {
 				return err
 			}
 			tc := tls.Client(c.raw, c.d.tlsConfig(c.host))
-			if err := tc.Handshake(); err != nil {
+			_ = c.raw.SetDeadline(time.Now().Add(handshakeTimeout))
+			err := tc.Handshake()
+			_ = c.raw.SetDeadline(time.Time{})
+			if err != nil {
 				c.refuse(c.seq, codeTLS, c.explainTLS(err))
 				return nil
 			}
