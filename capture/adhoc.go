@@ -76,7 +76,7 @@ func incrementalSetup(ctx context.Context, cfg Config, state *stream.State, stor
 	ic = stream.IncrementalConfig{
 		ChunkRows: cfg.SnapshotChunkRows,
 		ReadAhead: cfg.SnapshotReadAhead,
-		Tables:    func(ctx context.Context) ([]string, error) { return src.Tables(ctx) },
+		Tables:    func(ctx context.Context) ([]snapshot.TableID, error) { return src.Tables(ctx) },
 		Lists:     cfg.tableLists(),
 	}
 	defer func() { ic.Resume = state.IncrementalState }()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/binlake/binlake/capture/internal/filter"
+	"github.com/binlake/binlake/capture/internal/mysqltls"
 	"github.com/binlake/binlake/capture/internal/mysqltype"
 	"github.com/binlake/binlake/capture/internal/schemahist"
 	"github.com/binlake/binlake/capture/internal/snapshot"
@@ -22,6 +23,9 @@ type Config struct {
 	MySQLAddr     string
 	MySQLUser     string
 	MySQLPassword string // secret: CAPTURE_MYSQL_PASSWORD or CAPTURE_MYSQL_PASSWORD_FILE
+	// MySQLTLS is TLS to the source (Debezium database.ssl.*), for the SQL
+	// and the binlog connections alike; default mode preferred.
+	MySQLTLS      mysqltls.Config
 	ServerID      int    // database.server.id; 0 derives one from ID
 	Flavor        string // auto | mysql | mariadb (the source block's connector)
 	StartPosition string // where to start when no position is stored
@@ -95,6 +99,12 @@ func (c *Config) bind(f *envFlags) {
 	f.String(&c.MySQLAddr, "mysql-addr", "127.0.0.1:3306", "source MySQL/MariaDB server, host:port")
 	f.String(&c.MySQLUser, "mysql-user", "binlake_capture", "replication user (grants: REPLICATION SLAVE, REPLICATION CLIENT, SELECT)")
 	f.Secret(&c.MySQLPassword, "mysql-password", "the replication user's password")
+	f.String((*string)(&c.MySQLTLS.Mode), "mysql-tls", string(mysqltls.Preferred), "TLS to the source, for the SQL and binlog connections (Debezium database.ssl.mode): disabled, preferred (TLS when the server offers it, certificate not checked), required (TLS, certificate not checked), verify_ca (certificate signed by mysql-tls-ca-file) or verify_identity (and naming the server); verify-ca and verify-full are accepted too")
+	f.String(&c.MySQLTLS.CAFile, "mysql-tls-ca-file", "", "PEM file of the CAs that sign the source's certificate, for verify_ca and verify_identity (default: the system roots)")
+	f.String(&c.MySQLTLS.CertFile, "mysql-tls-cert-file", "", "PEM client certificate, for a user created with REQUIRE X509 (with mysql-tls-key-file)")
+	f.String(&c.MySQLTLS.KeyFile, "mysql-tls-key-file", "", "PEM private key of mysql-tls-cert-file")
+	f.String(&c.MySQLTLS.ServerName, "mysql-tls-server-name", "", "name verify_identity expects in the source's certificate (default: the host of mysql-addr)")
+	f.Bool(&c.MySQLTLS.AllowInsecureAuth, "mysql-allow-insecure-auth", false, "let the password go in clear (mysql_clear_password) or encrypted with an RSA key the server sends (sha256_password, caching_sha2_password full authentication) over a connection whose certificate is not verified; refused by default, allowed with verify_ca and verify_identity")
 	f.Int(&c.ServerID, "server-id", 0, "replica server id, unique among the source's replicas (Debezium database.server.id); 0 derives one from the capture id")
 	f.String(&c.Flavor, "flavor", "auto", "source flavor for the binlog protocol and the source block: auto, mysql or mariadb")
 	f.String(&c.StartPosition, "start-position", "current", "where to start when no position is stored: current (the end of the binlog), earliest, gtid:<set> or file:<name>:<pos>")
@@ -167,6 +177,9 @@ func (c *Config) Validate() error {
 		bad("startup-timeout %s: want 0 or more", c.StartupTimeout)
 	}
 	if err := c.Kafka.Validate(strings.Split(c.KafkaBrokers, ",")); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.MySQLTLS.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if !strings.Contains(c.MySQLAddr, ":") {
@@ -284,6 +297,7 @@ func (c *Config) skipTruncate() bool {
 func (c *Config) redacted() []any {
 	return []any{
 		"mysql_addr", c.MySQLAddr, "mysql_user", c.MySQLUser, "mysql_password_set", c.MySQLPassword != "",
+		"mysql_tls", c.MySQLTLS.Mode, "mysql_allow_insecure_auth", c.MySQLTLS.AllowInsecureAuth,
 		"topic_prefix", c.TopicPrefix, "id", c.ID, "kafka_brokers", c.KafkaBrokers,
 		"kafka_tls", c.Kafka.TLS, "kafka_sasl_mechanism", c.Kafka.SASLMechanism, "kafka_sasl_username", c.Kafka.SASLUsername,
 		"schema_registry_url", redactURL(c.RegistryURL), "offsets_topic", c.OffsetsTopic, "schema_history_topic", c.HistoryTopic,

@@ -249,21 +249,24 @@ func (s resumeSource) BinlogHas(ctx context.Context, p binlog.Position) (bool, e
 	return snapshot.BinlogHas(ctx, s.db, p)
 }
 
-func (s resumeSource) Tables(ctx context.Context) ([]string, error) {
+func (s resumeSource) Tables(ctx context.Context) ([]snapshot.TableID, error) {
 	return snapshot.ListTables(ctx, s.db, s.filt)
 }
 
 var _ resume.Source = resumeSource{}
 
 func stream1(ctx context.Context, cfg Config, logger *slog.Logger, metrics *stream.Metrics, ready *atomic.Bool) error {
-	mcfg := mysql.NewConfig()
-	mcfg.Net, mcfg.Addr, mcfg.User, mcfg.Passwd = "tcp", cfg.MySQLAddr, cfg.MySQLUser, cfg.MySQLPassword
-	mcfg.Params = map[string]string{"time_zone": "'+00:00'"}
-	conn, err := mysql.NewConnector(mcfg)
+	src, err := newSource(&cfg)
 	if err != nil {
 		return err
 	}
-	db := sql.OpenDB(conn)
+	if !src.dialer.Mode().Verified() {
+		logger.Warn("the source's certificate is not verified: set mysql-tls=verify_identity (or verify_ca) and mysql-tls-ca-file", "mysql_tls", src.dialer.Mode())
+	}
+	db, err := src.openDB(map[string]string{"time_zone": "'+00:00'"}, false)
+	if err != nil {
+		return err
+	}
 	defer db.Close()
 	db.SetMaxOpenConns(4)
 
@@ -362,7 +365,7 @@ func stream1(ctx context.Context, cfg Config, logger *slog.Logger, metrics *stre
 	if signals != nil {
 		defer signals.Close()
 	}
-	sdb, err := openSnapshotDB(cfg)
+	sdb, err := openSnapshotDB(src)
 	if err != nil {
 		return err
 	}
@@ -450,10 +453,9 @@ func stream1(ctx context.Context, cfg Config, logger *slog.Logger, metrics *stre
 		incCfg.Signals = sigCh
 	}
 	st.EnableIncremental(incCfg)
-	reader, err := binlog.Open(ctx, binlog.Config{
-		Addr: cfg.MySQLAddr, User: cfg.MySQLUser, Password: cfg.MySQLPassword,
+	reader, err := binlog.Open(ctx, src.binlogConfig(binlog.Config{
 		Flavor: flavor, ServerID: uint32(cfg.ServerID), HeartbeatPeriod: cfg.HeartbeatInterval, EventBuffer: cfg.EventBuffer, Logger: logger,
-	}, start)
+	}), start)
 	if err != nil {
 		return err
 	}
@@ -482,16 +484,11 @@ func ptr(s string) *string { return &s }
 // character_set_results=binary, so that string values arrive in the
 // column's own character set, as in the binlog, and the one converter
 // (mysqltype) decodes both paths alike.
-func openSnapshotDB(cfg Config) (*sql.DB, error) {
-	mcfg := mysql.NewConfig()
-	mcfg.Net, mcfg.Addr, mcfg.User, mcfg.Passwd = "tcp", cfg.MySQLAddr, cfg.MySQLUser, cfg.MySQLPassword
-	mcfg.Params = map[string]string{"time_zone": "'+00:00'", "character_set_results": "binary"}
-	mcfg.InterpolateParams = true
-	conn, err := mysql.NewConnector(mcfg)
+func openSnapshotDB(src *source) (*sql.DB, error) {
+	db, err := src.openDB(map[string]string{"time_zone": "'+00:00'", "character_set_results": "binary"}, true)
 	if err != nil {
 		return nil, err
 	}
-	db := sql.OpenDB(conn)
 	db.SetMaxOpenConns(2)
 	return db, nil
 }

@@ -15,8 +15,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
-
 	"github.com/binlake/binlake/capture/internal/binlog"
 	"github.com/binlake/binlake/capture/internal/publish"
 	"github.com/binlake/binlake/capture/internal/snapshot"
@@ -62,7 +60,7 @@ func snapStatus(p *snapshot.Progress, paused bool) *snapshotStatus {
 	}
 	s := &snapshotStatus{Tables: len(p.Tables), TableIndex: p.Table, Rows: p.Rows, Paused: paused}
 	if p.Table < len(p.Tables) {
-		s.Table = p.Tables[p.Table]
+		s.Table = p.Tables[p.Table].String()
 	}
 	return s
 }
@@ -114,13 +112,14 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 	if err != nil {
 		return fmt.Errorf("the stored position of %s: %w", cfg.ID, err)
 	}
-	mcfg := mysql.NewConfig()
-	mcfg.Net, mcfg.Addr, mcfg.User, mcfg.Passwd = "tcp", cfg.MySQLAddr, cfg.MySQLUser, cfg.MySQLPassword
-	conn, err := mysql.NewConnector(mcfg)
+	src, err := newSource(cfg)
 	if err != nil {
 		return err
 	}
-	db := sql.OpenDB(conn)
+	db, err := src.openDB(nil, false)
+	if err != nil {
+		return err
+	}
 	defer db.Close()
 	server, err := binlog.Inspect(ctx, db)
 	if err != nil {
@@ -136,7 +135,7 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 		// stored position, read over a replication connection of its own
 		// (a random server id, so that the running capture's is not
 		// taken over).
-		ts, err := firstEventTime(ctx, cfg, server.Flavor, st.Position)
+		ts, err := firstEventTime(ctx, src, server.Flavor, st.Position)
 		if err != nil {
 			return err
 		}
@@ -214,12 +213,12 @@ func lagBytes(ctx context.Context, db *sql.DB, stored, current binlog.Position) 
 
 // firstEventTime is the binlog time of the first event after p that
 // carries one (zero: none came within 10 s).
-func firstEventTime(ctx context.Context, cfg *Config, flavor binlog.Flavor, p binlog.Position) (time.Time, error) {
+func firstEventTime(ctx context.Context, src *source, flavor binlog.Flavor, p binlog.Position) (time.Time, error) {
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	r, err := binlog.Open(rctx, binlog.Config{Addr: cfg.MySQLAddr, User: cfg.MySQLUser, Password: cfg.MySQLPassword,
+	r, err := binlog.Open(rctx, src.binlogConfig(binlog.Config{
 		Flavor: flavor, ServerID: 1<<31 + rand.Uint32N(1<<30), HeartbeatPeriod: time.Second, EventBuffer: 4,
-		Logger: slog.New(slog.DiscardHandler)}, p)
+		Logger: slog.New(slog.DiscardHandler)}), p)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("reading the binlog after the stored position: %w", err)
 	}

@@ -23,6 +23,9 @@ type PrivateMariaDBConfig struct {
 	// mysql.time_zone* tables (mariadb-tzinfo-to-sql), so that sessions can
 	// SET time_zone='America/New_York'.
 	TimeZoneTables bool
+	// ServerArgs are more mariadbd options, e.g. --ssl-cert=... or
+	// --require-secure-transport=ON.
+	ServerArgs []string
 }
 
 // PrivateMariaDB starts a MariaDB server of the test's own on a free
@@ -74,6 +77,7 @@ func PrivateMariaDB(t testing.TB, cfg PrivateMariaDBConfig) MariaDB {
 		"--binlog-row-metadata=FULL", "--gtid-strict-mode=ON", "--binlog-annotate-row-events=OFF",
 		"--max-allowed-packet=256M", "--character-set-server=utf8mb4", "--collation-server=utf8mb4_general_ci",
 		"--innodb-buffer-pool-size=64M", "--innodb-flush-log-at-trx-commit=2", "--sync-binlog=0")...)
+	srv.Args = append(srv.Args, cfg.ServerArgs...)
 	zone := cfg.SystemZone
 	if zone == "" {
 		zone = "UTC"

@@ -10,6 +10,7 @@ package testenv
 
 import (
 	"crypto/rand"
+	"crypto/tls"
 	"database/sql"
 	"encoding/hex"
 	"errors"
@@ -41,6 +42,9 @@ type MariaDB struct {
 	AdminPassword   string
 	CaptureUser     string // only the grants capture needs
 	CapturePassword string
+	// TLS, when set, is the client TLS configuration AdminDB connects
+	// with (a private server with require_secure_transport=ON).
+	TLS *tls.Config
 }
 
 // MariaDBEnv returns the MariaDB endpoint, or skips the test.
@@ -64,6 +68,9 @@ func (m MariaDB) AdminDB(t testing.TB, db string) *sql.DB {
 	cfg.User, cfg.Passwd = m.AdminUser, m.AdminPassword
 	cfg.MultiStatements = true
 	cfg.ParseTime = false
+	if m.TLS != nil {
+		cfg.TLS = m.TLS.Clone()
+	}
 	conn, err := mysql.NewConnector(cfg)
 	if err != nil {
 		t.Fatalf("configuring mariadb connection: %v", err)

@@ -93,6 +93,9 @@ type Config struct {
 	EventBuffer int
 	// Logger; nil means slog.Default().
 	Logger *slog.Logger
+	// Dial connects to the server (nil: plain TCP). capture passes
+	// mysqltls.Dialer's, which brings TLS and the password guard.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // Reader yields the binlog's events from a start position.
@@ -250,6 +253,7 @@ func syncerConfig(cfg Config, host string, port uint16, hb time.Duration, logger
 		// max_binlog_cache-sized batches of rows, so this bounds memory:
 		// capture, not the syncer, owns back-pressure.
 		EventCacheCount: cfg.EventBuffer,
+		Dialer:          cfg.Dial,
 	}
 	if cfg.Flavor == FlavorMySQL {
 		// MySQL binary JSON as Debezium's text (json.go). MariaDB has no

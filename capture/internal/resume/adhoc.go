@@ -38,7 +38,7 @@ func NewTables(ctx context.Context, mode snapshot.Mode, st *stream.State, stored
 		}
 		p := st.Incremental
 		if p != nil {
-			added = slices.DeleteFunc(added, func(t string) bool { return slices.Contains(p.Tables[p.Table:], t) })
+			added = slices.DeleteFunc(added, func(t snapshot.TableID) bool { return slices.Contains(p.Tables[p.Table:], t) })
 		}
 		if len(added) > 0 {
 			switch mode {
@@ -63,7 +63,7 @@ func NewTables(ctx context.Context, mode snapshot.Mode, st *stream.State, stored
 
 // newlyCaptured returns the tables src captures now that the lists stored
 // did not, leaving out those in the schema history.
-func newlyCaptured(ctx context.Context, stored *stream.TableLists, history map[string]schemahist.Definition, src Source) ([]string, error) {
+func newlyCaptured(ctx context.Context, stored *stream.TableLists, history map[string]schemahist.Definition, src Source) ([]snapshot.TableID, error) {
 	if stored == nil {
 		return nil, nil
 	}
@@ -78,10 +78,9 @@ func newlyCaptured(ctx context.Context, stored *stream.TableLists, history map[s
 	if err != nil {
 		return nil, err
 	}
-	var out []string
+	var out []snapshot.TableID
 	for _, t := range tables {
-		d, tbl := snapshot.SplitTable(t)
-		if _, known := history[t]; known || old.Table(d, tbl) {
+		if _, known := history[t.String()]; known || old.Table(t.DB, t.Table) {
 			continue
 		}
 		out = append(out, t)

@@ -16,7 +16,7 @@ import (
 func TestNewTables(t *testing.T) {
 	narrow := &stream.TableLists{TableInclude: `db\.a`}
 	wide := &stream.TableLists{TableInclude: `db\..*`}
-	src := server{tables: []string{"db.a", "db.b", "db.c"}}
+	src := server{tables: ids("db.a", "db.b", "db.c")}
 	for _, tc := range []struct {
 		name      string
 		mode      snapshot.Mode
@@ -28,9 +28,9 @@ func TestNewTables(t *testing.T) {
 		wantStore bool
 	}{
 		{name: "initial, lists widened", mode: snapshot.ModeInitial, stored: true, lists: narrow,
-			want: &snapshot.Progress{Tables: []string{"db.b", "db.c"}}, wantStore: true},
+			want: &snapshot.Progress{Tables: ids("db.b", "db.c")}, wantStore: true},
 		{name: "when_needed, lists widened", mode: snapshot.ModeWhenNeeded, stored: true, lists: narrow,
-			want: &snapshot.Progress{Tables: []string{"db.b", "db.c"}}, wantStore: true},
+			want: &snapshot.Progress{Tables: ids("db.b", "db.c")}, wantStore: true},
 		{name: "no_data, lists widened: only the lists are stored", mode: snapshot.ModeNoData, stored: true, lists: narrow, wantStore: true},
 		{name: "never, lists widened: only the lists are stored", mode: snapshot.ModeNever, stored: true, lists: narrow, wantStore: true},
 		{name: "initial_only, lists widened: only the lists are stored", mode: snapshot.ModeInitialOnly, stored: true, lists: narrow, wantStore: true},
@@ -39,10 +39,10 @@ func TestNewTables(t *testing.T) {
 		{name: "new capture", mode: snapshot.ModeInitial, lists: narrow, wantStore: true},
 		{name: "a table of the history is not new", mode: snapshot.ModeInitial, stored: true, lists: narrow,
 			history: map[string]schemahist.Definition{"db.b": {DB: "db", Table: "b"}},
-			want:    &snapshot.Progress{Tables: []string{"db.c"}}, wantStore: true},
+			want:    &snapshot.Progress{Tables: ids("db.c")}, wantStore: true},
 		{name: "appended to the ad-hoc snapshot, a table still to read not twice", mode: snapshot.ModeInitial, stored: true, lists: narrow,
-			adhoc: &snapshot.Progress{Tables: []string{"db.x", "db.c"}, Table: 1, Rows: 5},
-			want:  &snapshot.Progress{Tables: []string{"db.x", "db.c", "db.b"}, Table: 1, Rows: 5}, wantStore: true},
+			adhoc: &snapshot.Progress{Tables: ids("db.x", "db.c"), Table: 1, Rows: 5},
+			want:  &snapshot.Progress{Tables: ids("db.x", "db.c", "db.b"), Table: 1, Rows: 5}, wantStore: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := stream.State{Position: storedPos}

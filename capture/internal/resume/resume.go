@@ -57,7 +57,7 @@ type Source interface {
 	// everything after p.
 	BinlogHas(ctx context.Context, p binlog.Position) (bool, error)
 	// Tables lists the captured tables, "db.table", sorted.
-	Tables(ctx context.Context) ([]string, error)
+	Tables(ctx context.Context) ([]snapshot.TableID, error)
 }
 
 // Plan is where and how a capture starts.

@@ -18,17 +18,17 @@ import (
 type server struct {
 	has       bool
 	hasErr    error
-	tables    []string
+	tables    []snapshot.TableID
 	tablesErr error
 }
 
 func (s server) BinlogHas(context.Context, binlog.Position) (bool, error) { return s.has, s.hasErr }
-func (s server) Tables(context.Context) ([]string, error)                 { return s.tables, s.tablesErr }
+func (s server) Tables(context.Context) ([]snapshot.TableID, error)       { return s.tables, s.tablesErr }
 
 var (
 	current    = binlog.Position{Flavor: binlog.FlavorMariaDB, GTIDSet: "0-1-50", File: "bin.000002", Pos: 900}
 	storedPos  = binlog.Position{Flavor: binlog.FlavorMariaDB, GTIDSet: "0-1-10", File: "bin.000001", Pos: 400}
-	tables     = []string{"db.a", "db.b"}
+	tables     = ids("db.a", "db.b")
 	signalOff  = int64(7)
 	running    = &snapshot.Progress{Tables: tables, Table: 1, After: [][]byte{[]byte("9")}, Rows: 30, TableRows: 3}
 	newFull    = stream.State{Position: current, Snapshot: &snapshot.Progress{Tables: tables}}
@@ -201,4 +201,14 @@ func TestSchemaSnapshot(t *testing.T) {
 			t.Errorf("%+v: no data snapshot follows, yet DataFollows", st.Snapshot)
 		}
 	}
+}
+
+// ids names tables "db.table" (no dot in the database) as TableIDs.
+func ids(names ...string) []snapshot.TableID {
+	out := make([]snapshot.TableID, 0, len(names))
+	for _, n := range names {
+		db, tbl := snapshot.SplitTable(n)
+		out = append(out, snapshot.TableID{DB: db, Table: tbl})
+	}
+	return out
 }

@@ -16,6 +16,7 @@ package snapshot
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -62,12 +63,39 @@ func (m Mode) ReadsData() bool {
 	return m == ModeInitial || m == ModeInitialOnly || m == ModeWhenNeeded
 }
 
+// TableID names a table with its database and its name kept apart: either
+// may hold a dot (`a.b`.`c` is not `a`.`b.c`). It is stored as
+// {"db":…,"table":…}; a stored "db.table" string (what capture stored
+// before) still reads, split at its first dot as it was then.
+type TableID struct {
+	DB    string `json:"db"`
+	Table string `json:"table"`
+}
+
+// String is "db.table", for logs, metrics and regexes over whole names
+// (Debezium's data-collections); it is not an identity.
+func (t TableID) String() string { return t.DB + "." + t.Table }
+
+// UnmarshalJSON reads an object or an older "db.table" string.
+func (t *TableID) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		t.DB, t.Table = SplitTable(s)
+		return nil
+	}
+	type plain TableID
+	return json.Unmarshal(b, (*plain)(t))
+}
+
 // Progress is how far a snapshot got. It is stored with capture's position
 // (in the same Kafka transaction as the rows it covers), so a restarted
 // capture resumes at the chunk after the last one emitted.
 type Progress struct {
-	// Tables are the tables to read, "db.table", in order.
-	Tables []string `json:"tables"`
+	// Tables are the tables to read, in order.
+	Tables []TableID `json:"tables"`
 	// Table is the index in Tables of the table being read.
 	Table int `json:"table"`
 	// After is the primary key of the last row emitted from Tables[Table]
@@ -82,7 +110,9 @@ type Progress struct {
 // Done reports whether every table has been read.
 func (p *Progress) Done() bool { return p == nil || p.Table >= len(p.Tables) }
 
-// SplitTable splits "db.table".
+// SplitTable splits "db.table" at its first dot: only for names that
+// carry no identity of their own (user input, progress stored before
+// TableID); a dot in a database name makes it wrong.
 func SplitTable(s string) (db, table string) {
 	i := strings.IndexByte(s, '.')
 	if i < 0 {
@@ -91,16 +121,16 @@ func SplitTable(s string) (db, table string) {
 	return s[:i], s[i+1:]
 }
 
-// ListTables returns the base tables the filter captures, "db.table",
-// sorted, skipping the server's own databases (schemahist.ListTables).
-func ListTables(ctx context.Context, db *sql.DB, f *filter.Filter) ([]string, error) {
+// ListTables returns the base tables the filter captures, sorted,
+// skipping the server's own databases (schemahist.ListTables).
+func ListTables(ctx context.Context, db *sql.DB, f *filter.Filter) ([]TableID, error) {
 	tables, err := schemahist.ListTables(ctx, db, f.Table)
 	if err != nil {
 		return nil, err
 	}
-	var out []string
+	var out []TableID
 	for _, t := range tables {
-		out = append(out, t[0]+"."+t[1])
+		out = append(out, TableID{DB: t[0], Table: t[1]})
 	}
 	return out, nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/binlake/binlake/capture/internal/binlog"
 	"github.com/binlake/binlake/capture/internal/schemahist"
+	"github.com/binlake/binlake/capture/internal/snapshot"
 	"github.com/binlake/binlake/schemas/debezium"
 )
 
@@ -198,7 +199,7 @@ func (s *Stream) snapshotRenamedIn(ddl schemahist.DDL) error {
 			continue
 		}
 		s.log.Info("table renamed into the include lists, snapshotting it", "table", tableKey(to.DB, to.Table), "from", tableKey(from.DB, from.Table))
-		s.incr.add([]string{to.DB + "." + to.Table})
+		s.incr.add([]snapshot.TableID{{DB: to.DB, Table: to.Table}})
 		if err := s.markDirty(); err != nil {
 			return err
 		}

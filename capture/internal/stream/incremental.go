@@ -42,9 +42,9 @@ type IncrementalConfig struct {
 	// Signals delivers the signal topic's records in offset order; nil
 	// when no signal channel is enabled.
 	Signals <-chan signal.Record
-	// Tables lists the tables the filter captures now, "db.table", to
-	// resolve a signal's data-collections.
-	Tables func(ctx context.Context) ([]string, error)
+	// Tables lists the tables the filter captures now, to resolve a
+	// signal's data-collections (regexes over "db.table").
+	Tables func(ctx context.Context) ([]snapshot.TableID, error)
 	// Resume is the stored state: an incremental snapshot to resume, the
 	// offset of the last signal acted on.
 	Resume IncrementalState
@@ -156,6 +156,8 @@ func (s *Stream) incrPaused() bool { return s.incr != nil && s.incr.paused }
 // snapshotPaused is incrPaused (the reconciler's snapLoop).
 func (s *Stream) snapshotPaused() bool { return s.incrPaused() }
 
+func (s *Stream) captures(db, tbl string) bool { return s.cfg.Filter.Table(db, tbl) }
+
 // pollsSignals reports whether the loop must wake up for signals when idle.
 func (s *Stream) pollsSignals() bool { return s.incr != nil && s.incr.cfg.Signals != nil }
 
@@ -248,13 +250,15 @@ func (a *adhoc) apply(ctx context.Context, offset int64, sig signal.Signal) erro
 		if err != nil {
 			return err
 		}
-		var tables []string
+		var tables []snapshot.TableID
+		names := make([]string, 0, len(all))
 		for _, t := range all {
-			if m.Match(t) {
+			names = append(names, t.String())
+			if m.Match(t.String()) {
 				tables = append(tables, t)
 			}
 		}
-		if miss := m.Unmatched(all); len(miss) > 0 {
+		if miss := m.Unmatched(names); len(miss) > 0 {
 			a.log.Warn("signal: data-collections entries match no captured table", append(attrs, "entries", miss)...)
 		}
 		if len(tables) == 0 {
@@ -284,7 +288,7 @@ func (a *adhoc) apply(ctx context.Context, offset int64, sig signal.Signal) erro
 
 // addIncremental adds tables to the running incremental snapshot, or to
 // the queued one; a table already waiting to be read is not added twice.
-func (a *adhoc) add(tables []string) {
+func (a *adhoc) add(tables []snapshot.TableID) {
 	if r := a.running(); r != nil {
 		rest := r.prog.Tables[r.start():]
 		for _, t := range tables {
@@ -328,13 +332,13 @@ func (a *adhoc) stop(collections []string) error {
 			return nil
 		}
 	}
-	keep := func(tables []string) []string {
+	keep := func(tables []snapshot.TableID) []snapshot.TableID {
 		if m == nil {
 			return nil
 		}
-		var out []string
+		var out []snapshot.TableID
 		for _, t := range tables {
-			if !m.Match(t) {
+			if !m.Match(t.String()) {
 				out = append(out, t)
 			}
 		}

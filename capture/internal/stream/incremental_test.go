@@ -26,7 +26,7 @@ type signalFixture struct {
 	pub    *publish.Publisher
 	ch     chan signal.Record
 	logs   *bytes.Buffer
-	tables []string
+	tables []snapshot.TableID
 	tblErr error
 	next   int64
 }
@@ -47,7 +47,7 @@ func newSignalFixture(t *testing.T, initial *SnapshotConfig) *signalFixture {
 	}
 	t.Cleanup(pub.Close)
 	f := &signalFixture{pub: pub, ch: make(chan signal.Record, 64), logs: &bytes.Buffer{},
-		tables: []string{"db.a", "db.b", "db.c"}}
+		tables: ids("db.a", "db.b", "db.c")}
 	s, err := New(Config{
 		Prefix: "p", Flavor: debezium.FlavorMariaDB, PositionKey: "c1", CommitInterval: time.Hour, MaxTxnRecords: 1000,
 		Logger: slog.New(slog.NewTextHandler(f.logs, nil)), Snapshot: initial,
@@ -59,7 +59,7 @@ func newSignalFixture(t *testing.T, initial *SnapshotConfig) *signalFixture {
 	s.atBoundary = true
 	s.EnableIncremental(IncrementalConfig{
 		Signals: f.ch,
-		Tables:  func(context.Context) ([]string, error) { return f.tables, f.tblErr },
+		Tables:  func(context.Context) ([]snapshot.TableID, error) { return f.tables, f.tblErr },
 		Lists:   &TableLists{DatabaseInclude: "db"},
 	})
 	f.s = s
@@ -88,10 +88,23 @@ func (f *signalFixture) state(t *testing.T) State {
 }
 
 func runningTables(s *Stream) []string {
+	var out []string
 	if r := s.incr.running(); r != nil {
-		return r.prog.Tables[r.start():]
+		for _, t := range r.prog.Tables[r.start():] {
+			out = append(out, t.String())
+		}
 	}
-	return nil
+	return out
+}
+
+// ids names tables "db.table" (no dot in the database) as TableIDs.
+func ids(names ...string) []snapshot.TableID {
+	out := make([]snapshot.TableID, 0, len(names))
+	for _, n := range names {
+		db, tbl := snapshot.SplitTable(n)
+		out = append(out, snapshot.TableID{DB: db, Table: tbl})
+	}
+	return out
 }
 
 // TestSignalsBadOnesSkipped: bad signals are logged and skipped, never
@@ -151,7 +164,7 @@ func TestSignalsExecuteStopPause(t *testing.T) {
 		t.Fatalf("running %v, want [db.a db.b db.c]", got)
 	}
 	st := f.state(t)
-	if st.Incremental == nil || !slices.Equal(st.Incremental.Tables, []string{"db.a", "db.b", "db.c"}) || !st.IncrementalPaused {
+	if st.Incremental == nil || !slices.Equal(st.Incremental.Tables, ids("db.a", "db.b", "db.c")) || !st.IncrementalPaused {
 		t.Fatalf("stored %+v", st.IncrementalState)
 	}
 	if st.Lists == nil || st.Lists.DatabaseInclude != "db" {
@@ -203,7 +216,7 @@ func TestSignalsExecuteStopPause(t *testing.T) {
 // TestSignalsWaitForInitialSnapshot: tables requested during the initial
 // snapshot are stored as queued and start once it is done.
 func TestSignalsWaitForInitialSnapshot(t *testing.T) {
-	f := newSignalFixture(t, &SnapshotConfig{Progress: snapshot.Progress{Tables: []string{"db.z"}}})
+	f := newSignalFixture(t, &SnapshotConfig{Progress: snapshot.Progress{Tables: ids("db.z")}})
 	f.send("p", `{"type":"execute-snapshot","data":{"data-collections":["db.b"]}}`)
 	if err := f.s.incr.step(t.Context()); err != nil {
 		t.Fatal(err)
@@ -212,7 +225,7 @@ func TestSignalsWaitForInitialSnapshot(t *testing.T) {
 		t.Fatal("the signal replaced the initial snapshot")
 	}
 	st := f.state(t)
-	if st.Snapshot == nil || st.Incremental == nil || !slices.Equal(st.Incremental.Tables, []string{"db.b"}) {
+	if st.Snapshot == nil || st.Incremental == nil || !slices.Equal(st.Incremental.Tables, ids("db.b")) {
 		t.Fatalf("stored snapshot %+v incremental %+v", st.Snapshot, st.Incremental)
 	}
 	f.s.snap.done = true
@@ -245,7 +258,7 @@ func TestIncrementalReadAhead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.EnableIncremental(IncrementalConfig{ReadAhead: 5, Resume: IncrementalState{Incremental: &snapshot.Progress{Tables: []string{"db.a"}}}})
+	s.EnableIncremental(IncrementalConfig{ReadAhead: 5, Resume: IncrementalState{Incremental: &snapshot.Progress{Tables: ids("db.a")}}})
 	if r := s.incr.running(); r == nil || r.cfg.ReadAhead != 5 {
 		t.Fatalf("incremental snapshot %+v, want one reading 5 chunks ahead", r)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/binlake/binlake/capture/internal/binlog"
+	"github.com/binlake/binlake/capture/internal/filter"
 	"github.com/binlake/binlake/capture/internal/snapshot"
 )
 
@@ -135,7 +136,7 @@ func TestDDLBetweenChunks(t *testing.T) {
 			}}
 			e.chunks = chunks
 			e.cfg = func(c *Config) {
-				c.Snapshot = &SnapshotConfig{Progress: snapshot.Progress{Tables: []string{"db.t"}}, ChunkRows: 2}
+				c.Snapshot = &SnapshotConfig{Progress: snapshot.Progress{Tables: ids("db.t")}, ChunkRows: 2}
 			}
 			stmt := binlog.Event{Kind: binlog.KindQuery, Timestamp: 1_700_000_000, ServerID: 1, File: "bin.000001", Pos: 1100,
 				GTID: "0-1-2", Schema: "db", Query: tc.query, Position: posAfter(2)}
@@ -222,7 +223,7 @@ func TestSnapshotRowOfAKeyTheStreamChanged(t *testing.T) {
 			chunks := &scriptedChunks{ids: []int{1, 2, 3, 4}, high: func(_, k int) binlog.Position { return posAfter(k + 1) }}
 			e.chunks = chunks
 			e.cfg = func(c *Config) {
-				c.Snapshot = &SnapshotConfig{Progress: snapshot.Progress{Tables: []string{"db.t"}}, ChunkRows: 2}
+				c.Snapshot = &SnapshotConfig{Progress: snapshot.Progress{Tables: ids("db.t")}, ChunkRows: 2}
 			}
 			g := genBinlog{txn(1, 100), txn(2, tc.changed)}
 			pub := e.publisher()
@@ -236,5 +237,65 @@ func TestSnapshotRowOfAKeyTheStreamChanged(t *testing.T) {
 				t.Fatalf("committed ids %v, want %v: the snapshot row of key %d dropped, the stream's kept", got, tc.ids, tc.changed)
 			}
 		})
+	}
+}
+
+// tableRecorder records the tables a snapshot starts reading.
+type tableRecorder struct {
+	chunkReader
+	mu     sync.Mutex
+	tables []string
+}
+
+func (r *tableRecorder) start(ctx context.Context, cfg fetchConfig) chunkSource {
+	r.mu.Lock()
+	r.tables = append(r.tables, cfg.t.Def.DB+"."+cfg.t.Def.Table)
+	r.mu.Unlock()
+	return r.chunkReader.start(ctx, cfg)
+}
+
+// TestSnapshotProgressOutsideFilters: snapshot progress comes from the
+// offsets topic, which others may be able to write. A stored progress
+// naming tables the include and exclude lists leave out (mysql.user, a
+// database not included) reads none of them: only the captured table is
+// read and emitted.
+func TestSnapshotProgressOutsideFilters(t *testing.T) {
+	e := newLoopEnv(t)
+	for _, name := range [][2]string{{"mysql", "user"}, {"other", "secret"}} {
+		def := tDef(1)
+		def.DB, def.Table = name[0], name[1]
+		e.defs.set(def)
+	}
+	rec := &tableRecorder{chunkReader: &scriptedChunks{ids: []int{1, 2}, high: func(int, int) binlog.Position { return posAfter(1) }}}
+	e.chunks = rec
+	filt, err := filter.New(filter.Lists{DatabaseInclude: "db"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.cfg = func(c *Config) {
+		c.Filter = filt
+		c.Snapshot = &SnapshotConfig{Progress: snapshot.Progress{Tables: ids("mysql.user", "other.secret", "db.t")}, ChunkRows: 2}
+	}
+	pub := e.publisher()
+	src := genBinlog{txn(1, 100)}.from(posAfter(0))
+	ctx, cancel := context.WithCancel(t.Context())
+	src.end = cancel
+	if err := e.stream(pub).Run(ctx, src); err != context.Canceled {
+		t.Fatalf("Run: %v", err)
+	}
+	if !slices.Equal(rec.tables, []string{"db.t"}) {
+		t.Errorf("tables read %v, want only db.t", rec.tables)
+	}
+	var ids []int
+	if err := pub.ReadCommitted(t.Context(), loopTopic, func(r *kgo.Record) {
+		if r.Key != nil {
+			id, _ := binary.Varint(r.Key[5:])
+			ids = append(ids, int(id))
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(ids, 1) || !slices.Contains(ids, 2) {
+		t.Errorf("committed ids %v, want the snapshot rows 1 and 2 of db.t", ids)
 	}
 }

@@ -96,8 +96,8 @@ type reconciler struct {
 	src    debezium.Source // the source block's constant fields
 
 	prog   snapshot.Progress // as of the last row emitted
-	tables map[string]bool
-	index  map[string]int // position of each table in Progress.Tables
+	tables map[snapshot.TableID]bool
+	index  map[snapshot.TableID]int // position of each table in Progress.Tables
 
 	// read cursor: the next chunk starts after key `after` of table cur
 	cur   int
@@ -130,6 +130,9 @@ type reconciler struct {
 
 // snapLoop is what a reconciler needs of the loop.
 type snapLoop interface {
+	// captures reports whether the include and exclude lists capture
+	// db.tbl: checked before each table a snapshot reads.
+	captures(db, tbl string) bool
 	// lookup returns the compiled table db.tbl, as the loop encodes it.
 	lookup(ctx context.Context, db, tbl string, tm *replication.TableMapEvent) (*table, error)
 	// current is the loop's compiled table "db.table" now (nil: none).
@@ -219,10 +222,10 @@ func newReconciler(cfg SnapshotConfig, s *Stream) *reconciler {
 	if cfg.ReadAhead <= 0 {
 		cfg.ReadAhead = 2
 	}
-	r := &reconciler{cfg: cfg, chunks: sqlChunks{cfg.DB}, prog: cfg.Progress, tables: map[string]bool{},
+	r := &reconciler{cfg: cfg, chunks: sqlChunks{cfg.DB}, prog: cfg.Progress, tables: map[snapshot.TableID]bool{},
 		cur: cfg.Progress.Table, after: cfg.Progress.After,
 		changes: map[string]map[string]int64{}, tableChanged: map[string]int64{}, tableStart: time.Now()}
-	r.index = map[string]int{}
+	r.index = map[snapshot.TableID]int{}
 	for i, t := range cfg.Progress.Tables {
 		r.tables[t] = true
 		r.index[t] = i
@@ -244,10 +247,10 @@ func (r *reconciler) trackChange(t *table, row debezium.Struct) {
 	if !r.running() || t.Key == nil {
 		return
 	}
-	key := tableKey(t.Def.DB, t.Def.Table)
-	if !r.tables[key] {
+	if !r.tables[snapshot.TableID{DB: t.Def.DB, Table: t.Def.Table}] {
 		return
 	}
+	key := tableKey(t.Def.DB, t.Def.Table)
 	m := r.changes[key]
 	if m == nil {
 		m = map[string]int64{}
@@ -262,8 +265,8 @@ func (r *reconciler) trackTable(db, tbl string) {
 	if !r.running() {
 		return
 	}
-	if key := tableKey(db, tbl); r.tables[key] {
-		r.tableChanged[key] = r.seq.Load() + 1
+	if r.tables[snapshot.TableID{DB: db, Table: tbl}] {
+		r.tableChanged[tableKey(db, tbl)] = r.seq.Load() + 1
 	}
 }
 
@@ -275,7 +278,7 @@ func (r *reconciler) keylessAhead(t *table) bool {
 	if t.Key != nil || !r.running() {
 		return false
 	}
-	i, ok := r.index[tableKey(t.Def.DB, t.Def.Table)]
+	i, ok := r.index[snapshot.TableID{DB: t.Def.DB, Table: t.Def.Table}]
 	return ok && i >= r.prog.Table
 }
 
@@ -389,8 +392,15 @@ func (r *reconciler) step(ctx context.Context) (bool, error) {
 }
 
 func (r *reconciler) read(ctx context.Context) (bool, error) {
-	name := r.prog.Tables[r.cur]
-	db, tbl := snapshot.SplitTable(name)
+	id := r.prog.Tables[r.cur]
+	db, tbl, name := id.DB, id.Table, id.String()
+	if !r.loop.captures(db, tbl) {
+		// The progress comes from the offsets topic: whoever can write it
+		// must not make capture read a table the lists leave out.
+		r.log.Warn("snapshot: table outside the include and exclude lists, skipped", "table", name)
+		r.cur, r.after = r.cur+1, nil
+		return true, nil
+	}
 	t, err := r.loop.lookup(ctx, db, tbl, nil)
 	if errors.Is(err, schemahist.ErrNoTable) {
 		r.log.Warn("snapshot: table no longer exists, skipped", "table", name)

@@ -36,7 +36,7 @@ func TestSnapRewind(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.prog.Tables = []string{"db.a", "db.b"}
+			tc.prog.Tables = ids("db.a", "db.b")
 			r := newReconciler(SnapshotConfig{Progress: tc.prog}, nil)
 			r.held = tc.held
 			r.pending = &pendingChunk{t: b, idx: 1, startAfter: [][]byte{[]byte("100")}}
@@ -58,7 +58,7 @@ func TestSnapRewind(t *testing.T) {
 // TestSnapPrune checks that pruning keeps every change that a chunk still
 // to be emitted, or the held row, could be invalidated by.
 func TestSnapPrune(t *testing.T) {
-	r := newReconciler(SnapshotConfig{Progress: snapshot.Progress{Tables: []string{"db.a"}}}, nil)
+	r := newReconciler(SnapshotConfig{Progress: snapshot.Progress{Tables: ids("db.a")}}, nil)
 	r.changes["db.a"] = map[string]int64{"k1": 3, "k2": 5, "k3": 8}
 	r.prune(4)
 	if _, ok := r.changes["db.a"]["k1"]; ok || len(r.changes["db.a"]) != 2 {
@@ -81,7 +81,7 @@ func TestSnapPrune(t *testing.T) {
 func TestSnapKeylessAhead(t *testing.T) {
 	keyless, keyed := testTable("db", "nk"), testTable("db", "k")
 	keyed.Key = &debezium.Schema{Type: debezium.STRUCT}
-	r := newReconciler(SnapshotConfig{Progress: snapshot.Progress{Tables: []string{"db.k", "db.nk"}}}, nil)
+	r := newReconciler(SnapshotConfig{Progress: snapshot.Progress{Tables: ids("db.k", "db.nk")}}, nil)
 	if !r.keylessAhead(keyless) {
 		t.Errorf("keyless table before its snapshot: its changes must wait")
 	}

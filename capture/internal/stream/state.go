@@ -32,8 +32,11 @@ type State struct {
 }
 
 // stateVersion is the format MarshalState writes. Version 1 has the
-// fields of format 0 (unversioned) plus "version".
-const stateVersion = 1
+// fields of format 0 (unversioned) plus "version". Version 2 stores each
+// snapshot table as {"db":…,"table":…} (snapshot.TableID) where 0 and 1
+// stored "db.table" strings, which still read: a capture of version 1
+// then refuses a version-2 record rather than fail on its tables.
+const stateVersion = 2
 
 // ErrStateVersion reports a stored state written by a newer capture, in a
 // format this one does not know.

@@ -21,9 +21,9 @@ func format0FullState() State {
 	off := int64(41)
 	return State{
 		Position: binlog.Position{Flavor: binlog.FlavorMariaDB, GTIDSet: "0-1-17", File: "mysql-bin.000003", Pos: 1234},
-		Snapshot: &snapshot.Progress{Tables: []string{"db.a", "db.b"}, Table: 1, After: [][]byte{[]byte("42"), []byte("x")}, Rows: 100, TableRows: 7},
+		Snapshot: &snapshot.Progress{Tables: ids("db.a", "db.b"), Table: 1, After: [][]byte{[]byte("42"), []byte("x")}, Rows: 100, TableRows: 7},
 		IncrementalState: IncrementalState{
-			Incremental: &snapshot.Progress{Tables: []string{"db.c"}}, IncrementalPaused: true, SignalOffset: &off,
+			Incremental: &snapshot.Progress{Tables: ids("db.c")}, IncrementalPaused: true, SignalOffset: &off,
 			Lists: &TableLists{DatabaseInclude: "db", TableExclude: `db\.tmp.*`},
 		},
 	}
@@ -72,16 +72,44 @@ func TestStateVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := `{"version":1,"flavor":"mariadb"`; string(b[:len(want)]) != want {
+	if want := `{"version":2,"flavor":"mariadb"`; string(b[:len(want)]) != want {
 		t.Fatalf("encoded %s, want it to start %s", b, want)
 	}
-	_, err = UnmarshalState([]byte(`{"version":2,"flavor":"mariadb","gtid_set":"0-1-17"}`))
+	_, err = UnmarshalState([]byte(`{"version":3,"flavor":"mariadb","gtid_set":"0-1-17"}`))
 	if !errors.Is(err, ErrStateVersion) {
-		t.Fatalf("a version-2 record: %v, want ErrStateVersion", err)
+		t.Fatalf("a version-3 record: %v, want ErrStateVersion", err)
 	}
 	for _, bad := range []string{`{"flavor":"oracle"}`, `not json`, `{"flavor":"mariadb","gtid_set":"x-y"}`} {
 		if _, err := UnmarshalState([]byte(bad)); !errors.Is(err, binlog.ErrInvalidPosition) {
 			t.Errorf("%s: %v, want ErrInvalidPosition", bad, err)
 		}
+	}
+}
+
+// TestStateTablesWithDots: a database and a table name that hold dots are
+// stored apart, so `a.b`.`c` and `a`.`b.c` stay two tables after a round
+// trip (a "db.table" string split at its first dot made both `a`.`b.c`);
+// a version-1 record's strings still read.
+func TestStateTablesWithDots(t *testing.T) {
+	tables := []snapshot.TableID{{DB: "a.b", Table: "c"}, {DB: "a", Table: "b.c"}, {DB: "x", Table: "y"}}
+	st := State{Position: binlog.Position{Flavor: binlog.FlavorMariaDB, GTIDSet: "0-1-1"},
+		Snapshot: &snapshot.Progress{Tables: tables, Table: 1}}
+	b, err := MarshalState(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := UnmarshalState(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(st, got); d != "" {
+		t.Fatalf("after a round trip through %s (-want +got):\n%s", b, d)
+	}
+	old, err := UnmarshalState([]byte(`{"version":1,"flavor":"mariadb","gtid_set":"0-1-1","snapshot":{"tables":["x.y","db.t.with.dots"],"table":0,"rows":0,"table_rows":0}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []snapshot.TableID{{DB: "x", Table: "y"}, {DB: "db", Table: "t.with.dots"}}; !cmp.Equal(old.Snapshot.Tables, want) {
+		t.Fatalf("version-1 tables read as %v, want %v", old.Snapshot.Tables, want)
 	}
 }

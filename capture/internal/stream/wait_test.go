@@ -24,7 +24,7 @@ func newWaitStream(t testing.TB, commit time.Duration) *Stream {
 // waiting makes s's snapshot wait for a chunk the fetcher has not read.
 func waiting(s *Stream) chan struct{} {
 	ch := make(chan struct{})
-	s.snap = newReconciler(SnapshotConfig{Progress: snapshot.Progress{Tables: []string{"db.a"}}}, s)
+	s.snap = newReconciler(SnapshotConfig{Progress: snapshot.Progress{Tables: ids("db.a")}}, s)
 	s.snap.fetch = &fetching{chunkSource: &chunkFetcher{}}
 	s.snap.fetchWait = ch
 	return ch
