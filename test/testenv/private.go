@@ -26,6 +26,10 @@ type PrivateMariaDBConfig struct {
 	// ServerArgs are more mariadbd options, e.g. --ssl-cert=... or
 	// --require-secure-transport=ON.
 	ServerArgs []string
+	// ServerID is the server's server_id; 0 means 1.
+	ServerID uint32
+	// LogBin is the binlog basename; empty means mysql-bin.
+	LogBin string
 }
 
 // PrivateMariaDB starts a MariaDB server of the test's own on a free
@@ -66,14 +70,21 @@ func PrivateMariaDB(t testing.TB, cfg PrivateMariaDBConfig) MariaDB {
 			t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
 		}
 	}
-	run(nil, "mariadb-install-db", append([]string{"--no-defaults"}, append(user, "--datadir="+datadir,
+	run(nil, "mariadb-install-db", append([]string{"--no-defaults"}, append(user, "--datadir="+datadir, "--tmpdir="+base,
 		"--auth-root-authentication-method=normal", "--skip-test-db")...)...)
 
 	port := freePort(t)
-	srv := exec.Command("mariadbd", append(append([]string{"--no-defaults"}, user...), "--datadir="+datadir, "--socket="+sock,
+	serverID, logBin := cfg.ServerID, cfg.LogBin
+	if serverID == 0 {
+		serverID = 1
+	}
+	if logBin == "" {
+		logBin = "mysql-bin"
+	}
+	srv := exec.Command("mariadbd", append(append([]string{"--no-defaults"}, user...), "--datadir="+datadir, "--tmpdir="+base, "--socket="+sock,
 		"--pid-file="+filepath.Join(base, "mariadbd.pid"), "--log-error="+filepath.Join(base, "error.log"),
-		fmt.Sprintf("--port=%d", port), "--bind-address=127.0.0.1", "--skip-name-resolve", "--server-id=1",
-		"--log-bin="+filepath.Join(datadir, "mysql-bin"), "--binlog-format=ROW", "--binlog-row-image=FULL",
+		fmt.Sprintf("--port=%d", port), "--bind-address=127.0.0.1", "--skip-name-resolve", fmt.Sprintf("--server-id=%d", serverID),
+		"--log-bin="+filepath.Join(datadir, logBin), "--log-slave-updates=ON", "--binlog-format=ROW", "--binlog-row-image=FULL",
 		"--binlog-row-metadata=FULL", "--gtid-strict-mode=ON", "--binlog-annotate-row-events=OFF",
 		"--max-allowed-packet=256M", "--character-set-server=utf8mb4", "--collation-server=utf8mb4_general_ci",
 		"--innodb-buffer-pool-size=64M", "--innodb-flush-log-at-trx-commit=2", "--sync-binlog=0")...)
@@ -123,7 +134,10 @@ func PrivateMariaDB(t testing.TB, cfg PrivateMariaDBConfig) MariaDB {
 		}
 		root(zones, "mysql")
 	}
+	// The users are not binlogged: a replica of this server (another
+	// private server with the same users) starts from an empty binlog.
 	var users strings.Builder
+	users.WriteString("SET sql_log_bin = 0;\n")
 	for _, u := range []struct{ name, password, grants string }{
 		{shared.AdminUser, shared.AdminPassword, "ALL PRIVILEGES ON *.* TO '%s'@'%%' WITH GRANT OPTION"},
 		{shared.CaptureUser, shared.CapturePassword, "SELECT, SHOW DATABASES, REPLICATION SLAVE, BINLOG MONITOR ON *.* TO '%s'@'%%'"},

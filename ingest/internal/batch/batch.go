@@ -70,8 +70,12 @@ type Event struct {
 	TsMs int64
 	GTID string
 	// Order is the change's position in the source ([SourceOrder]); 0 when
-	// the event carries none.
+	// the event carries none. [Buffer.Place] adds its history's epoch.
 	Order int64
+	// Binlog is the basename of source.file, the binlog history's name
+	// ([Basename]).
+	Binlog string
+
 	// Size is the event's size in bytes (e.g. the Kafka record value), for
 	// the byte bound.
 	Size int
@@ -115,6 +119,9 @@ type Buffer struct {
 	// next is, by topic and partition, the offset after the last record
 	// held (as an event or passed).
 	next map[partitionOf]int64
+	// inHistory holds each event's Order as added, before Place gave it
+	// an epoch.
+	inHistory []int64
 }
 
 type partitionOf struct {
@@ -266,6 +273,7 @@ func (b *Buffer) Events() []Event { return b.events }
 func (b *Buffer) Reset() {
 	clear(b.events)
 	b.events = b.events[:0]
+	b.inHistory = b.inHistory[:0]
 	b.passed = b.passed[:0]
 	b.bytes = 0
 	clear(b.next)

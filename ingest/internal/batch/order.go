@@ -12,10 +12,13 @@ import (
 // and events without a binlog position, hold null.
 const OrderColumn = "_binlake_source_order"
 
-// Limits of the source-order encoding.
+// Limits of the source-order encoding: epoch (8 bits) | file seq (22
+// bits) | pos + row (33 bits).
 const (
 	orderPosBits = 33      // pos + row: a binlog position is below 2^32
-	maxFileSeq   = 1 << 30 // binlog file sequence numbers below 2^30
+	maxFileSeq   = 1 << 22 // binlog file sequence numbers below 2^22
+	epochBits    = 8
+	epochShift   = orderPosBits + 22
 )
 
 // SourceOrder returns the position of a change in the source's binlog as one
@@ -33,9 +36,14 @@ const (
 // row is pos - 1, below every row of the event at pos and above every row
 // of the event before (events are at least 19 bytes).
 //
-// The order is that of one server's binlog: after a failover to another
-// server, positions start from that server's files (see ingest/README.md, source
-// order). ok is false when file or pos is missing or out of range.
+// The order is that of one binlog history (one server's binlog, up to a
+// RESET MASTER): after a failover to another server, positions start from
+// that server's files. The commit therefore places every order in the
+// table's histories ([Buffer.Place], [Epochs]), which adds the history's
+// epoch in the top bits ([EpochOrder]); an order of epoch 0 is the value
+// SourceOrder returns (tables written before epochs hold those). See
+// ingest/README.md, "Source order across failover". ok is false when file
+// or pos is missing or out of range.
 func SourceOrder(file string, pos int64, row int32, snapshot bool) (int64, bool) {
 	seq, ok := fileSeq(file)
 	if !ok || pos <= 0 || row < 0 || pos >= 1<<32 {
@@ -49,9 +57,13 @@ func SourceOrder(file string, pos int64, row int32, snapshot bool) (int64, bool)
 }
 
 // FormatOrder renders an order value as "<seq>:<offset>" for logs and
-// errors.
+// errors, "<epoch>/<seq>:<offset>" from epoch 1 on.
 func FormatOrder(o int64) string {
-	return fmt.Sprintf("%d:%d", o>>orderPosBits, o&(1<<orderPosBits-1))
+	s := fmt.Sprintf("%d:%d", o>>orderPosBits&(maxFileSeq-1), o&(1<<orderPosBits-1))
+	if e := o >> epochShift; e > 0 {
+		s = fmt.Sprintf("%d/%s", e, s)
+	}
+	return s
 }
 
 func fileSeq(file string) (int64, bool) {

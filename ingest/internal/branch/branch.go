@@ -38,6 +38,7 @@ const (
 	offsetsPrefix = "binlake.offsets."
 	commitIDKey   = "binlake.commit-id"
 	watermarkKey  = "binlake.truncate.source-order"
+	epochsKey     = "binlake.source.epochs"
 )
 
 // ErrNoBranch reports a table that has no branch of the name.
@@ -46,7 +47,7 @@ var ErrNoBranch = errors.New("branch: no such branch")
 // bookkeeping reports whether a property key is one of ingest's table-wide
 // bookkeeping keys, which a branch keeps in its snapshot summaries.
 func bookkeeping(k string) bool {
-	return strings.HasPrefix(k, offsetsPrefix) || k == commitIDKey || k == watermarkKey
+	return strings.HasPrefix(k, offsetsPrefix) || k == commitIDKey || k == watermarkKey || k == epochsKey
 }
 
 // Catalog is a catalog.Catalog whose tables are seen, and written, at
@@ -139,11 +140,11 @@ func viewMetadata(meta table.Metadata, loc, branch string) (table.Metadata, erro
 // Bookkeeping returns the bookkeeping properties as of snapshot id: the
 // offsets of the newest snapshot from id back that carries offsets (a
 // compaction's or a foreign writer's snapshot carries none and holds the
-// rows of its parent), the truncate watermark of the newest that carries
-// one, and the commit id of id itself.
+// rows of its parent), the truncate watermark and the binlog histories
+// (epochs) of the newest that carries them, and the commit id of id itself.
 func Bookkeeping(meta table.Metadata, id int64) iceberg.Properties {
 	out := iceberg.Properties{}
-	haveOffsets, haveMark := false, false
+	haveOffsets, haveMark, haveEpochs := false, false, false
 	first := true
 	for s := meta.SnapshotByID(id); s != nil; {
 		if s.Summary != nil {
@@ -161,9 +162,12 @@ func Bookkeeping(meta table.Metadata, id int64) iceberg.Properties {
 			if !haveMark && props[watermarkKey] != "" {
 				out[watermarkKey], haveMark = props[watermarkKey], true
 			}
+			if !haveEpochs && props[epochsKey] != "" {
+				out[epochsKey], haveEpochs = props[epochsKey], true
+			}
 		}
 		first = false
-		if haveOffsets && haveMark || s.ParentSnapshotID == nil {
+		if haveOffsets && haveMark && haveEpochs || s.ParentSnapshotID == nil {
 			break
 		}
 		s = meta.SnapshotByID(*s.ParentSnapshotID)

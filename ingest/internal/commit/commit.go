@@ -35,7 +35,12 @@
 // RowDelta, in one transaction; T is kept in the table property
 // [TruncateWatermarkKey] so that a change below T committed later, by a
 // lagging partition or another ingest process, is dropped. Pinning makes
-// the watermark current at every commit. A truncate without a source
+// the watermark current at every commit. Orders of different binlog
+// histories (failover, RESET MASTER) are never compared as one: every
+// attempt first places the batch's changes in the table's histories
+// (batch.Buffer.Place, [EpochsKey]), which puts each history's epoch in
+// the top bits of its orders, and stops on a change it cannot place
+// (batch.ErrHistoryUnordered). A truncate without a source
 // position (not from a binlog) is the older copy-on-write overwrite that
 // drops every data file.
 //
@@ -251,6 +256,14 @@ func (c *Committer) Commit(ctx context.Context, buf *batch.Buffer) (Result, erro
 		if err != nil {
 			return res, err
 		}
+		epochs, err := Epochs(c.tbl)
+		if err != nil {
+			return res, err
+		}
+		placed, err := buf.Place(epochs, committed)
+		if err != nil {
+			return res, fmt.Errorf("%w: table %v: %w; ingest stops rather than drop or keep a change a truncate decides: find the history the event belongs to and set the table property %s (the epochs, oldest first) accordingly, or re-create the table and re-snapshot it", batch.ErrInvalidEvent, c.ident, err, EpochsKey)
+		}
 		col := buf.Collapse(committed, watermark)
 		res.SkippedEvents = col.Skipped
 		if col.Events == 0 && col.Passed == 0 {
@@ -276,6 +289,13 @@ func (c *Committer) Commit(ctx context.Context, buf *batch.Buffer) (Result, erro
 			newMark = col.Watermark
 		}
 		tprops := tableProps(res.CommitID, offsets, newMark)
+		if len(placed) > 0 {
+			// In the summary too, for branches, as the watermark.
+			props[EpochsKey] = placed.String()
+			if props[EpochsKey] != epochs.String() {
+				tprops[EpochsKey] = props[EpochsKey]
+			}
+		}
 		if col.Passed > 0 {
 			n := strconv.FormatInt(DeadLetters(c.tbl)+int64(col.Passed), 10)
 			props[DeadLettersKey], tprops[DeadLettersKey] = n, n

@@ -44,6 +44,11 @@ const (
 	// below it were deleted, and a change below it that arrives later (from
 	// a lagging partition or process) is dropped.
 	TruncateWatermarkKey = "binlake.truncate.source-order"
+	// EpochsKey is a table property: the binlog histories the table's
+	// changes came from (batch.Epochs, JSON), whose index is the epoch in
+	// the top bits of every source order the table holds, the truncate
+	// watermark's included.
+	EpochsKey = "binlake.source.epochs"
 	// DeadLettersKey holds the number of the table's topic records that
 	// went to the dead-letter topic (errors-tolerance=dlq) and that the
 	// table's offsets have passed, cumulative over the table's commits; set
@@ -202,6 +207,16 @@ func Watermark(tbl *table.Table) (int64, error) {
 		return 0, fmt.Errorf("table %v: property %s=%q: %w (set it to the source order of the table's last truncate, or remove it)", tbl.Identifier(), TruncateWatermarkKey, v, err)
 	}
 	return n, nil
+}
+
+// Epochs returns the table's binlog histories (EpochsKey), none when it
+// has none.
+func Epochs(tbl *table.Table) (batch.Epochs, error) {
+	hs, err := batch.ParseEpochs(tbl.Properties()[EpochsKey])
+	if err != nil {
+		return nil, fmt.Errorf("table %v: property %s: %w (remove it only with the truncate watermark %s)", tbl.Identifier(), EpochsKey, err, TruncateWatermarkKey)
+	}
+	return hs, nil
 }
 
 // walk calls fn for each snapshot from the current snapshot of main back

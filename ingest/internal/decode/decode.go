@@ -598,6 +598,7 @@ func (vc *valueCodec) decode(payload []byte, wantBefore bool) (Change, error) {
 		return Change{}, err
 	}
 	setOrder(&ch.Event, file, pos, rowIdx)
+	ch.Event.Binlog = batch.Basename(file)
 	return ch, nil
 }
 

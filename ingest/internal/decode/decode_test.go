@@ -385,7 +385,7 @@ func TestJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := batch.Event{Op: batch.OpCreate, Key: []any{int32(7)}, Row: []any{int32(7), "x", decimal128.FromI64(150), int64(1700000000123456)},
-		Topic: "p.db.t", Offset: 5, TsMs: 1700000000000, GTID: "0-1-5", Order: 3<<33 + 1234 + 2, Size: len(key) + len(value)}
+		Topic: "p.db.t", Offset: 5, TsMs: 1700000000000, GTID: "0-1-5", Order: 3<<33 + 1234 + 2, Binlog: "mysql-bin", Size: len(key) + len(value)}
 	if diff := cmp.Diff(want, ch.Event, cmp.Comparer(func(a, b decimal128.Num) bool { return a == b })); diff != "" {
 		t.Fatalf("event (-want +got):\n%s", diff)
 	}

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/binlake/binlake/ingest/internal/batch"
 	"github.com/binlake/binlake/ingest/internal/schemamap"
 	"github.com/binlake/binlake/schemas/debezium"
 )
@@ -137,6 +138,7 @@ func (d *Decoder) decodeJSONValue(value []byte, wantBefore bool) (Change, error)
 		if rowIdx >= 0 && rowIdx <= math.MaxInt32 {
 			setOrder(&ch.Event, file, pos, int32(rowIdx))
 		}
+		ch.Event.Binlog = batch.Basename(file)
 	}
 	return ch, nil
 }
