@@ -480,8 +480,15 @@ func (w *worker) addChangeLog(ch *decode.Change, now time.Time) error {
 		row := make([]any, 0, len(img)+6)
 		row = append(row, img...)
 		row = append(row, op, before[i], ev.TsMs, ev.Partition, ev.Offset, orderValue(ev.Order))
+		// The images share the record's size, the first taking the
+		// remainder: the buffer's bytes must add up to what the worker
+		// counts in Pipeline.buffered, or every commit leaves a byte behind.
+		size := ev.Size / len(images)
+		if i == 0 {
+			size += ev.Size % len(images)
+		}
 		e := ev
-		e.Op, e.Key, e.Row, e.Size = batch.OpCreate, nil, row, ev.Size/len(images)
+		e.Op, e.Key, e.Row, e.Size = batch.OpCreate, nil, row, size
 		if err := w.buf.Add(e, now); err != nil {
 			return err
 		}
