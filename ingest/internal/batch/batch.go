@@ -341,6 +341,9 @@ type Collapsed struct {
 	// the committed offsets; Stale those included but dropped because a
 	// truncate later in source order removes them.
 	Events, Skipped, Stale int
+	// StaleFirst are the first [MaxStaleSamples] of the Stale events, in
+	// Kafka order, for the log line that reports the drop.
+	StaleFirst []StaleEvent
 	// Passed counts the passed positions (Buffer.Pass) not covered by the
 	// committed offsets: records consumed without an event.
 	Passed int
@@ -348,6 +351,17 @@ type Collapsed struct {
 	// source.gtid of the included events.
 	MaxTsMs  int64
 	LastGTID string
+}
+
+// MaxStaleSamples bounds [Collapsed.StaleFirst]: a flood of stale events
+// is reported by its count and its first few.
+const MaxStaleSamples = 3
+
+// StaleEvent is an event dropped because its source order is below the
+// table's truncate watermark: where it is in Kafka and its order.
+type StaleEvent struct {
+	Position
+	Order int64
 }
 
 // Empty reports whether the collapse has nothing to write.
@@ -434,6 +448,9 @@ func (b *Buffer) Collapse(committed Offsets, watermark int64) *Collapsed {
 			// rows in the table (earlier in its partition), which the
 			// truncate deletes or has deleted.
 			c.Stale++
+			if len(c.StaleFirst) < MaxStaleSamples {
+				c.StaleFirst = append(c.StaleFirst, StaleEvent{Position{ev.Topic, ev.Partition, ev.Offset}, ev.Order})
+			}
 			continue
 		}
 		if !c.Truncate {

@@ -453,6 +453,9 @@ func TestCollapseTruncateBySourceOrder(t *testing.T) {
 	if c.Stale != 2 || c.Events != 8 || c.Offsets["t"][0] != 1 || c.Offsets["t"][1] != 3 || c.Offsets["t"][2] != 4 {
 		t.Errorf("stale %d events %d offsets %v", c.Stale, c.Events, c.Offsets)
 	}
+	if diff := cmp.Diff([]StaleEvent{{Position{"t", 2, 1}, 60}, {Position{"t", 1, 1}, 80}}, c.StaleFirst); diff != "" {
+		t.Errorf("stale events reported (-want +got):\n%s", diff)
+	}
 
 	// The table already applied a truncate at 200: a lagging partition's
 	// changes below it are dropped, and the old truncate changes nothing.
@@ -573,5 +576,26 @@ func TestHolds(t *testing.T) {
 	}
 	if err := b.Add(ev(OpUpdate, 3, 3, "y"), t0); err != nil {
 		t.Errorf("offset 3 after a reset: %v", err)
+	}
+}
+
+// TestStaleFloodSampled: a flood of changes below the truncate watermark
+// is counted in full and reported by its first few, in Kafka order.
+func TestStaleFloodSampled(t *testing.T) {
+	b := newBuf(t, Limits{})
+	for i := range int64(1000) {
+		e := ev(OpCreate, i, i, "x")
+		e.Order = 10 + i
+		if err := b.Add(e, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := b.Collapse(nil, 5000)
+	if c.Stale != 1000 || len(c.Upserts) != 0 {
+		t.Fatalf("stale %d upserts %d, want 1000 and 0", c.Stale, len(c.Upserts))
+	}
+	want := []StaleEvent{{Position{"t", 0, 0}, 10}, {Position{"t", 0, 1}, 11}, {Position{"t", 0, 2}, 12}}
+	if diff := cmp.Diff(want, c.StaleFirst); diff != "" {
+		t.Errorf("stale events reported (-want +got):\n%s", diff)
 	}
 }

@@ -221,6 +221,11 @@ type Result struct {
 	// consumed but dropped because a truncate later in source order erased
 	// them.
 	Events, SkippedEvents, StaleEvents int
+	// StaleFirst are the first few stale events (batch.MaxStaleSamples)
+	// and Watermark the table's truncate watermark they are below: the
+	// source order of the latest truncate applied, this commit's included.
+	StaleFirst []batch.StaleEvent
+	Watermark  int64
 	// Passed counts the records passed without an event (batch.Buffer.Pass:
 	// dead-lettered) whose offsets the commit advanced past.
 	Passed int
@@ -294,6 +299,7 @@ func (c *Committer) Commit(ctx context.Context, buf *batch.Buffer) (Result, erro
 			}
 			res.Events, res.Offsets, res.Truncated = col.Events, offsets, col.Truncate || col.TruncateBefore > 0
 			res.Rows, res.Deletes, res.StaleEvents, res.Passed = len(col.Upserts), out.deletes, col.Stale, col.Passed
+			res.StaleFirst, res.Watermark = col.StaleFirst, col.Watermark
 			if err := c.applyIndex(out); err != nil {
 				// The commit landed; the index catches up from the table
 				// at the next attempt.
@@ -325,6 +331,7 @@ func (c *Committer) Commit(ctx context.Context, buf *batch.Buffer) (Result, erro
 				res.SnapshotID = id
 				res.Events, res.Offsets, res.Truncated = col.Events, offsets, col.Truncate || col.TruncateBefore > 0
 				res.Rows, res.Deletes, res.StaleEvents, res.Passed = len(col.Upserts), out.deletes, col.Stale, col.Passed
+				res.StaleFirst, res.Watermark = col.StaleFirst, col.Watermark
 				return res, nil
 			}
 		}
