@@ -344,6 +344,12 @@ type Collapsed struct {
 	// StaleFirst are the first [MaxStaleSamples] of the Stale events, in
 	// Kafka order, for the log line that reports the drop.
 	StaleFirst []StaleEvent
+	// StaleAfterTruncate counts the Stale events that follow the batch's
+	// truncate in its own partition: Kafka order is source order there,
+	// so such an event sorting below the truncate means the orders are
+	// wrong (they come from different binlog histories, or a producer
+	// gave a wrong position).
+	StaleAfterTruncate int
 	// Passed counts the passed positions (Buffer.Pass) not covered by the
 	// committed offsets: records consumed without an event.
 	Passed int
@@ -378,6 +384,7 @@ func (c *Collapsed) Empty() bool {
 // are never dropped.
 func (b *Buffer) Collapse(committed Offsets, watermark int64) *Collapsed {
 	c := &Collapsed{Offsets: Offsets{}, First: Offsets{}, Watermark: watermark}
+	var truncAt Position // the batch's latest truncate, when TruncateBefore is set
 	// A truncate erases what precedes it in the source whatever its place
 	// in the batch: find the batch's latest one first.
 	if !b.appendOnly {
@@ -385,6 +392,7 @@ func (b *Buffer) Collapse(committed Offsets, watermark int64) *Collapsed {
 			ev := &b.events[i]
 			if ev.Op == OpTruncate && ev.Order > c.Watermark && !committed.Covers(ev.Topic, ev.Partition, ev.Offset) {
 				c.TruncateBefore, c.Watermark = ev.Order, ev.Order
+				truncAt = Position{ev.Topic, ev.Partition, ev.Offset}
 			}
 		}
 	}
@@ -448,6 +456,9 @@ func (b *Buffer) Collapse(committed Offsets, watermark int64) *Collapsed {
 			// rows in the table (earlier in its partition), which the
 			// truncate deletes or has deleted.
 			c.Stale++
+			if c.TruncateBefore > 0 && ev.Topic == truncAt.Topic && ev.Partition == truncAt.Partition && ev.Offset > truncAt.Offset {
+				c.StaleAfterTruncate++
+			}
 			if len(c.StaleFirst) < MaxStaleSamples {
 				c.StaleFirst = append(c.StaleFirst, StaleEvent{Position{ev.Topic, ev.Partition, ev.Offset}, ev.Order})
 			}

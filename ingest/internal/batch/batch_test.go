@@ -599,3 +599,37 @@ func TestStaleFloodSampled(t *testing.T) {
 		t.Errorf("stale events reported (-want +got):\n%s", diff)
 	}
 }
+
+// TestStaleAfterTruncateInItsPartition: in one partition Kafka order is
+// source order, so a change after the truncate there that sorts below it
+// has a wrong order (the truncate-and-reload loss of issue 29, where the
+// truncate's order took source.row): it is still dropped, as its order
+// says, but counted apart for the log to say so. A change before the
+// truncate, or on another partition, is the truncate's normal work.
+func TestStaleAfterTruncateInItsPartition(t *testing.T) {
+	at := func(op Op, part int32, off, order, id int64) Event {
+		e := ev(op, off, id, fmt.Sprint("v", order))
+		e.Partition, e.Order = part, order
+		return e
+	}
+	b := newBuf(t, Limits{})
+	for _, e := range []Event{
+		at(OpCreate, 0, 0, 40, 1),
+		at(OpTruncate, 0, 1, 100, 0),
+		at(OpCreate, 0, 2, 60, 2), // after the truncate, below it: wrong
+		at(OpCreate, 0, 3, 61, 3), // likewise
+		at(OpCreate, 1, 0, 50, 4), // another partition: lagging, fine
+		at(OpCreate, 0, 4, 120, 5),
+	} {
+		if err := b.Add(e, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := b.Collapse(nil, 0)
+	if c.Stale != 4 || c.StaleAfterTruncate != 2 {
+		t.Errorf("stale %d, after the truncate %d; want 4 and 2", c.Stale, c.StaleAfterTruncate)
+	}
+	if diff := cmp.Diff([]string{"5=v120"}, rows(c.Upserts)); diff != "" {
+		t.Errorf("upserts (-want +got):\n%s", diff)
+	}
+}

@@ -88,4 +88,20 @@ ingest_stale_dropped_total{table="shop.orders"} %d
 	if n := strings.Count(out, "\n"); n != 1 {
 		t.Errorf("%d log lines, want 1:\n%s", n, out)
 	}
+
+	// A truncate in the batch erased them: its normal work, at Info;
+	// unless some follow it in its partition, which says the order is
+	// wrong.
+	for _, tc := range []struct {
+		after int
+		want  string
+	}{{0, `level=INFO msg="dropped changes that precede the batch's truncate in source order"`},
+		{2, `level=WARN msg="dropped changes that follow the batch's truncate in their partition but sort below it: the source order is wrong"`}} {
+		logs.b.Reset()
+		res.Truncated, res.StaleAfterTruncate = true, tc.after
+		w.logStale(res)
+		if out := logs.String(); !strings.Contains(out, tc.want) || !strings.Contains(out, fmt.Sprintf("after_truncate=%d", tc.after)) {
+			t.Errorf("with %d after the truncate: log\n%s\nwant %s", tc.after, out, tc.want)
+		}
+	}
 }

@@ -912,20 +912,24 @@ func (w *worker) settle() error {
 // truncate watermark: one line per commit, with the count, the watermark
 // and the first few events (batch.MaxStaleSamples) by topic, partition,
 // offset and source order. Drops that a truncate of the same batch erased
-// are the truncate's normal work (Info); drops below an earlier commit's
-// truncate are changes that arrived after it (Warn): a partition that
-// lagged behind the truncate's, or orders that do not compare with the
-// truncate's (a source whose binlog history changed).
+// are the truncate's normal work (Info), unless some follow the truncate
+// in its own partition, which a sound order never does (Warn); drops below
+// an earlier commit's truncate are changes that arrived after it (Warn): a
+// partition that lagged behind the truncate's, or orders that do not
+// compare with the truncate's (a source whose binlog history changed).
 func (w *worker) logStale(res commit.Result) {
 	level, msg := slog.LevelWarn, "dropped changes whose source order is below the table's truncate watermark (an earlier commit's truncate)"
-	if res.Truncated {
+	switch {
+	case res.StaleAfterTruncate > 0:
+		msg = "dropped changes that follow the batch's truncate in their partition but sort below it: the source order is wrong"
+	case res.Truncated:
 		level, msg = slog.LevelInfo, "dropped changes that precede the batch's truncate in source order"
 	}
 	first := make([]string, 0, len(res.StaleFirst))
 	for _, e := range res.StaleFirst {
 		first = append(first, fmt.Sprintf("%s/%d/%d@%s", e.Topic, e.Partition, e.Offset, batch.FormatOrder(e.Order)))
 	}
-	attrs := []any{"stale", res.StaleEvents, "watermark", batch.FormatOrder(res.Watermark), "first", first}
+	attrs := []any{"stale", res.StaleEvents, "after_truncate", res.StaleAfterTruncate, "watermark", batch.FormatOrder(res.Watermark), "first", first}
 	if len(res.StaleFirst) > 0 {
 		e := res.StaleFirst[0]
 		attrs = append(attrs, "partition", e.Partition, "offset", e.Offset, "order", batch.FormatOrder(e.Order))
