@@ -75,6 +75,10 @@ func (s *Stream) query(ctx context.Context, ev binlog.Event) error {
 	if err != nil {
 		return err
 	}
+	// source.row is Debezium's value (the last row of the previous rows
+	// event, of any table), kept so that test/compat's event-by-event
+	// comparison with Debezium holds; it means nothing for a truncate, and
+	// ingest orders a truncate at its own event (row 0) whatever it says.
 	src := s.source(ev, ref.DB, ref.Table, int(s.lastRow))
 	now := s.cfg.Now()
 	env := debezium.Envelope{Source: src, Op: debezium.OpTruncate, TsMs: now.UnixMilli(), TsUs: now.UnixMicro(), TsNs: now.UnixNano(),

@@ -349,6 +349,15 @@ type Collapsed struct {
 	// the committed offsets; Stale those included but dropped because a
 	// truncate later in source order removes them.
 	Events, Skipped, Stale int
+	// StaleFirst are the first [MaxStaleSamples] of the Stale events, in
+	// Kafka order, for the log line that reports the drop.
+	StaleFirst []StaleEvent
+	// StaleAfterTruncate counts the Stale events that follow the batch's
+	// truncate in its own partition: Kafka order is source order there,
+	// so such an event sorting below the truncate means the orders are
+	// wrong (they come from different binlog histories, or a producer
+	// gave a wrong position).
+	StaleAfterTruncate int
 	// Passed counts the passed positions (Buffer.Pass) not covered by the
 	// committed offsets: records consumed without an event.
 	Passed int
@@ -356,6 +365,17 @@ type Collapsed struct {
 	// source.gtid of the included events.
 	MaxTsMs  int64
 	LastGTID string
+}
+
+// MaxStaleSamples bounds [Collapsed.StaleFirst]: a flood of stale events
+// is reported by its count and its first few.
+const MaxStaleSamples = 3
+
+// StaleEvent is an event dropped because its source order is below the
+// table's truncate watermark: where it is in Kafka and its order.
+type StaleEvent struct {
+	Position
+	Order int64
 }
 
 // Empty reports whether the collapse has nothing to write.
@@ -372,6 +392,7 @@ func (c *Collapsed) Empty() bool {
 // are never dropped.
 func (b *Buffer) Collapse(committed Offsets, watermark int64) *Collapsed {
 	c := &Collapsed{Offsets: Offsets{}, First: Offsets{}, Watermark: watermark}
+	var truncAt Position // the batch's latest truncate, when TruncateBefore is set
 	// A truncate erases what precedes it in the source whatever its place
 	// in the batch: find the batch's latest one first.
 	if !b.appendOnly {
@@ -379,6 +400,7 @@ func (b *Buffer) Collapse(committed Offsets, watermark int64) *Collapsed {
 			ev := &b.events[i]
 			if ev.Op == OpTruncate && ev.Order > c.Watermark && !committed.Covers(ev.Topic, ev.Partition, ev.Offset) {
 				c.TruncateBefore, c.Watermark = ev.Order, ev.Order
+				truncAt = Position{ev.Topic, ev.Partition, ev.Offset}
 			}
 		}
 	}
@@ -442,6 +464,12 @@ func (b *Buffer) Collapse(committed Offsets, watermark int64) *Collapsed {
 			// rows in the table (earlier in its partition), which the
 			// truncate deletes or has deleted.
 			c.Stale++
+			if c.TruncateBefore > 0 && ev.Topic == truncAt.Topic && ev.Partition == truncAt.Partition && ev.Offset > truncAt.Offset {
+				c.StaleAfterTruncate++
+			}
+			if len(c.StaleFirst) < MaxStaleSamples {
+				c.StaleFirst = append(c.StaleFirst, StaleEvent{Position{ev.Topic, ev.Partition, ev.Offset}, ev.Order})
+			}
 			continue
 		}
 		if !c.Truncate {

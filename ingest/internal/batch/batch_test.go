@@ -453,6 +453,9 @@ func TestCollapseTruncateBySourceOrder(t *testing.T) {
 	if c.Stale != 2 || c.Events != 8 || c.Offsets["t"][0] != 1 || c.Offsets["t"][1] != 3 || c.Offsets["t"][2] != 4 {
 		t.Errorf("stale %d events %d offsets %v", c.Stale, c.Events, c.Offsets)
 	}
+	if diff := cmp.Diff([]StaleEvent{{Position{"t", 2, 1}, 60}, {Position{"t", 1, 1}, 80}}, c.StaleFirst); diff != "" {
+		t.Errorf("stale events reported (-want +got):\n%s", diff)
+	}
 
 	// The table already applied a truncate at 200: a lagging partition's
 	// changes below it are dropped, and the old truncate changes nothing.
@@ -573,5 +576,60 @@ func TestHolds(t *testing.T) {
 	}
 	if err := b.Add(ev(OpUpdate, 3, 3, "y"), t0); err != nil {
 		t.Errorf("offset 3 after a reset: %v", err)
+	}
+}
+
+// TestStaleFloodSampled: a flood of changes below the truncate watermark
+// is counted in full and reported by its first few, in Kafka order.
+func TestStaleFloodSampled(t *testing.T) {
+	b := newBuf(t, Limits{})
+	for i := range int64(1000) {
+		e := ev(OpCreate, i, i, "x")
+		e.Order = 10 + i
+		if err := b.Add(e, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := b.Collapse(nil, 5000)
+	if c.Stale != 1000 || len(c.Upserts) != 0 {
+		t.Fatalf("stale %d upserts %d, want 1000 and 0", c.Stale, len(c.Upserts))
+	}
+	want := []StaleEvent{{Position{"t", 0, 0}, 10}, {Position{"t", 0, 1}, 11}, {Position{"t", 0, 2}, 12}}
+	if diff := cmp.Diff(want, c.StaleFirst); diff != "" {
+		t.Errorf("stale events reported (-want +got):\n%s", diff)
+	}
+}
+
+// TestStaleAfterTruncateInItsPartition: in one partition Kafka order is
+// source order, so a change after the truncate there that sorts below it
+// has a wrong order (the truncate-and-reload loss of issue 29, where the
+// truncate's order took source.row): it is still dropped, as its order
+// says, but counted apart for the log to say so. A change before the
+// truncate, or on another partition, is the truncate's normal work.
+func TestStaleAfterTruncateInItsPartition(t *testing.T) {
+	at := func(op Op, part int32, off, order, id int64) Event {
+		e := ev(op, off, id, fmt.Sprint("v", order))
+		e.Partition, e.Order = part, order
+		return e
+	}
+	b := newBuf(t, Limits{})
+	for _, e := range []Event{
+		at(OpCreate, 0, 0, 40, 1),
+		at(OpTruncate, 0, 1, 100, 0),
+		at(OpCreate, 0, 2, 60, 2), // after the truncate, below it: wrong
+		at(OpCreate, 0, 3, 61, 3), // likewise
+		at(OpCreate, 1, 0, 50, 4), // another partition: lagging, fine
+		at(OpCreate, 0, 4, 120, 5),
+	} {
+		if err := b.Add(e, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := b.Collapse(nil, 0)
+	if c.Stale != 4 || c.StaleAfterTruncate != 2 {
+		t.Errorf("stale %d, after the truncate %d; want 4 and 2", c.Stale, c.StaleAfterTruncate)
+	}
+	if diff := cmp.Diff([]string{"5=v120"}, rows(c.Upserts)); diff != "" {
+		t.Errorf("upserts (-want +got):\n%s", diff)
 	}
 }

@@ -34,7 +34,9 @@ const (
 // and increasing within a file because every row takes at least one byte of
 // its event: the next event starts at pos + size > pos + row. A snapshot
 // row is pos - 1, below every row of the event at pos and above every row
-// of the event before (events are at least 19 bytes).
+// of the event before (events are at least 19 bytes). A truncate (a query
+// event, no rows) sorts at its own event: its caller passes row 0 whatever
+// source.row says (Debezium gives it the previous rows event's last row).
 //
 // The order is that of one binlog history (one server's binlog, up to a
 // RESET MASTER): after a failover to another server, positions start from

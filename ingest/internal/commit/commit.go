@@ -226,6 +226,15 @@ type Result struct {
 	// consumed but dropped because a truncate later in source order erased
 	// them.
 	Events, SkippedEvents, StaleEvents int
+	// StaleFirst are the first few stale events (batch.MaxStaleSamples)
+	// and Watermark the table's truncate watermark they are below: the
+	// source order of the latest truncate applied, this commit's included.
+	StaleFirst []batch.StaleEvent
+	Watermark  int64
+	// StaleAfterTruncate counts the stale events that follow, in their
+	// partition, the truncate that made them stale: a broken order
+	// (batch.Collapsed.StaleAfterTruncate).
+	StaleAfterTruncate int
 	// Passed counts the records passed without an event (batch.Buffer.Pass:
 	// dead-lettered) whose offsets the commit advanced past.
 	Passed int
@@ -314,6 +323,7 @@ func (c *Committer) Commit(ctx context.Context, buf *batch.Buffer) (Result, erro
 			}
 			res.Events, res.Offsets, res.Truncated = col.Events, offsets, col.Truncate || col.TruncateBefore > 0
 			res.Rows, res.Deletes, res.StaleEvents, res.Passed = len(col.Upserts), out.deletes, col.Stale, col.Passed
+			res.StaleFirst, res.Watermark, res.StaleAfterTruncate = col.StaleFirst, col.Watermark, col.StaleAfterTruncate
 			if err := c.applyIndex(out); err != nil {
 				// The commit landed; the index catches up from the table
 				// at the next attempt.
@@ -345,6 +355,7 @@ func (c *Committer) Commit(ctx context.Context, buf *batch.Buffer) (Result, erro
 				res.SnapshotID = id
 				res.Events, res.Offsets, res.Truncated = col.Events, offsets, col.Truncate || col.TruncateBefore > 0
 				res.Rows, res.Deletes, res.StaleEvents, res.Passed = len(col.Upserts), out.deletes, col.Stale, col.Passed
+				res.StaleFirst, res.Watermark, res.StaleAfterTruncate = col.StaleFirst, col.Watermark, col.StaleAfterTruncate
 				return res, nil
 			}
 		}

@@ -604,7 +604,16 @@ func (vc *valueCodec) decode(payload []byte, wantBefore bool) (Change, error) {
 
 // setOrder sets the event's source order from source.file, pos and row
 // (batch.SourceOrder); it stays 0 when they are missing.
+//
+// A truncate sorts at its own event: row 0, whatever source.row says.
+// Debezium (and capture, which matches it) gives a TRUNCATE the row index
+// of the last row of the previous rows event, of any table; added to the
+// truncate's position it can pass the first rows written after the
+// truncate, which the truncate's watermark would then drop as older.
 func setOrder(ev *batch.Event, file string, pos int64, row int32) {
+	if ev.Op == batch.OpTruncate {
+		row = 0
+	}
 	ev.Order, _ = batch.SourceOrder(file, pos, row, ev.Op == batch.OpRead)
 }
 

@@ -588,3 +588,75 @@ func TestJSONIntegerRange(t *testing.T) {
 		}
 	}
 }
+
+// TestTruncateOrderIgnoresRow: a truncate sorts at its own event (row 0),
+// whatever source.row it carries. Real Debezium's truncate (a golden
+// record, row 0) and the same record with capture's and Debezium's other
+// value (the last row of the previous rows event: 1799 after an 1,800-row
+// INSERT) get one order, and it is below every row of the next rows event,
+// so a reload written right after the truncate is not dropped as older.
+func TestTruncateOrderIgnoresRow(t *testing.T) {
+	reg := newRegistry(t)
+	var g *frames
+	for _, x := range loadGoldens(t, reg) {
+		if x.Topic == "dbzgolden.golden.times" && bytes.Contains(x.Value, []byte(`"op": "t"`)) {
+			g = &x
+			break
+		}
+	}
+	if g == nil {
+		t.Fatal("no truncate among the goldens")
+	}
+	n, err := parseAvroNodes([]byte(*g.ValueSchema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	withRow := func(row int) []byte {
+		d := json.NewDecoder(bytes.NewReader(g.Value))
+		d.UseNumber()
+		var v map[string]any
+		if err := d.Decode(&v); err != nil {
+			t.Fatal(err)
+		}
+		v["source"].(map[string]any)["row"] = json.Number(fmt.Sprint(row))
+		return debezium.AppendFrame(nil, binary.BigEndian.Uint32(g.value[1:5]), encodeNative(t, nil, n, v))
+	}
+	const file, pos = "mysql-bin.000003", 118890801
+	want, ok := batch.SourceOrder(file, pos, 0, false)
+	if !ok {
+		t.Fatal("no order")
+	}
+	d := New(reg)
+	for _, row := range []int{0, 1799} {
+		ch, err := d.Decode(t.Context(), g.Topic, 0, g.Offset, g.key, withRow(row))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ch.Event.Op != batch.OpTruncate || ch.Event.Order != want {
+			t.Errorf("Avro truncate with source.row %d: op %c order %s, want t at %s", row, ch.Event.Op, batch.FormatOrder(ch.Event.Order), batch.FormatOrder(want))
+		}
+	}
+	// The first row of a rows event right after the truncate (its GTID
+	// event, the truncate's 40-odd bytes and the next transaction's
+	// events come between) sorts after the truncate.
+	if next, _ := batch.SourceOrder(file, pos+100, 0, false); next <= want {
+		t.Errorf("a row after the truncate sorts at %s, not after it (%s)", batch.FormatOrder(next), batch.FormatOrder(want))
+	}
+
+	// The same with JSON-encoded Debezium records.
+	for _, row := range []int{0, 1799} {
+		value := fmt.Sprintf(`{"schema":{"type":"struct","fields":[
+		  {"type":"struct","fields":[{"type":"int32","optional":false,"field":"id"}],"optional":true,"name":"p.db.t.Value","field":"before"},
+		  {"type":"struct","fields":[{"type":"int32","optional":false,"field":"id"}],"optional":true,"name":"p.db.t.Value","field":"after"},
+		  {"type":"struct","fields":[{"type":"string","optional":false,"field":"file"},{"type":"int64","optional":false,"field":"pos"},{"type":"int32","optional":false,"field":"row"}],"optional":false,"name":"io.debezium.connector.mysql.Source","field":"source"},
+		  {"type":"string","optional":false,"field":"op"}],"optional":false,"name":"p.db.t.Envelope","version":2},
+		 "payload":{"before":null,"after":null,"source":{"file":%q,"pos":%d,"row":%d},"op":"t"}}`, file, pos, row)
+		ch, err := New(nil).Decode(t.Context(), "p.db.t", 0, 1, nil, []byte(value))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ch.Event.Op != batch.OpTruncate || ch.Event.Order != want {
+			t.Errorf("JSON truncate with source.row %d: op %c order %s, want t at %s", row, ch.Event.Op, batch.FormatOrder(ch.Event.Order), batch.FormatOrder(want))
+		}
+	}
+}

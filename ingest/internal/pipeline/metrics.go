@@ -25,6 +25,7 @@ type Metrics struct {
 	bufBytes    *prometheus.GaugeVec
 	lastSource  *prometheus.GaugeVec
 	deadLetters *prometheus.CounterVec
+	stale       *prometheus.CounterVec
 	freshnessMu sync.Mutex
 	lastTs      map[string]int64 // table → source ts_ms of the last committed change
 	stable      map[tp]int64     // last stable offset seen in fetches
@@ -57,13 +58,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "source.ts_ms of the newest committed change."}, []string{"table"}),
 		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ingest_dead_letter_records_total",
 			Help: "Records sent to the dead-letter topic (errors-tolerance=dlq), by source topic and stage (decode, map); a record an earlier run already sent is not counted again."}, []string{"topic", "stage"}),
+		stale: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ingest_stale_dropped_total",
+			Help: "Change events committed as consumed but dropped because their source order is below the table's truncate watermark: a truncate later in the source erased them."}, []string{"table"}),
 		lastTs:    map[string]int64{},
 		stable:    map[tp]int64{},
 		next:      map[tp]int64{},
 		freshDesc: prometheus.NewDesc("ingest_freshness_seconds", "Now minus the source timestamp of the newest committed change.", []string{"table"}, nil),
 		lagDesc:   prometheus.NewDesc("ingest_consumer_lag", "Records (read_committed last stable offset) not yet committed to the table, per partition.", []string{"topic", "partition"}, nil),
 	}
-	reg.MustRegister(m.rows, m.commits, m.attempts, m.commitTime, m.bufRows, m.bufBytes, m.lastSource, m.deadLetters, m)
+	reg.MustRegister(m.rows, m.commits, m.attempts, m.commitTime, m.bufRows, m.bufBytes, m.lastSource, m.deadLetters, m.stale, m)
 	return m
 }
 
@@ -172,6 +175,9 @@ func (m *Metrics) committed(ident table.Identifier, buf *batch.Buffer, res commi
 			m.rows.WithLabelValues(t, string(rune(op))).Add(float64(n))
 		}
 	}
+	// Added even when 0, so that the series exists from the table's first
+	// commit and increase() sees its first drops.
+	m.stale.WithLabelValues(t).Add(float64(res.StaleEvents))
 	m.freshnessMu.Lock()
 	defer m.freshnessMu.Unlock()
 	if maxTs > m.lastTs[t] {

@@ -480,8 +480,15 @@ func (w *worker) addChangeLog(ch *decode.Change, now time.Time) error {
 		row := make([]any, 0, len(img)+6)
 		row = append(row, img...)
 		row = append(row, op, before[i], ev.TsMs, ev.Partition, ev.Offset, orderValue(ev.Order))
+		// The images share the record's size, the first taking the
+		// remainder: the buffer's bytes must add up to what the worker
+		// counts in Pipeline.buffered, or every commit leaves a byte behind.
+		size := ev.Size / len(images)
+		if i == 0 {
+			size += ev.Size % len(images)
+		}
 		e := ev
-		e.Op, e.Key, e.Row, e.Size = batch.OpCreate, nil, row, ev.Size/len(images)
+		e.Op, e.Key, e.Row, e.Size = batch.OpCreate, nil, row, size
 		if err := w.buf.Add(e, now); err != nil {
 			return err
 		}
@@ -885,6 +892,9 @@ func (w *worker) settle() error {
 	w.log.Info("committed", "reason", f.reason, "events", res.Events, "skipped", res.SkippedEvents, "dead_lettered", res.Passed,
 		"rows", res.Rows, "deletes", res.Deletes, "truncated", res.Truncated,
 		"snapshot_id", res.SnapshotID, "commit_id", res.CommitID, "attempts", res.Attempts, "duration", elapsed)
+	if res.StaleEvents > 0 {
+		w.logStale(res)
+	}
 	w.p.buffered.Add(-f.buf.Bytes())
 	f.buf.Reset()
 	if w.buf != nil && f.buf.SameLayout(w.buf) {
@@ -896,6 +906,35 @@ func (w *worker) settle() error {
 		w.commitGroup(context.Background(), offs)
 	}
 	return nil
+}
+
+// logStale reports the events a commit dropped as older than the table's
+// truncate watermark: one line per commit, with the count, the watermark
+// and the first few events (batch.MaxStaleSamples) by topic, partition,
+// offset and source order. Drops that a truncate of the same batch erased
+// are the truncate's normal work (Info), unless some follow the truncate
+// in its own partition, which a sound order never does (Warn); drops below
+// an earlier commit's truncate are changes that arrived after it (Warn): a
+// partition that lagged behind the truncate's, or orders that do not
+// compare with the truncate's (a source whose binlog history changed).
+func (w *worker) logStale(res commit.Result) {
+	level, msg := slog.LevelWarn, "dropped changes whose source order is below the table's truncate watermark (an earlier commit's truncate)"
+	switch {
+	case res.StaleAfterTruncate > 0:
+		msg = "dropped changes that follow the batch's truncate in their partition but sort below it: the source order is wrong"
+	case res.Truncated:
+		level, msg = slog.LevelInfo, "dropped changes that precede the batch's truncate in source order"
+	}
+	first := make([]string, 0, len(res.StaleFirst))
+	for _, e := range res.StaleFirst {
+		first = append(first, fmt.Sprintf("%s/%d/%d@%s", e.Topic, e.Partition, e.Offset, batch.FormatOrder(e.Order)))
+	}
+	attrs := []any{"stale", res.StaleEvents, "after_truncate", res.StaleAfterTruncate, "watermark", batch.FormatOrder(res.Watermark), "first", first}
+	if len(res.StaleFirst) > 0 {
+		e := res.StaleFirst[0]
+		attrs = append(attrs, "partition", e.Partition, "offset", e.Offset, "order", batch.FormatOrder(e.Order))
+	}
+	w.log.Log(context.Background(), level, msg, attrs...)
 }
 
 // commitLoop commits buf with c, retrying until it lands, the batch is
