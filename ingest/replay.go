@@ -447,34 +447,10 @@ func (r *replayer) checkRetention(ctx context.Context, t *replayTable, tbl *tabl
 		return nil
 	}
 	slices.Sort(gone)
-	settings := r.topicSettings(ctx, slices.Compact(gtopics))
+	settings := pipeline.TopicSettings(ctx, r.adm, slices.Compact(gtopics))
 	return fmt.Errorf("%w: the replay of table %s from snapshot %d needs %s; the records before it were deleted (%s). "+
-		"Replay from a later snapshot (--from-snapshot, --from-time), or keep the history replays need: a longer retention.ms "+
-		"(or -1) on the topic, or compacted topics (capture's --topic-creation-default-cleanup-policy=compact; ingest/README.md, Replay)",
-		errOffsetsGone, t.name, t.state.Base, strings.Join(gone, "; "), settings)
-}
-
-// topicSettings names the retention settings of the topics, for the
-// message of a replay that cannot start.
-func (r *replayer) topicSettings(ctx context.Context, topics []string) string {
-	rcs, err := r.adm.DescribeTopicConfigs(ctx, topics...)
-	if err != nil {
-		return "topic settings unavailable: " + err.Error()
-	}
-	var out []string
-	for _, rc := range rcs {
-		var kv []string
-		for _, c := range rc.Configs {
-			switch c.Key {
-			case "cleanup.policy", "retention.ms", "retention.bytes":
-				kv = append(kv, c.Key+"="+c.MaybeValue())
-			}
-		}
-		slices.Sort(kv)
-		out = append(out, rc.Name+": "+strings.Join(kv, " "))
-	}
-	slices.Sort(out)
-	return strings.Join(out, "; ")
+		"Replay from a later snapshot (--from-snapshot, --from-time), or keep the history replays need: %s",
+		errOffsetsGone, t.name, t.state.Base, strings.Join(gone, "; "), settings, pipeline.KeepHistory)
 }
 
 // run re-applies the topics into the branch until every table has caught
