@@ -144,14 +144,11 @@ func runReplay(ctx context.Context, args []string, getenv func(string) string, s
 	var topics []string
 	for _, t := range tables {
 		if !t.done {
-			for topic := range t.state.Start {
-				topics = append(topics, topic)
-			}
 			main, err := r.mainOffsets(ctx, t)
 			if err != nil {
 				return err
 			}
-			topics = append(topics, slices.Collect(maps.Keys(main))...)
+			topics = append(topics, pendingTopics(t.state.Start, main)...)
 		}
 	}
 	slices.Sort(topics)
@@ -159,6 +156,20 @@ func runReplay(ctx context.Context, args []string, getenv func(string) string, s
 	if len(topics) > 0 {
 		if err := r.run(ctx, *cfg, tables, topics, *publish, progressOut(stderr), *progressEvery); err != nil {
 			return err
+		}
+	} else {
+		// Every branch holds main's offsets already: nothing to read.
+		for _, t := range tables {
+			for !t.done {
+				if err := r.step(ctx, t, *publish); err != nil {
+					return err
+				}
+				if !t.done {
+					if err := commit.Backoff(ctx, 1, time.Second, time.Second); err != nil {
+						return err
+					}
+				}
+			}
 		}
 	}
 	if *publish {
@@ -177,6 +188,25 @@ func runReplay(ctx context.Context, args []string, getenv func(string) string, s
 	logger.Info("replay caught up with main; the branch is left for inspection (read it as branch "+r.branch+
 		"; run again with --publish to move main to it, or remove the branch)", "tables", strings.Join(names, ","), "branch", r.branch)
 	return nil
+}
+
+// pendingTopics are the topics a replay from start has to read to catch
+// up with main: those of which main holds an offset past start's. A topic
+// start holds as far as main does has nothing to re-apply: the old topic
+// of a table renamed before the replay's start, whose table no longer
+// exists under that topic's name (reading it would re-create it).
+func pendingTopics(start, main batch.Offsets) []string {
+	var out []string
+	for topic, parts := range main {
+		for p, want := range parts {
+			if start[topic][p] < want {
+				out = append(out, topic)
+				break
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // replayer holds what a replay shares across its tables.
