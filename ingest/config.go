@@ -36,6 +36,7 @@ type Config struct {
 	// Iceberg.
 	CatalogConfig
 	NamespaceWithPrefix bool
+	MergeSources        bool     // let sources of different topic prefixes write one table
 	TableNameMap        []string // db.table=namespace.table entries, see schemamap.ParseNameMap
 	LowerCaseColumns    string   // auto, true or false (see lowerCaseColumns)
 	PartitionSpec       string   // see pipeline.ParsePartitionSpecs
@@ -80,6 +81,7 @@ func (c *Config) bind(f *envFlags) {
 	f.String(&c.RegistryURL, "schema-registry-url", "http://127.0.0.1:8081", "Confluent-compatible schema registry URL (Apicurio: .../apis/ccompat/v7); JSON records need none")
 	c.CatalogConfig.bind(f)
 	f.Bool(&c.NamespaceWithPrefix, "namespace-with-prefix", false, "name namespaces <prefix>_<db> instead of <db>, for several sources in one catalog")
+	f.Bool(&c.MergeSources, "merge-sources", false, "let sources of different topic prefixes whose tables have one name write one table (shards merged on purpose; see README, Two sources, one name); without it such a table stops ingest")
 	f.Strings(&c.TableNameMap, "table-name-map", "explicit lake table names, '<db>.<table>=<namespace>.<table>' (a source name holding a dot in backquotes), over the natural names ingest gives (see README, Table names)")
 	f.String(&c.LowerCaseColumns, "lower-case-columns", "auto", "name table columns in lower case (a renamed column's doc keeps its source name; two source columns of one lower-case name stop ingest, naming both): true, false, or auto (true on S3 Tables and Glue, whose readers need it: sigv4-service s3tables or glue, a catalog-uri on s3tables. or glue. amazonaws.com, or an S3 Tables bucket ARN warehouse)")
 	f.String(&c.PartitionSpec, "partition-spec", "", "partition spec of new tables, ';'-separated: '<db>.<table>=bucket(N[, <key column>])', '*=bucket(N)' (first key column) or '...=none'; only primary-key columns (default: unpartitioned)")

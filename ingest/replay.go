@@ -144,14 +144,11 @@ func runReplay(ctx context.Context, args []string, getenv func(string) string, s
 	var topics []string
 	for _, t := range tables {
 		if !t.done {
-			for topic := range t.state.Start {
-				topics = append(topics, topic)
-			}
 			main, err := r.mainOffsets(ctx, t)
 			if err != nil {
 				return err
 			}
-			topics = append(topics, slices.Collect(maps.Keys(main))...)
+			topics = append(topics, pendingTopics(t.state.Start, main)...)
 		}
 	}
 	slices.Sort(topics)
@@ -159,6 +156,20 @@ func runReplay(ctx context.Context, args []string, getenv func(string) string, s
 	if len(topics) > 0 {
 		if err := r.run(ctx, *cfg, tables, topics, *publish, progressOut(stderr), *progressEvery); err != nil {
 			return err
+		}
+	} else {
+		// Every branch holds main's offsets already: nothing to read.
+		for _, t := range tables {
+			for !t.done {
+				if err := r.step(ctx, t, *publish); err != nil {
+					return err
+				}
+				if !t.done {
+					if err := commit.Backoff(ctx, 1, time.Second, time.Second); err != nil {
+						return err
+					}
+				}
+			}
 		}
 	}
 	if *publish {
@@ -177,6 +188,25 @@ func runReplay(ctx context.Context, args []string, getenv func(string) string, s
 	logger.Info("replay caught up with main; the branch is left for inspection (read it as branch "+r.branch+
 		"; run again with --publish to move main to it, or remove the branch)", "tables", strings.Join(names, ","), "branch", r.branch)
 	return nil
+}
+
+// pendingTopics are the topics a replay from start has to read to catch
+// up with main: those of which main holds an offset past start's. A topic
+// start holds as far as main does has nothing to re-apply: the old topic
+// of a table renamed before the replay's start, whose table no longer
+// exists under that topic's name (reading it would re-create it).
+func pendingTopics(start, main batch.Offsets) []string {
+	var out []string
+	for topic, parts := range main {
+		for p, want := range parts {
+			if start[topic][p] < want {
+				out = append(out, topic)
+				break
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // replayer holds what a replay shares across its tables.
@@ -447,34 +477,10 @@ func (r *replayer) checkRetention(ctx context.Context, t *replayTable, tbl *tabl
 		return nil
 	}
 	slices.Sort(gone)
-	settings := r.topicSettings(ctx, slices.Compact(gtopics))
+	settings := pipeline.TopicSettings(ctx, r.adm, slices.Compact(gtopics))
 	return fmt.Errorf("%w: the replay of table %s from snapshot %d needs %s; the records before it were deleted (%s). "+
-		"Replay from a later snapshot (--from-snapshot, --from-time), or keep the history replays need: a longer retention.ms "+
-		"(or -1) on the topic, or compacted topics (capture's --topic-creation-default-cleanup-policy=compact; ingest/README.md, Replay)",
-		errOffsetsGone, t.name, t.state.Base, strings.Join(gone, "; "), settings)
-}
-
-// topicSettings names the retention settings of the topics, for the
-// message of a replay that cannot start.
-func (r *replayer) topicSettings(ctx context.Context, topics []string) string {
-	rcs, err := r.adm.DescribeTopicConfigs(ctx, topics...)
-	if err != nil {
-		return "topic settings unavailable: " + err.Error()
-	}
-	var out []string
-	for _, rc := range rcs {
-		var kv []string
-		for _, c := range rc.Configs {
-			switch c.Key {
-			case "cleanup.policy", "retention.ms", "retention.bytes":
-				kv = append(kv, c.Key+"="+c.MaybeValue())
-			}
-		}
-		slices.Sort(kv)
-		out = append(out, rc.Name+": "+strings.Join(kv, " "))
-	}
-	slices.Sort(out)
-	return strings.Join(out, "; ")
+		"Replay from a later snapshot (--from-snapshot, --from-time), or keep the history replays need: %s",
+		errOffsetsGone, t.name, t.state.Base, strings.Join(gone, "; "), settings, pipeline.KeepHistory)
 }
 
 // run re-applies the topics into the branch until every table has caught

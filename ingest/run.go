@@ -367,7 +367,7 @@ func pipelineConfig(ctx context.Context, cfg Config, indexBase string, logger *s
 		SessionTimeout:      cfg.GroupSessionTimeout,
 		Topics:              cfg.topics(),
 		TopicRegex:          cfg.TopicRegex,
-		Namer:               schemamap.Namer{NamespaceWithPrefix: cfg.NamespaceWithPrefix, Map: nameMap},
+		Namer:               schemamap.Namer{NamespaceWithPrefix: cfg.NamespaceWithPrefix, MergeSources: cfg.MergeSources, Map: nameMap},
 		Limits:              batch.Limits{MaxRows: cfg.FlushRows, MaxBytes: int64(cfg.FlushBytes), MaxAge: cfg.FlushInterval},
 		MaxBufferedBytes:    int64(cfg.MaxBufferedBytes),
 		QueueRecords:        cfg.QueueRecords,

@@ -137,26 +137,27 @@ func viewMetadata(meta table.Metadata, loc, branch string) (table.Metadata, erro
 	return b.Build()
 }
 
-// Bookkeeping returns the bookkeeping properties as of snapshot id: the
-// offsets of the newest snapshot from id back that carries offsets (a
-// compaction's or a foreign writer's snapshot carries none and holds the
-// rows of its parent), the truncate watermark and the binlog histories
-// (epochs) of the newest that carries them, and the commit id of id itself.
+// Bookkeeping returns the bookkeeping properties as of snapshot id: each
+// topic's offsets from the newest snapshot from id back that carries that
+// topic's offsets (a commit records only the topics it consumed: a table
+// fed by two topics, after a rename, has the old topic's offsets in the
+// snapshots before the rename alone; a compaction's or a foreign writer's
+// snapshot carries none and holds the rows of its parent), the truncate
+// watermark and the binlog histories (epochs) of the newest that carries
+// them, and the commit id of id itself.
 func Bookkeeping(meta table.Metadata, id int64) iceberg.Properties {
 	out := iceberg.Properties{}
-	haveOffsets, haveMark, haveEpochs := false, false, false
+	haveMark, haveEpochs := false, false
 	first := true
-	for s := meta.SnapshotByID(id); s != nil; {
+	for s, seen := meta.SnapshotByID(id), 0; s != nil && seen <= len(meta.Snapshots()); seen++ {
 		if s.Summary != nil {
 			props := s.Summary.Properties
 			if first && props[commitIDKey] != "" {
 				out[commitIDKey] = props[commitIDKey]
 			}
-			if !haveOffsets {
-				for k, v := range props {
-					if strings.HasPrefix(k, offsetsPrefix) {
-						out[k], haveOffsets = v, true
-					}
+			for k, v := range props {
+				if _, have := out[k]; !have && strings.HasPrefix(k, offsetsPrefix) {
+					out[k] = v
 				}
 			}
 			if !haveMark && props[watermarkKey] != "" {
@@ -167,7 +168,7 @@ func Bookkeeping(meta table.Metadata, id int64) iceberg.Properties {
 			}
 		}
 		first = false
-		if haveOffsets && haveMark && haveEpochs || s.ParentSnapshotID == nil {
+		if s.ParentSnapshotID == nil {
 			break
 		}
 		s = meta.SnapshotByID(*s.ParentSnapshotID)
@@ -271,7 +272,8 @@ func Create(ctx context.Context, cat catalog.Catalog, tbl *table.Table, branch s
 
 // Publish moves main to the head of branch, and the table's bookkeeping
 // properties to the branch's (so that the ingest writing main resumes from
-// the branch's offsets), in one commit that requires main and the branch to
+// the branch's offsets; main's offsets of a topic the branch holds none of
+// are kept), in one commit that requires main and the branch to
 // be where tbl has them: a commit to either since tbl was loaded fails it
 // (table.ErrCommitFailed). set are further properties to set, remove
 // further properties to remove. It returns the snapshot main now holds.
@@ -291,7 +293,9 @@ func Publish(ctx context.Context, cat catalog.Catalog, tbl *table.Table, branch 
 	maps.Copy(props, set)
 	var drop []string
 	for k := range meta.Properties() {
-		if bookkeeping(k) && props[k] == "" {
+		// Main's offsets of a topic the branch holds none of stay: the
+		// branch did not consume it (nor, then, undo what main applied).
+		if bookkeeping(k) && props[k] == "" && !strings.HasPrefix(k, offsetsPrefix) {
 			drop = append(drop, k)
 		}
 	}

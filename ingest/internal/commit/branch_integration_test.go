@@ -120,3 +120,64 @@ func TestCommitToBranch(t *testing.T) {
 		})
 	}
 }
+
+// TestBranchAfterRename is issue 29 item 6: a table fed by two topics
+// (the old one until a rename, the new one since) records the old topic's
+// offsets only in the snapshots before the rename. A branch made after the
+// rename must see each topic's offsets from the newest snapshot that has
+// them (else a replay re-reads the old topic from 0), and Publish must
+// keep main's offsets of a topic the branch did not consume.
+func TestBranchAfterRename(t *testing.T) {
+	const oldTopic, newTopic, laterTopic = "it.db.old", "it.db.new", "it.db.later"
+	cat := connect(t, "")
+	ident := testtable.Create(t, cat, "brrename", 2, nil)
+	ctx := t.Context()
+	c, err := New(ctx, cat, ident, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCommit(t, c, fillOn(t, oldTopic, 0, op{batch.OpCreate, 1, "a"}, op{batch.OpCreate, 2, "b"}))
+	mustCommit(t, c, fillOn(t, newTopic, 0, op{batch.OpCreate, 3, "c"}))
+	s2 := c.Table().CurrentSnapshot().SnapshotID
+	mustCommit(t, c, fillOn(t, newTopic, 1, op{batch.OpUpdate, 3, "c2"}))
+	mustCommit(t, c, fillOn(t, laterTopic, 0, op{batch.OpCreate, 4, "d"}))
+
+	tbl, err := cat.LoadTable(ctx, ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ParseOffsets(branch.Bookkeeping(tbl.Metadata(), s2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (batch.Offsets{oldTopic: {0: 2}, newTopic: {0: 1}}); !cmp.Equal(got, want) {
+		t.Errorf("offsets as of snapshot %d: %v, want %v", s2, got, want)
+	}
+	if err := branch.Create(ctx, cat, tbl, "fix", s2, nil); err != nil {
+		t.Fatalf("creating the branch: %v", err)
+	}
+	bcat := &branch.Catalog{Catalog: cat, Branch: "fix"}
+	bc, err := New(ctx, bcat, ident, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCommit(t, bc, fillOn(t, newTopic, 1, op{batch.OpUpdate, 3, "c3"}))
+	tbl, err = cat.LoadTable(ctx, ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := branch.Publish(ctx, cat, tbl, "fix", nil, nil); err != nil {
+		t.Fatalf("publish: %v", err)
+	}
+	tbl, err = cat.LoadTable(ctx, ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err = Offsets(tbl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (batch.Offsets{oldTopic: {0: 2}, newTopic: {0: 2}, laterTopic: {0: 1}}); !cmp.Equal(got, want) {
+		t.Errorf("main's offsets after publish: %v, want %v (the old topic's and the untouched topic's kept)", got, want)
+	}
+}

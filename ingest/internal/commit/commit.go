@@ -44,9 +44,11 @@
 // position (not from a binlog) is the older copy-on-write overwrite that
 // drops every data file.
 //
-// A commit that has nothing to write (only dropped or already applied
-// changes, or a truncate of a table without snapshots) still commits its
-// offsets and watermark as table properties.
+// A commit that has nothing to write (only dropped or passed records, or a
+// truncate of a table without snapshots) still commits its offsets and
+// watermark: in an empty snapshot, pinned like any other, so that a
+// writer that read main before it conflicts rather than overwriting its
+// offsets properties.
 //
 // Data files of failed attempts are left behind as orphans (iceberg-go
 // does not remove them); table maintenance removes unreferenced files.
@@ -439,11 +441,14 @@ func (c *Committer) attempt(ctx context.Context, tbl *table.Table, buf *batch.Bu
 	var out attempted
 	if col.Empty() && len(col.Upserts) == 0 {
 		// Nothing to write, only offsets to record (records passed, e.g.
-		// dead-lettered, by a buffer that may have no row layout yet): the
-		// properties alone, pinned like any attempt.
+		// dead-lettered, by a buffer that may have no row layout yet): an
+		// empty snapshot that carries them, pinned like any attempt.
 		tx := tbl.NewTransaction()
 		if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
 			return out, stageWrite, fmt.Errorf("pinning main: %w", err)
+		}
+		if err := stageSnapshot(ctx, tx, tbl, props); err != nil {
+			return out, stageWrite, err
 		}
 		if err := tx.SetProperties(tprops); err != nil {
 			return out, stageWrite, fmt.Errorf("staging the offsets properties: %w", err)
@@ -535,8 +540,13 @@ func (c *Committer) attempt(ctx context.Context, tbl *table.Table, buf *batch.Bu
 			}
 		}
 	}
+	// A commit that found nothing to write (deletes that matched no row)
+	// still makes a snapshot, so that it moves main.
+	if err := stageSnapshot(ctx, tx, tbl, props); err != nil {
+		return out, stageWrite, err
+	}
 	// The offsets also go where snapshot expiry cannot remove them, in the
-	// same commit; a commit with nothing to write carries them alone.
+	// same commit.
 	if err := tx.SetProperties(tprops); err != nil {
 		return out, stageWrite, fmt.Errorf("staging the offsets properties: %w", err)
 	}
@@ -546,6 +556,35 @@ func (c *Committer) attempt(ctx context.Context, tbl *table.Table, buf *batch.Bu
 	}
 	out.tbl = tbl
 	return out, stageCommit, nil
+}
+
+// stageSnapshot stages an empty append carrying the snapshot properties
+// props when tx has not staged a snapshot on main yet. Every commit moves
+// main: the next commit of another writer, pinned to the snapshot it read,
+// then conflicts and reloads the offsets instead of writing its stale view
+// of them back over this commit's (table properties are not pinned).
+func stageSnapshot(ctx context.Context, tx *table.Transaction, tbl *table.Table, props iceberg.Properties) error {
+	st, err := tx.StagedTable()
+	if err != nil {
+		return fmt.Errorf("reading the staged commit: %w", err)
+	}
+	before, now := tbl.CurrentSnapshot(), st.CurrentSnapshot()
+	if now != nil && (before == nil || now.SnapshotID != before.SnapshotID) {
+		return nil
+	}
+	sc, err := table.SchemaToArrowSchema(tbl.Schema(), nil, false, false)
+	if err != nil {
+		return fmt.Errorf("converting the schema of %v: %w", tbl.Identifier(), err)
+	}
+	rdr, err := array.NewRecordReader(sc, nil)
+	if err != nil {
+		return fmt.Errorf("staging an empty snapshot: %w", err)
+	}
+	defer rdr.Release()
+	if err := tx.Append(ctx, rdr, props); err != nil {
+		return fmt.Errorf("staging an empty snapshot for the offsets: %w", err)
+	}
+	return nil
 }
 
 // truncateBefore stages the deletion of every row whose source order is

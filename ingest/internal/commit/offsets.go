@@ -132,9 +132,9 @@ func summaryProps(commitID string, offsets batch.Offsets, col *batch.Collapsed) 
 
 // Offsets recovers the Kafka offsets a table holds. They are read from the
 // table properties (OffsetsKeyPrefix+topic, written with every commit), and,
-// for a table last written before ingest kept them there, from the newest
-// snapshot of main whose summary carries them; the walk stops at the first
-// such snapshot. A table without snapshots or offsets holds none (empty
+// for a table last written before ingest kept them there, from the
+// snapshots of main: each topic's from the newest whose summary carries
+// that topic's. A table without snapshots or offsets holds none (empty
 // Offsets). A table that has snapshots but no offsets anywhere (its ingest
 // snapshots expired, or written by another tool) returns an error wrapping
 // ErrOffsetsLost that names the table and the way out.
@@ -155,11 +155,22 @@ func Offsets(tbl *table.Table) (batch.Offsets, error) {
 		if s.Summary == nil {
 			return true
 		}
-		found, werr = readOffsets(s.Summary.Properties, out)
+		// Each topic's offsets from the newest snapshot that has them: a
+		// commit records only the topics it consumed.
+		these := batch.Offsets{}
+		var has bool
+		has, werr = readOffsets(s.Summary.Properties, these)
 		if werr != nil {
 			werr = fmt.Errorf("reading the offsets in snapshot %d of table %v: %w", s.SnapshotID, tbl.Identifier(), werr)
+			return false
 		}
-		return !found && werr == nil
+		for topic, parts := range these {
+			if _, ok := out[topic]; !ok {
+				out[topic] = parts
+			}
+		}
+		found = found || has
+		return true
 	})
 	switch {
 	case err != nil:

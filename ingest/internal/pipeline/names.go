@@ -82,7 +82,10 @@ func (p *Pipeline) resolveTable(ctx context.Context, names topicNames, topic str
 // sourceProps are the properties that record which source table a lake
 // table holds.
 func (p *Pipeline) sourceProps(names topicNames) iceberg.Properties {
-	return iceberg.Properties{schemamap.SourceProperty: p.namerFor(names.prefix).Source(names.db, names.table)}
+	return iceberg.Properties{
+		schemamap.SourceProperty:       p.namerFor(names.prefix).Source(names.db, names.table),
+		schemamap.SourcePrefixProperty: names.prefix,
+	}
 }
 
 // locate resolves w's table at its first change: it sets w.ident and
@@ -93,6 +96,48 @@ func (w *worker) locate(ctx context.Context) (*table.Table, error) {
 		return nil, fmt.Errorf("naming the table of %s: %w", w.topic, err)
 	}
 	w.setIdent(res)
+	if tbl != nil && tbl.Properties()[schemamap.SourcePrefixProperty] == "" && w.names.prefix != "" {
+		if tbl, err = w.adoptTable(ctx, tbl); err != nil {
+			return nil, err
+		}
+	}
+	return tbl, nil
+}
+
+// adoptTable records w's source (its topic prefix) in tbl, w's table,
+// which names no source (created by an older binlake): the first source
+// that writes a table adopts it, and another source's table of the same
+// name is then told apart (schemamap.ErrOtherSource). It returns the
+// table as reloaded; it fails when another source adopted it first.
+func (w *worker) adoptTable(ctx context.Context, tbl *table.Table) (*table.Table, error) {
+	w.p.nameMu.Lock()
+	defer w.p.nameMu.Unlock()
+	key := schemamap.SourcePrefixProperty
+	err := retryCatalog(ctx, func() error {
+		t, err := w.p.cat.LoadTable(ctx, w.ident)
+		if err != nil {
+			return fmt.Errorf("loading table %v: %w", w.ident, err)
+		}
+		if tbl = t; t.Properties()[key] != "" {
+			return nil
+		}
+		tx := t.NewTransaction()
+		if err := tx.SetProperties(iceberg.Properties{key: w.names.prefix}); err != nil {
+			return fmt.Errorf("recording the source of table %v: %w", w.ident, err)
+		}
+		if tbl, err = tx.Commit(ctx); err != nil {
+			return fmt.Errorf("recording the source of table %v: %w", w.ident, err)
+		}
+		w.log.Info("the table names no source (created by an older binlake): this source adopts it; another source's table of the same name now stops ingest (see --merge-sources)",
+			"source_prefix", w.names.prefix)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if got := tbl.Properties()[key]; got != w.names.prefix && !w.p.cfg.Namer.MergeSources {
+		return nil, fmt.Errorf("naming the table of %s: %w", w.topic, w.p.namerFor(w.names.prefix).OtherSource(tbl.Properties(), w.names.db, w.names.table, w.ident))
+	}
 	return tbl, nil
 }
 

@@ -20,7 +20,10 @@
 //     else the start of the partition. A table with snapshots but no
 //     offsets stops ingest (commit.ErrOffsetsLost): no partition is started
 //     over on its own. Consumer-group offsets are committed only after the
-//     Iceberg commit.
+//     Iceberg commit. A stored offset the topic's log does not hold (below
+//     its start: retention; above its end or under another topic ID: a
+//     recreated topic) stops ingest with an *OutsideLogError (logrange.go);
+//     the consumer never resets an offset on its own.
 //   - Table renames are followed from the schema-change topic (rename.go).
 //   - Truncates and change logs follow source order (batch.SourceOrder in
 //     every row's schemamap.SourceOrderColumn), whatever the partitioning
@@ -58,8 +61,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/binlake/binlake/ingest/internal/batch"
@@ -302,7 +307,11 @@ func New(cfg Config, cat catalog.Catalog, dec *decode.Decoder) (*Pipeline, error
 		kgo.FetchMaxPartitionBytes(cfg.FetchPartitionBytes),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		// Every partition is positioned (adjustOffsets: the table's
+		// offset, the group's, or the log's start); an offset that leaves
+		// the log while it is consumed (retention outpacing ingest) is an
+		// error, not a silent jump to the log's start (fetchError).
+		kgo.ConsumeResetOffset(kgo.NoResetOffset().AtStart()),
 		kgo.OnPartitionsAssigned(p.assigned),
 		kgo.OnPartitionsRevoked(p.revoked),
 		kgo.OnPartitionsLost(p.lost),
@@ -458,6 +467,10 @@ func (p *Pipeline) poll(ctx, wctx context.Context) error {
 			var firstEOF *kgo.ErrFirstReadEOF
 			if errors.As(err, &firstEOF) {
 				p.log.Warn("fetch error: the broker closed the connection at once, retrying", "topic", topic, "partition", part, "error", err)
+				return
+			}
+			if errors.Is(err, kerr.OffsetOutOfRange) && fatal == nil {
+				fatal = p.outOfRange(ctx, topic, part, err)
 				return
 			}
 			p.log.Error("fetch error", "topic", topic, "partition", part, "error", err)
@@ -698,6 +711,7 @@ func (p *Pipeline) ownedOnly(topic string, next map[int32]int64) map[int32]int64
 // adjustOffsets sets the fetch offsets of newly assigned partitions to the
 // offsets their tables hold: Iceberg, not the group, decides.
 func (p *Pipeline) adjustOffsets(ctx context.Context, offsets map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
+	var check []positioned
 	for topic, parts := range offsets {
 		ident, err := p.ident(topic)
 		var held batch.Offsets
@@ -754,19 +768,27 @@ func (p *Pipeline) adjustOffsets(ctx context.Context, offsets map[string]map[int
 				return nil, err
 			}
 		}
+		var props iceberg.Properties
+		if tbl != nil {
+			props = tbl.Properties()
+		}
 		for part, group := range parts {
 			next, ok := held[topic][part]
 			from := "the table's"
+			pos := positioned{topic: topic, part: part, next: next, table: ident, props: props, ids: tbl != nil}
 			if !ok {
 				next, ok = carried[part]
 				from = "a renamed table's"
+				pos.next, pos.props, pos.ids = next, nil, false
 			}
 			switch {
 			case ok:
 				parts[part] = kgo.NewOffset().At(next).WithEpoch(-1)
 				p.log.Info("resuming from "+from+" offset", "topic", topic, "partition", part, "offset", next)
 				p.ren.setStart(topic, part, next)
+				check = append(check, pos)
 			case !exists && group.EpochOffset().Offset >= 0:
+				check = append(check, positioned{topic: topic, part: part, next: group.EpochOffset().Offset})
 				// The topic's table was renamed away (renameJob): the
 				// rename committed the topic's offsets to the group first.
 				// Only a missing table resumes from the group: one that
@@ -778,6 +800,16 @@ func (p *Pipeline) adjustOffsets(ctx context.Context, offsets map[string]map[int
 				p.log.Info("table holds no offset, starting at the beginning", "topic", topic, "partition", part)
 			}
 		}
+	}
+	// A stored offset the log no longer (or not yet) holds stops ingest:
+	// Kafka's reset to the log's start would skip what retention removed,
+	// or take a recreated topic's records as applied.
+	if err := p.checkLog(ctx, check); err != nil {
+		if errors.Is(err, ErrOutsideLog) {
+			// The group would retry the join forever: stop ingest.
+			p.fail(err)
+		}
+		return nil, err
 	}
 	return offsets, nil
 }

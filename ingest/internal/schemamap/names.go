@@ -25,6 +25,16 @@ const hashSuffixLen = 12
 // it. It is how a name taken by another source table is recognised.
 const SourceProperty = "binlake.source"
 
+// SourcePrefixProperty is the table property that names the source whose
+// changes the table holds: the topic prefix of its change topics
+// (Debezium's topic.prefix, the first part of the topic name). ingest sets
+// it with SourceProperty at creation, and on an older table that has none
+// the first source that writes it adopts it. Without
+// NamespaceWithPrefix, SourceProperty does not name the prefix, so two
+// sources' db.tbl would resolve to one table: this property tells them
+// apart (ErrOtherSource), unless Namer.MergeSources says to merge them.
+const SourcePrefixProperty = "binlake.source-prefix"
+
 // offsetsPrefix is commit.OffsetsKeyPrefix (not imported: commit imports
 // this package's callers' types, and the key is part of the table format).
 const offsetsPrefix = "binlake.offsets."
@@ -32,6 +42,11 @@ const offsetsPrefix = "binlake.offsets."
 // ErrNameTaken reports a table name that belongs to another source table
 // and cannot be given to this one.
 var ErrNameTaken = errors.New("schemamap: the table name belongs to another source table")
+
+// ErrOtherSource reports a table that holds the same source table (db.tbl)
+// of another source (topic prefix, SourcePrefixProperty): two sources are
+// never merged into one table unless Namer.MergeSources is set.
+var ErrOtherSource = fmt.Errorf("%w: it holds another source's table of the same name", ErrNameTaken)
 
 // Namer turns Debezium table identities into Iceberg table identifiers that
 // S3 Tables accepts: one namespace level, names of 1–255 characters from
@@ -61,6 +76,10 @@ type Namer struct {
 	NamespaceWithPrefix bool
 	// Map gives source tables explicit names (ParseNameMap). Default: none.
 	Map NameMap
+	// MergeSources lets sources with different prefixes write one table
+	// when their tables resolve to one name (shards merged on purpose);
+	// default false: such a table stops ingest with ErrOtherSource.
+	MergeSources bool
 }
 
 // SourceTable is a source table: its database and its name.
@@ -256,9 +275,15 @@ const (
 	ownerThis    owner = iota + 1 // SourceProperty names this source, or (none set) the table holds its topic's offsets or has its legacy name
 	ownerOther                    // SourceProperty names another source
 	ownerUnknown                  // no SourceProperty, and nothing shows it is this source's
+	ownerPrefix                   // this source table's, but SourcePrefixProperty names another source
 )
 
 func (n Namer) owner(props map[string]string, db, tbl, topic string, ident table.Identifier) owner {
+	if p, ok := props[SourcePrefixProperty]; ok && p != n.Prefix && n.Prefix != "" && !n.MergeSources {
+		if src, ok := props[SourceProperty]; !ok || src == n.Source(db, tbl) {
+			return ownerPrefix
+		}
+	}
 	if src, ok := props[SourceProperty]; ok {
 		if src == n.Source(db, tbl) {
 			return ownerThis
@@ -292,9 +317,14 @@ func (n Namer) Resolve(ctx context.Context, db, tbl, topic string, look Lookup) 
 		if err != nil {
 			return Resolved{}, err
 		}
-		if exists && n.owner(props, db, tbl, topic, id) == ownerOther {
-			return Resolved{}, fmt.Errorf("%w: table-name-map names %v for %s.%s, but that table holds %s (its %s property): map one of them elsewhere",
-				ErrNameTaken, id, db, tbl, props[SourceProperty], SourceProperty)
+		if exists {
+			switch n.owner(props, db, tbl, topic, id) {
+			case ownerOther:
+				return Resolved{}, fmt.Errorf("%w: table-name-map names %v for %s.%s, but that table holds %s (its %s property): map one of them elsewhere",
+					ErrNameTaken, id, db, tbl, props[SourceProperty], SourceProperty)
+			case ownerPrefix:
+				return Resolved{}, n.OtherSource(props, db, tbl, id)
+			}
 		}
 		return Resolved{Ident: slices.Clone(id), Exists: exists, Kind: NameMapped}, nil
 	}
@@ -303,15 +333,23 @@ func (n Namer) Resolve(ctx context.Context, db, tbl, topic string, look Lookup) 
 	if err != nil {
 		return Resolved{}, err
 	}
-	if naturalExists && n.owner(props, db, tbl, topic, natural) == ownerThis {
-		return Resolved{Ident: natural, Exists: true, Kind: NameNatural}, nil
+	if naturalExists {
+		switch n.owner(props, db, tbl, topic, natural) {
+		case ownerThis:
+			return Resolved{Ident: natural, Exists: true, Kind: NameNatural}, nil
+		case ownerPrefix:
+			return Resolved{}, n.OtherSource(props, db, tbl, natural)
+		}
 	}
 	props, exists, err := look(ctx, hashed)
 	if err != nil {
 		return Resolved{}, err
 	}
 	if exists {
-		if n.owner(props, db, tbl, topic, hashed) == ownerOther {
+		switch n.owner(props, db, tbl, topic, hashed) {
+		case ownerPrefix:
+			return Resolved{}, n.OtherSource(props, db, tbl, hashed)
+		case ownerOther:
 			return Resolved{}, fmt.Errorf("%w: %s.%s would be named %v, but that table holds %s (its %s property): name one of them with table-name-map",
 				ErrNameTaken, db, tbl, hashed, props[SourceProperty], SourceProperty)
 		}
@@ -322,14 +360,29 @@ func (n Namer) Resolve(ctx context.Context, db, tbl, topic string, look Lookup) 
 		if err != nil {
 			return Resolved{}, err
 		}
-		if exists && n.owner(props, db, tbl, topic, legacy) == ownerThis {
-			return Resolved{Ident: legacy, Exists: true, Kind: NameLegacy}, nil
+		if exists {
+			switch n.owner(props, db, tbl, topic, legacy) {
+			case ownerThis:
+				return Resolved{Ident: legacy, Exists: true, Kind: NameLegacy}, nil
+			case ownerPrefix:
+				return Resolved{}, n.OtherSource(props, db, tbl, legacy)
+			}
 		}
 	}
 	if naturalExists {
 		return Resolved{Ident: hashed, Kind: NameHashed}, nil
 	}
 	return Resolved{Ident: natural, Kind: NameNatural}, nil
+}
+
+// OtherSource is the ErrOtherSource of source table db.tbl resolving to
+// table ident, whose properties props name another source.
+func (n Namer) OtherSource(props map[string]string, db, tbl string, ident table.Identifier) error {
+	return fmt.Errorf("%w: %s.%s of source %q resolves to table %s, which holds %s.%s of source %q (its %s property): "+
+		"two sources are never merged into one table by accident. Give each source its own tables with --namespace-with-prefix "+
+		"(namespace <prefix>_<db>), or run one ingest per source, each with a --table-name-map of its own; "+
+		"or, to merge the sources' rows into one table on purpose, set --merge-sources (ingest/README.md, Two sources, one name)",
+		ErrOtherSource, db, tbl, n.Prefix, strings.Join(ident, "."), db, tbl, props[SourcePrefixProperty], SourcePrefixProperty)
 }
 
 // Holds reports whether a table with properties props, named ident, is

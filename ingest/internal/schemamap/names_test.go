@@ -301,3 +301,50 @@ func TestPlaced(t *testing.T) {
 		}
 	}
 }
+
+// TestResolveOtherSource is issue 29 item 4: without NamespaceWithPrefix
+// two sources' a.orders resolve to one table; the table's
+// SourcePrefixProperty tells them apart. Another source's table stops
+// resolving (ErrOtherSource) unless MergeSources; a table naming no
+// source (an older binlake's) is this source's.
+func TestResolveOtherSource(t *testing.T) {
+	east := map[string]string{SourceProperty: "a.orders", SourcePrefixProperty: "east"}
+	old := map[string]string{SourceProperty: "a.orders"}
+	for _, tc := range []struct {
+		name  string
+		namer Namer
+		props map[string]string
+		want  error
+	}{
+		{"own source", Namer{Prefix: "east"}, east, nil},
+		{"another source", Namer{Prefix: "west"}, east, ErrOtherSource},
+		{"another source, merged", Namer{Prefix: "west", MergeSources: true}, east, nil},
+		{"a table naming no source is adopted", Namer{Prefix: "west"}, old, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.namer.Resolve(t.Context(), "a", "orders", "", catalogOf{"a.orders": tc.props}.look)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("Resolve: error %v, want %v", err, tc.want)
+			}
+			if err != nil {
+				for _, s := range []string{`"west"`, `"east"`, "--namespace-with-prefix", "--table-name-map", "--merge-sources"} {
+					if !strings.Contains(err.Error(), s) {
+						t.Errorf("the error does not name %s: %v", s, err)
+					}
+				}
+				return
+			}
+			if strings.Join(got.Ident, ".") != "a.orders" || !got.Exists {
+				t.Errorf("Resolve = %v exists %v, want the existing a.orders", got.Ident, got.Exists)
+			}
+		})
+	}
+	// The mapped name is checked too.
+	m, err := ParseNameMap([]string{"a.orders=sales.orders"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (Namer{Prefix: "west", Map: m}).Resolve(t.Context(), "a", "orders", "", catalogOf{"sales.orders": east}.look); !errors.Is(err, ErrOtherSource) {
+		t.Errorf("mapped onto another source's table: error %v, want ErrOtherSource", err)
+	}
+}
