@@ -67,6 +67,13 @@ type Event struct {
 	Table    *replication.TableMapEvent
 	RowsType RowsType
 	Rows     [][]any
+	// FirstRow is the source.row of the event's first row, and RowLimit
+	// bounds source.row (see [Event.RowIndex]): rows inside a MySQL 8
+	// transaction payload share the payload's Pos and are numbered across
+	// its inner events, and a compressed event (payload, MariaDB
+	// *_ROWS_COMPRESSED_EVENT) can hold more rows than bytes.
+	FirstRow int32
+	RowLimit uint32
 
 	// KindQuery.
 	Schema string // the session's default database
@@ -111,12 +118,16 @@ type Reader struct {
 	file string
 	pos  uint32 // end of the last commit
 
-	gtid    string // of the open transaction
-	lastTs  uint32 // timestamp of the last event that had one
-	beginTs uint32 // lastTs when the open transaction's GTID event arrived
-	thread  int64
-	inTxn   bool
-	pending []Event // events decoded but not yet returned
+	gtid string // of the open transaction
+	// Decoding a transaction payload's inner events, and the rows of
+	// them so far (the next rows event's FirstRow).
+	inPayload   bool
+	payloadRows int32
+	lastTs      uint32 // timestamp of the last event that had one
+	beginTs     uint32 // lastTs when the open transaction's GTID event arrived
+	thread      int64
+	inTxn       bool
+	pending     []Event // events decoded but not yet returned
 
 	// The open transaction as capture has seen it, to resume it after a
 	// lost connection: its events returned so far and its Begin.
@@ -424,6 +435,7 @@ func (r *Reader) decode(raw *replication.BinlogEvent) error {
 	case *replication.RowsEvent:
 		ev := r.base(h)
 		ev.Kind, ev.Table, ev.Rows = KindRows, e.Table, e.Rows
+		ev.RowLimit, ev.FirstRow = h.EventSize, r.payloadRows
 		switch h.EventType {
 		case replication.WRITE_ROWS_EVENTv0, replication.WRITE_ROWS_EVENTv1, replication.WRITE_ROWS_EVENTv2,
 			replication.MARIADB_WRITE_ROWS_COMPRESSED_EVENT_V1:
@@ -445,13 +457,23 @@ func (r *Reader) decode(raw *replication.BinlogEvent) error {
 		default:
 			return fmt.Errorf("unexpected rows event type %s at %s:%d", h.EventType, r.file, h.LogPos)
 		}
+		if r.inPayload {
+			n := len(e.Rows)
+			if ev.RowsType == Update {
+				n /= 2
+			}
+			r.payloadRows += int32(n)
+		}
 		r.pending = append(r.pending, ev)
 	case *replication.TransactionPayloadEvent:
 		// MySQL 8 binlog_transaction_compression: the payload holds the
 		// transaction's events, already decoded by go-mysql.
+		r.inPayload, r.payloadRows = true, 0
+		defer func() { r.inPayload, r.payloadRows = false, 0 }()
 		for _, inner := range e.Events {
 			// Inner events carry no log position of their own: keep the
-			// payload's, so positions stay monotonic.
+			// payload's, so positions stay monotonic; their rows are
+			// numbered across the payload (see Event.RowIndex).
 			inner.Header.LogPos, inner.Header.EventSize = h.LogPos, h.EventSize
 			if err := r.decode(inner); err != nil {
 				return err
@@ -466,6 +488,34 @@ func (r *Reader) decode(raw *replication.BinlogEvent) error {
 }
 
 func withKind(e Event, k Kind) Event { e.Kind = k; return e }
+
+// RowIndex returns source.row of the event's row i (an update's before and
+// after images are one row): FirstRow + i, so that every row of the binlog
+// has its own (pos, row), increasing in binlog order, with pos + row below
+// the next event's position (ingest's source order is pos + row, see
+// ingest/internal/batch/order.go). An uncompressed event takes at least one
+// byte per row, so that holds of Debezium's numbering (0, 1, ... within the
+// event), which RowIndex returns for it. Two cases need more:
+//
+//   - The events inside a MySQL 8 transaction payload carry no position of
+//     their own: Debezium gives them all the payload's and numbers each
+//     rows event's rows from 0, so rows of two inner events share (pos,
+//     row). Capture numbers the rows of all the payload's inner events
+//     consecutively instead (FirstRow).
+//   - A compressed event (a payload, a MariaDB *_ROWS_COMPRESSED_EVENT) may
+//     hold more rows than it has bytes; Debezium's row then reaches the
+//     next event's position. Capture caps row at RowLimit-1 (the event's
+//     size less one): the rows past the cap share their order, all within
+//     the event, rather than collide with a later event's.
+//
+// Both depart from Debezium's values only where Debezium's collide.
+func (e Event) RowIndex(i int) int32 {
+	row := int64(e.FirstRow) + int64(i)
+	if e.RowLimit > 0 && row >= int64(e.RowLimit) {
+		row = int64(e.RowLimit) - 1
+	}
+	return int32(row)
+}
 
 func (r *Reader) advance(h *replication.EventHeader) error {
 	if r.gtid != "" && r.gset != nil {

@@ -547,8 +547,9 @@ func (s *Stream) rows(ctx context.Context, ev binlog.Event) error {
 		step = 2
 	}
 	for i := 0; i+step-1 < len(ev.Rows); i += step {
-		src := s.source(ev, db, tbl, i/step)
-		s.lastRow = int32(i / step)
+		row := ev.RowIndex(i / step)
+		src := s.source(ev, db, tbl, int(row))
+		s.lastRow = row
 		switch ev.RowsType {
 		case binlog.Insert:
 			after, err := s.convert(t, nil, ev.Rows[i])

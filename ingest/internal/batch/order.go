@@ -30,13 +30,30 @@ const (
 //
 // The encoding is seq<<33 + pos + row, where seq is the number after the
 // file name's last dot (rotation increments it, so files sort by it even
-// past 999999, where the names stop sorting as text). pos + row is unique
-// and increasing within a file because every row takes at least one byte of
-// its event: the next event starts at pos + size > pos + row. A snapshot
-// row is pos - 1, below every row of the event at pos and above every row
-// of the event before (events are at least 19 bytes). A truncate (a query
-// event, no rows) sorts at its own event: its caller passes row 0 whatever
-// source.row says (Debezium gives it the previous rows event's last row).
+// past 999999, where the names stop sorting as text). pos + row increases
+// within a file, and the rows of one event sort below the next event's,
+// because row < size of the event at pos, so pos + row < pos + size, the
+// next event's start. A snapshot row is pos - 1, below every row of the
+// event at pos and above every row of the event before (events are at least
+// 19 bytes). A truncate (a query event, no rows) sorts at its own event:
+// its caller passes row 0 whatever source.row says (Debezium gives it the
+// previous rows event's last row).
+//
+// row < size holds of a plain rows event (every row takes at least one byte
+// of it), but not of a compressed one, which capture bounds instead
+// (capture/internal/binlog Event.RowIndex): the events inside a MySQL 8
+// transaction payload all carry the payload's pos, so capture numbers their
+// rows consecutively across the payload (Debezium numbers each inner event
+// from 0, so its rows collide); and a compressed event (payload, MariaDB
+// *_ROWS_COMPRESSED_EVENT) can hold more rows than bytes, so capture caps
+// row at size - 1. With more rows than bytes no numbering can give each row
+// its own value below the next event: the rows past the cap share the last
+// order of their event. That is safe here, since an order only decides
+// against another event (a truncate, a history change), and all rows of one
+// event lie on the same side of it; within an event, rows of one key keep
+// their Kafka order. Orders of different events never collide.
+// Debezium's own topics keep its numbering: its rows of a compressed event
+// of more rows than bytes can still reach past the next event's pos.
 //
 // The order is that of one binlog history (one server's binlog, up to a
 // RESET MASTER): after a failover to another server, positions start from
