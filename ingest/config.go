@@ -259,7 +259,7 @@ func (c *CatalogConfig) bind(f *envFlags) {
 	f.String(&c.S3Region, "s3-region", "", "S3 and SigV4 region (default: AWS_REGION)")
 	f.Secret(&c.S3AccessKeyID, "s3-access-key-id", "access key for the data files only, when they are not the AWS credentials (e.g. MinIO); default: the AWS default chain")
 	f.Secret(&c.S3SecretAccessKey, "s3-secret-access-key", "secret key paired with INGEST_S3_ACCESS_KEY_ID")
-	f.String(&c.StateDir, "state-dir", "", "local directory of ingest's state: the per-table primary-key index that delete-mode auto, position and dv keep (a cache: rebuilt from the tables when missing), and without catalog-uri the embedded catalog (catalog.db, warehouse/, the index in keyindex/); one per ingest process; empty: the index in a new temporary directory, removed on exit, so every start rebuilds it by reading the tables' key columns")
+	f.String(&c.StateDir, "state-dir", "", "local directory of ingest's state: in keyindex/ the per-table primary-key index that delete-mode auto, position and dv keep (a cache: rebuilt from the tables when missing; a corrupt one is moved aside to keyindex.corrupt-<time>), and without catalog-uri the embedded catalog (catalog.db, warehouse/); one per ingest process; never removed; empty: the index in a new temporary directory, removed on exit, so every start rebuilds it by reading the tables' key columns")
 }
 
 func (c *CatalogConfig) validate() []error {

@@ -344,16 +344,15 @@ func pipelineConfig(ctx context.Context, cfg Config, indexBase string, logger *s
 		return pcfg, nil, release, err
 	}
 	if deleteModes.Positional() {
-		dir, releaseDir, err := indexDir(indexBase, logger)
+		legacy := ""
+		if indexBase != "" {
+			legacy = cfg.legacyIndexDir()
+		}
+		idx, releaseIdx, err := openIndex(indexBase, legacy, int64(cfg.IndexCacheBytes), logger)
 		if err != nil {
 			return pcfg, nil, release, err
 		}
-		idx, err := keyindex.Open(keyindex.Config{Dir: dir, CacheBytes: int64(cfg.IndexCacheBytes), Logger: logger})
-		if err != nil {
-			releaseDir()
-			return pcfg, nil, release, fmt.Errorf("opening the key index (state-dir %s): %w", dir, err)
-		}
-		release = func() { _ = idx.Close(); releaseDir() }
+		release = releaseIdx
 		commitCfg.Index = idx
 	}
 	return pipeline.Config{
