@@ -41,7 +41,8 @@ type Config struct {
 
 	// Kafka and the registry.
 	KafkaBrokers       string
-	Kafka              KafkaSecurity // TLS and SASL (MSK)
+	Kafka              KafkaSecurity    // TLS and SASL (MSK)
+	Registry           RegistrySecurity // schema registry credentials and CA
 	RegistryURL        string
 	OffsetsTopic       string
 	HistoryTopic       string
@@ -108,6 +109,7 @@ func (c *Config) bind(f *envFlags) {
 	f.String(&c.KafkaBrokers, "kafka-brokers", "127.0.0.1:9092", "comma-separated Kafka seed brokers")
 	c.Kafka.bind(f)
 	f.String(&c.RegistryURL, "schema-registry-url", "http://127.0.0.1:8081", "Confluent-compatible schema registry URL (Apicurio: .../apis/ccompat/v7)")
+	c.Registry.bind(f)
 	f.String(&c.OffsetsTopic, "offsets-topic", "__binlake-capture-offsets", "compacted topic holding capture positions")
 	f.String(&c.HistoryTopic, "schema-history-topic", "", "topic holding table definitions as they change (default __binlake-schema-history.<prefix>)")
 	f.Int(&c.TopicPartitions, "topic-creation-default-partitions", 1, "partitions of change topics capture creates")
@@ -165,6 +167,9 @@ func (c *Config) Validate() error {
 	}
 	if c.StartupTimeout < 0 {
 		bad("startup-timeout %s: want 0 or more", c.StartupTimeout)
+	}
+	if err := c.Registry.Validate(c.RegistryURL); err != nil {
+		errs = append(errs, err)
 	}
 	if err := c.Kafka.Validate(strings.Split(c.KafkaBrokers, ",")); err != nil {
 		errs = append(errs, err)
@@ -286,7 +291,8 @@ func (c *Config) redacted() []any {
 		"mysql_addr", c.MySQLAddr, "mysql_user", c.MySQLUser, "mysql_password_set", c.MySQLPassword != "",
 		"topic_prefix", c.TopicPrefix, "id", c.ID, "kafka_brokers", c.KafkaBrokers,
 		"kafka_tls", c.Kafka.TLS, "kafka_sasl_mechanism", c.Kafka.SASLMechanism, "kafka_sasl_username", c.Kafka.SASLUsername,
-		"schema_registry_url", redactURL(c.RegistryURL), "offsets_topic", c.OffsetsTopic, "schema_history_topic", c.HistoryTopic,
+		"schema_registry_url", redactURL(c.RegistryURL), "schema_registry_username", c.Registry.Username, "schema_registry_password_set", c.Registry.Password != "", "schema_registry_token_set", c.Registry.Token != "", "schema_registry_ca_file", c.Registry.CAFile,
+		"offsets_topic", c.OffsetsTopic, "schema_history_topic", c.HistoryTopic,
 		"server_id", c.ServerID, "flavor", c.Flavor, "snapshot_mode", c.SnapshotMode, "signal_kafka_topic", c.SignalKafkaTopic, "snapshot_chunk_rows", c.SnapshotChunkRows, "snapshot_read_ahead", c.SnapshotReadAhead, "commit_interval", c.CommitInterval,
 		"field_name_adjustment_mode", c.Naming.Field, "schema_name_adjustment_mode", c.Naming.Schema,
 		"startup_timeout", c.StartupTimeout,

@@ -296,7 +296,11 @@ func stream1(ctx context.Context, cfg Config, logger *slog.Logger, metrics *stre
 		return err
 	}
 
-	registry, err := publish.NewRegistry(cfg.RegistryURL)
+	registryOpts, err := cfg.Registry.clientOpts()
+	if err != nil {
+		return err
+	}
+	registry, err := publish.NewRegistry(cfg.RegistryURL, registryOpts...)
 	if err != nil {
 		return err
 	}

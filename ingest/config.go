@@ -20,8 +20,9 @@ import (
 // variable and default are in bind.
 type Config struct {
 	// Kafka.
-	KafkaBrokers string        // comma-separated seed brokers
-	Kafka        KafkaSecurity // TLS and SASL (MSK)
+	KafkaBrokers string           // comma-separated seed brokers
+	Kafka        KafkaSecurity    // TLS and SASL (MSK)
+	Registry     RegistrySecurity // schema registry credentials and CA
 	GroupID      string
 	// GroupSessionTimeout is how long the group waits for a member that
 	// stopped heartbeating (a killed process) before giving its partitions
@@ -78,6 +79,7 @@ func (c *Config) bind(f *envFlags) {
 	f.String(&c.Topics, "topics", "", "comma-separated change topics <prefix>.<db>.<table> to consume (or use -topic-regex)")
 	f.String(&c.TopicRegex, "topic-regex", "", "regex matching whole change topic names to consume, e.g. 'dbserver1\\.inventory\\..*'")
 	f.String(&c.RegistryURL, "schema-registry-url", "http://127.0.0.1:8081", "Confluent-compatible schema registry URL (Apicurio: .../apis/ccompat/v7); JSON records need none")
+	c.Registry.bind(f)
 	c.CatalogConfig.bind(f)
 	f.Bool(&c.NamespaceWithPrefix, "namespace-with-prefix", false, "name namespaces <prefix>_<db> instead of <db>, for several sources in one catalog")
 	f.Strings(&c.TableNameMap, "table-name-map", "explicit lake table names, '<db>.<table>=<namespace>.<table>' (a source name holding a dot in backquotes), over the natural names ingest gives (see README, Table names)")
@@ -114,6 +116,9 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.CatalogConfig.validate()...)
 	if strings.TrimSpace(c.KafkaBrokers) == "" {
 		bad("kafka-brokers is empty")
+	}
+	if err := c.Registry.Validate(c.RegistryURL); err != nil {
+		errs = append(errs, err)
 	}
 	if err := c.Kafka.Validate(c.brokers()); err != nil {
 		errs = append(errs, err)
@@ -355,7 +360,8 @@ func (c *Config) redacted() []any {
 	return []any{
 		"kafka_brokers", c.KafkaBrokers, "kafka_tls", c.Kafka.TLS, "kafka_sasl_mechanism", c.Kafka.SASLMechanism,
 		"kafka_sasl_username", c.Kafka.SASLUsername, "group_id", c.GroupID, "group_session_timeout", c.GroupSessionTimeout, "topics", c.Topics, "topic_regex", c.TopicRegex,
-		"schema_registry_url", redactURL(c.RegistryURL), "catalog_uri", redactURL(c.CatalogURI), "warehouse", c.Warehouse,
+		"schema_registry_url", redactURL(c.RegistryURL), "schema_registry_username", c.Registry.Username, "schema_registry_password_set", c.Registry.Password != "", "schema_registry_token_set", c.Registry.Token != "", "schema_registry_ca_file", c.Registry.CAFile,
+		"catalog_uri", redactURL(c.CatalogURI), "warehouse", c.Warehouse,
 		"catalog_credential_set", c.CatalogCredential != "", "catalog_token_set", c.CatalogToken != "",
 		"sigv4", c.SigV4, "sigv4_service", c.SigV4Service, "s3_endpoint", c.S3Endpoint, "s3_region", c.S3Region, "s3_keys_set", c.S3AccessKeyID != "",
 		"table_name_map", strings.Join(c.TableNameMap, ";"), "lower_case_columns", c.lowerCaseColumns(), "partition_spec", c.PartitionSpec, "keyless_tables", c.KeylessTables,

@@ -320,7 +320,11 @@ func pipelineConfig(ctx context.Context, cfg Config, indexBase string, logger *s
 	release = func() {}
 	var registry decode.Registry
 	if cfg.RegistryURL != "" {
-		cl, err := sr.NewClient(sr.URLs(cfg.RegistryURL))
+		opts, err := cfg.Registry.clientOpts()
+		if err != nil {
+			return pcfg, nil, release, err
+		}
+		cl, err := sr.NewClient(append([]sr.ClientOpt{sr.URLs(cfg.RegistryURL)}, opts...)...)
 		if err != nil {
 			return pcfg, nil, release, fmt.Errorf("schema registry %s: %w", redactURL(cfg.RegistryURL), err)
 		}
