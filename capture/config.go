@@ -86,7 +86,9 @@ type Config struct {
 	MetricsAddr          string
 	// Pprof serves net/http/pprof under /debug/pprof/ on MetricsAddr
 	// (default false: profiling is opt-in, on the admin listener only).
-	Pprof               bool
+	Pprof bool
+	// PprofAddr serves the profiles on a listener of their own instead.
+	PprofAddr           string
 	LogFormat, LogLevel string
 	ShutdownTimeout     time.Duration
 	StartupTimeout      time.Duration
@@ -142,7 +144,8 @@ func (c *Config) bind(f *envFlags) {
 	f.String(&c.FieldNameAdjustment, "field-name-adjustment-mode", "avro", "Debezium field.name.adjustment.mode for column fields of keys and rows: avro (characters outside [A-Za-z0-9_] become _; what Debezium does with an Avro converter even when set to none), avro_unicode (they and _ become _uXXXX) or none (names as they are; a name Avro cannot carry stops capture before anything is written)")
 	f.String(&c.SchemaNameAdjustment, "schema-name-adjustment-mode", "none", "Debezium schema.name.adjustment.mode for the Key, Value and Envelope record names (<topic>.Value): none, avro or avro_unicode")
 	f.String(&c.MetricsAddr, "metrics-addr", "127.0.0.1:9464", "address of /metrics, /healthz and /readyz (off: none)")
-	f.Bool(&c.Pprof, "pprof", false, "also serve Go's profiles (net/http/pprof) under /debug/pprof/ on metrics-addr")
+	f.Bool(&c.Pprof, "pprof", false, "also serve Go's profiles (net/http/pprof) under /debug/pprof/ on metrics-addr (prefer pprof-addr)")
+	f.String(&c.PprofAddr, "pprof-addr", "", "address of a server of Go's profiles (/debug/pprof/) apart from metrics-addr, e.g. 127.0.0.1:6060 reached through kubectl port-forward (empty: none)")
 	f.String(&c.LogFormat, "log-format", "text", "log format: text or json")
 	f.String(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.Duration(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a stop may take to commit or abort the open transaction")

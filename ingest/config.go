@@ -66,6 +66,7 @@ type Config struct {
 	// Operations.
 	MetricsAddr         string
 	Pprof               bool
+	PprofAddr           string // the profiles on a listener of their own
 	LogFormat, LogLevel string
 	ShutdownTimeout     time.Duration
 	StartupTimeout      time.Duration
@@ -102,7 +103,8 @@ func (c *Config) bind(f *envFlags) {
 	f.Duration(&c.MaintainInterval, "maintain-interval", 0, "run table maintenance (as ingest maintain, with its -maintain-* settings) in this process every interval, e.g. 6h (0: off; not on S3 Tables, which maintains its tables itself)")
 	c.Maintain.bind(f)
 	f.String(&c.MetricsAddr, "metrics-addr", "127.0.0.1:9465", "address of /metrics, /healthz and /readyz (off: none)")
-	f.Bool(&c.Pprof, "pprof", false, "also serve Go's profiles (/debug/pprof/) on metrics-addr, for profiling a running ingest; keep that address private")
+	f.Bool(&c.Pprof, "pprof", false, "also serve Go's profiles (/debug/pprof/) on metrics-addr, for profiling a running ingest; keep that address private (prefer pprof-addr)")
+	f.String(&c.PprofAddr, "pprof-addr", "", "address of a server of Go's profiles (/debug/pprof/) apart from metrics-addr, e.g. 127.0.0.1:6060 reached through kubectl port-forward (empty: none)")
 	f.String(&c.LogFormat, "log-format", "text", "log format: text or json")
 	f.String(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.Duration(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a stop may take to commit the open batches")

@@ -230,6 +230,17 @@ func ingest(ctx context.Context, cfg Config, logger *slog.Logger) error {
 			_ = srv.Shutdown(sctx)
 		}()
 	}
+	if cfg.PprofAddr != "" {
+		srv, err := servePprof(cfg.PprofAddr)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = srv.Shutdown(sctx)
+		}()
+	}
 
 	var cat catalog.Catalog
 	err := startupRetry(ctx, logger, "the Iceberg catalog", cfg.StartupTimeout, catalogRefusal, func(ctx context.Context) (err error) {

@@ -32,11 +32,25 @@ app.kubernetes.io/instance: {{ $root.Release.Name }}
 app.kubernetes.io/component: {{ index . 1 }}
 {{- end }}
 
+{{/* binlake.serviceAccountName: one component's account; call with (list $ "capture"). */}}
 {{- define "binlake.serviceAccountName" -}}
-{{- if .Values.serviceAccount.create }}
-{{- default (include "binlake.fullname" .) .Values.serviceAccount.name }}
+{{- $root := index . 0 }}{{ $c := index . 1 }}{{ $sa := (index $root.Values $c).serviceAccount }}
+{{- if $sa.create }}
+{{- default (printf "%s-%s" (include "binlake.fullname" $root) $c) $sa.name }}
 {{- else }}
-{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name }}
+{{- required (printf "%s.serviceAccount.name is required when %s.serviceAccount.create is false" $c $c) $sa.name }}
+{{- end }}
+{{- end }}
+
+{{/* binlake.opsEnv sets the metrics and pprof addresses in the env map; call with (list $env "CAPTURE" $componentValues). */}}
+{{- define "binlake.opsEnv" -}}
+{{- $env := index . 0 }}{{ $p := index . 1 }}{{ $v := index . 2 }}
+{{- $_ := set $env (printf "%s_METRICS_ADDR" $p) (printf "%s:%d" $v.metricsBindAddress (int $v.metricsPort)) }}
+{{- if $v.pprof.enabled }}
+{{- if eq (int $v.pprof.port) (int $v.metricsPort) }}
+{{- fail (printf "%s.pprof.port must differ from %s.metricsPort: the profiles are never served on the metrics port" (lower $p) (lower $p)) }}
+{{- end }}
+{{- $_ := set $env (printf "%s_PPROF_ADDR" $p) (printf "%s:%d" $v.pprof.bindAddress (int $v.pprof.port)) }}
 {{- end }}
 {{- end }}
 
@@ -120,6 +134,9 @@ with (dict "settings" $map "prefix" "CAPTURE" "where" "capture.settings").
 {{- end }}
 {{- if eq $name (printf "%s_METRICS_ADDR" $p) }}
 {{- fail (printf "%s: %s is set by the chart from metricsPort (the probes use that port)" $.where $name) }}
+{{- end }}
+{{- if or (eq $name (printf "%s_PPROF" $p)) (eq $name (printf "%s_PPROF_ADDR" $p)) }}
+{{- fail (printf "%s: %s: use %s.pprof, which serves the profiles on a port of their own" $.where $name (lower $p)) }}
 {{- end }}
 {{- end }}
 {{- end }}
