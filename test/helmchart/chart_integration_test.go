@@ -420,7 +420,7 @@ func checkConfig(t *testing.T, deploy string, b *binary, env map[string]string) 
 			if err := os.WriteFile(val, []byte("stand-in-secret"), 0o600); err != nil {
 				t.Fatal(err)
 			}
-		case strings.Contains(name, "_TLS_") && strings.HasSuffix(name, "_FILE"):
+		case (strings.Contains(name, "_TLS_") || strings.HasSuffix(name, "_CA_FILE")) && strings.HasSuffix(name, "_FILE"):
 			val = "" // PEM files of a Secret the test does not have
 		case name == "INGEST_STATE_DIR":
 			val = filepath.Join(tmp, "state")
@@ -560,6 +560,7 @@ ingest: {catalog: {uri: "http://rest:8181"}, topics: a.b.c}
 		{"one account for both", `serviceAccount: {annotations: {a: b}}`, "one per binary"},
 		{"pprof in settings", `ingest: {settings: {INGEST_PPROF: true}, catalog: {uri: "http://rest:8181"}}`, "ingest.pprof"},
 		{"pprof on the metrics port", `ingest: {pprof: {enabled: true, port: 9465}, catalog: {uri: "http://rest:8181"}}`, "must differ"},
+		{"registry password and token", `schemaRegistryAuth: {passwordSecret: {name: a}, tokenSecret: {name: b}}`, "only one of schemaRegistryAuth"},
 		{"token and credential", `ingest: {catalog: {uri: "http://rest:8181", tokenSecret: {name: a}, credentialSecret: {name: b}}}`, "only one"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

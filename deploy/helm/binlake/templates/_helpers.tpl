@@ -100,6 +100,9 @@ of env name to string; call with (list $ "CAPTURE").
 {{- if $root.Values.schemaRegistryURL }}
 {{ $p }}_SCHEMA_REGISTRY_URL: {{ $root.Values.schemaRegistryURL | quote }}
 {{- end }}
+{{- with $root.Values.schemaRegistryAuth }}{{ if .username }}
+{{ $p }}_SCHEMA_REGISTRY_USERNAME: {{ .username | quote }}
+{{- end }}{{ end }}
 {{ $p }}_LOG_FORMAT: {{ $root.Values.logFormat | quote }}
 {{ $p }}_LOG_LEVEL: {{ $root.Values.logLevel | quote }}
 {{- if $root.Values.awsRegion }}
@@ -108,13 +111,28 @@ AWS_REGION: {{ $root.Values.awsRegion | quote }}
 {{- end }}
 
 {{/*
-binlake.kafkaSecrets: the Kafka secret files as a YAML list of
+binlake.kafkaSecrets: the Kafka and schema registry secret files (and the
+registry's CA bundle, passed the same way) as a YAML list of
 {env, secret, key, dir}; call with (list $ "CAPTURE").
 */}}
 {{- define "binlake.kafkaSecrets" -}}
 {{- $root := index . 0 }}{{ $p := index . 1 }}{{ $k := $root.Values.kafka }}
 {{- if $k.sasl.passwordSecret.name }}
 - {env: {{ printf "%s_KAFKA_SASL_PASSWORD" $p }}, secret: {{ $k.sasl.passwordSecret.name | quote }}, key: {{ $k.sasl.passwordSecret.key | quote }}, dir: kafka-sasl-password}
+{{- end }}
+{{- with $root.Values.schemaRegistryAuth }}
+{{- if and .passwordSecret.name .tokenSecret.name }}
+{{- fail "set only one of schemaRegistryAuth.passwordSecret and schemaRegistryAuth.tokenSecret" }}
+{{- end }}
+{{- if .passwordSecret.name }}
+- {env: {{ printf "%s_SCHEMA_REGISTRY_PASSWORD" $p }}, secret: {{ .passwordSecret.name | quote }}, key: {{ .passwordSecret.key | quote }}, dir: registry-password}
+{{- end }}
+{{- if .tokenSecret.name }}
+- {env: {{ printf "%s_SCHEMA_REGISTRY_TOKEN" $p }}, secret: {{ .tokenSecret.name | quote }}, key: {{ .tokenSecret.key | quote }}, dir: registry-token}
+{{- end }}
+{{- if .caSecret.name }}
+- {env: {{ printf "%s_SCHEMA_REGISTRY_CA" $p }}, secret: {{ .caSecret.name | quote }}, key: {{ .caSecret.key | quote }}, dir: registry-ca}
+{{- end }}
 {{- end }}
 {{- end }}
 
