@@ -45,7 +45,8 @@ type Config struct {
 
 	// Kafka and the registry.
 	KafkaBrokers       string
-	Kafka              KafkaSecurity // TLS and SASL (MSK)
+	Kafka              KafkaSecurity    // TLS and SASL (MSK)
+	Registry           RegistrySecurity // schema registry credentials and CA
 	RegistryURL        string
 	OffsetsTopic       string
 	HistoryTopic       string
@@ -89,7 +90,9 @@ type Config struct {
 	MetricsAddr          string
 	// Pprof serves net/http/pprof under /debug/pprof/ on MetricsAddr
 	// (default false: profiling is opt-in, on the admin listener only).
-	Pprof               bool
+	Pprof bool
+	// PprofAddr serves the profiles on a listener of their own instead.
+	PprofAddr           string
 	LogFormat, LogLevel string
 	ShutdownTimeout     time.Duration
 	StartupTimeout      time.Duration
@@ -118,6 +121,7 @@ func (c *Config) bind(f *envFlags) {
 	f.String(&c.KafkaBrokers, "kafka-brokers", "127.0.0.1:9092", "comma-separated Kafka seed brokers")
 	c.Kafka.bind(f)
 	f.String(&c.RegistryURL, "schema-registry-url", "http://127.0.0.1:8081", "Confluent-compatible schema registry URL (Apicurio: .../apis/ccompat/v7)")
+	c.Registry.bind(f)
 	f.String(&c.OffsetsTopic, "offsets-topic", "__binlake-capture-offsets", "compacted topic holding capture positions")
 	f.String(&c.HistoryTopic, "schema-history-topic", "", "topic holding table definitions as they change (default __binlake-schema-history.<prefix>)")
 	f.Int(&c.TopicPartitions, "topic-creation-default-partitions", 1, "partitions of change topics capture creates")
@@ -150,7 +154,8 @@ func (c *Config) bind(f *envFlags) {
 	f.String(&c.FieldNameAdjustment, "field-name-adjustment-mode", "avro", "Debezium field.name.adjustment.mode for column fields of keys and rows: avro (characters outside [A-Za-z0-9_] become _; what Debezium does with an Avro converter even when set to none), avro_unicode (they and _ become _uXXXX) or none (names as they are; a name Avro cannot carry stops capture before anything is written)")
 	f.String(&c.SchemaNameAdjustment, "schema-name-adjustment-mode", "none", "Debezium schema.name.adjustment.mode for the Key, Value and Envelope record names (<topic>.Value): none, avro or avro_unicode")
 	f.String(&c.MetricsAddr, "metrics-addr", "127.0.0.1:9464", "address of /metrics, /healthz and /readyz (off: none)")
-	f.Bool(&c.Pprof, "pprof", false, "also serve Go's profiles (net/http/pprof) under /debug/pprof/ on metrics-addr")
+	f.Bool(&c.Pprof, "pprof", false, "also serve Go's profiles (net/http/pprof) under /debug/pprof/ on metrics-addr (prefer pprof-addr)")
+	f.String(&c.PprofAddr, "pprof-addr", "", "address of a server of Go's profiles (/debug/pprof/) apart from metrics-addr, e.g. 127.0.0.1:6060 reached through kubectl port-forward (empty: none)")
 	f.String(&c.LogFormat, "log-format", "text", "log format: text or json")
 	f.String(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.Duration(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a stop may take to commit or abort the open transaction")
@@ -175,6 +180,9 @@ func (c *Config) Validate() error {
 	}
 	if c.StartupTimeout < 0 {
 		bad("startup-timeout %s: want 0 or more", c.StartupTimeout)
+	}
+	if err := c.Registry.Validate(c.RegistryURL); err != nil {
+		errs = append(errs, err)
 	}
 	if err := c.Kafka.Validate(strings.Split(c.KafkaBrokers, ",")); err != nil {
 		errs = append(errs, err)
@@ -300,7 +308,8 @@ func (c *Config) redacted() []any {
 		"mysql_tls", c.MySQLTLS.Mode, "mysql_allow_insecure_auth", c.MySQLTLS.AllowInsecureAuth,
 		"topic_prefix", c.TopicPrefix, "id", c.ID, "kafka_brokers", c.KafkaBrokers,
 		"kafka_tls", c.Kafka.TLS, "kafka_sasl_mechanism", c.Kafka.SASLMechanism, "kafka_sasl_username", c.Kafka.SASLUsername,
-		"schema_registry_url", redactURL(c.RegistryURL), "offsets_topic", c.OffsetsTopic, "schema_history_topic", c.HistoryTopic,
+		"schema_registry_url", redactURL(c.RegistryURL), "schema_registry_username", c.Registry.Username, "schema_registry_password_set", c.Registry.Password != "", "schema_registry_token_set", c.Registry.Token != "", "schema_registry_ca_file", c.Registry.CAFile,
+		"offsets_topic", c.OffsetsTopic, "schema_history_topic", c.HistoryTopic,
 		"server_id", c.ServerID, "flavor", c.Flavor, "snapshot_mode", c.SnapshotMode, "signal_kafka_topic", c.SignalKafkaTopic, "snapshot_chunk_rows", c.SnapshotChunkRows, "snapshot_read_ahead", c.SnapshotReadAhead, "commit_interval", c.CommitInterval,
 		"field_name_adjustment_mode", c.Naming.Field, "schema_name_adjustment_mode", c.Naming.Schema,
 		"startup_timeout", c.StartupTimeout,

@@ -132,6 +132,18 @@ func capture(ctx context.Context, cfg Config, logger *slog.Logger, term *progres
 			return srv.Shutdown(sctx)
 		})
 	}
+	if cfg.PprofAddr != "" {
+		srv, err := servePprof(cfg.PprofAddr)
+		if err != nil {
+			return err
+		}
+		g.Go(func() error {
+			<-gctx.Done()
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			return srv.Shutdown(sctx)
+		})
+	}
 	if term != nil {
 		g.Go(func() error { return term.Run(gctx, progress.FromGatherer(reg), 500*time.Millisecond) })
 	}
@@ -299,7 +311,11 @@ func stream1(ctx context.Context, cfg Config, logger *slog.Logger, metrics *stre
 		return err
 	}
 
-	registry, err := publish.NewRegistry(cfg.RegistryURL)
+	registryOpts, err := cfg.Registry.clientOpts()
+	if err != nil {
+		return err
+	}
+	registry, err := publish.NewRegistry(cfg.RegistryURL, registryOpts...)
 	if err != nil {
 		return err
 	}

@@ -20,8 +20,9 @@ import (
 // variable and default are in bind.
 type Config struct {
 	// Kafka.
-	KafkaBrokers string        // comma-separated seed brokers
-	Kafka        KafkaSecurity // TLS and SASL (MSK)
+	KafkaBrokers string           // comma-separated seed brokers
+	Kafka        KafkaSecurity    // TLS and SASL (MSK)
+	Registry     RegistrySecurity // schema registry credentials and CA
 	GroupID      string
 	// GroupSessionTimeout is how long the group waits for a member that
 	// stopped heartbeating (a killed process) before giving its partitions
@@ -66,6 +67,7 @@ type Config struct {
 	// Operations.
 	MetricsAddr         string
 	Pprof               bool
+	PprofAddr           string // the profiles on a listener of their own
 	LogFormat, LogLevel string
 	ShutdownTimeout     time.Duration
 	StartupTimeout      time.Duration
@@ -79,6 +81,7 @@ func (c *Config) bind(f *envFlags) {
 	f.String(&c.Topics, "topics", "", "comma-separated change topics <prefix>.<db>.<table> to consume (or use -topic-regex)")
 	f.String(&c.TopicRegex, "topic-regex", "", "regex matching whole change topic names to consume, e.g. 'dbserver1\\.inventory\\..*'")
 	f.String(&c.RegistryURL, "schema-registry-url", "http://127.0.0.1:8081", "Confluent-compatible schema registry URL (Apicurio: .../apis/ccompat/v7); JSON records need none")
+	c.Registry.bind(f)
 	c.CatalogConfig.bind(f)
 	f.Bool(&c.NamespaceWithPrefix, "namespace-with-prefix", false, "name namespaces <prefix>_<db> instead of <db>, for several sources in one catalog")
 	f.Bool(&c.MergeSources, "merge-sources", false, "let sources of different topic prefixes whose tables have one name write one table (shards merged on purpose; see README, Two sources, one name); without it such a table stops ingest")
@@ -102,7 +105,8 @@ func (c *Config) bind(f *envFlags) {
 	f.Duration(&c.MaintainInterval, "maintain-interval", 0, "run table maintenance (as ingest maintain, with its -maintain-* settings) in this process every interval, e.g. 6h (0: off; not on S3 Tables, which maintains its tables itself)")
 	c.Maintain.bind(f)
 	f.String(&c.MetricsAddr, "metrics-addr", "127.0.0.1:9465", "address of /metrics, /healthz and /readyz (off: none)")
-	f.Bool(&c.Pprof, "pprof", false, "also serve Go's profiles (/debug/pprof/) on metrics-addr, for profiling a running ingest; keep that address private")
+	f.Bool(&c.Pprof, "pprof", false, "also serve Go's profiles (/debug/pprof/) on metrics-addr, for profiling a running ingest; keep that address private (prefer pprof-addr)")
+	f.String(&c.PprofAddr, "pprof-addr", "", "address of a server of Go's profiles (/debug/pprof/) apart from metrics-addr, e.g. 127.0.0.1:6060 reached through kubectl port-forward (empty: none)")
 	f.String(&c.LogFormat, "log-format", "text", "log format: text or json")
 	f.String(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.Duration(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a stop may take to commit the open batches")
@@ -116,6 +120,9 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.CatalogConfig.validate()...)
 	if strings.TrimSpace(c.KafkaBrokers) == "" {
 		bad("kafka-brokers is empty")
+	}
+	if err := c.Registry.Validate(c.RegistryURL); err != nil {
+		errs = append(errs, err)
 	}
 	if err := c.Kafka.Validate(c.brokers()); err != nil {
 		errs = append(errs, err)
@@ -261,7 +268,7 @@ func (c *CatalogConfig) bind(f *envFlags) {
 	f.String(&c.S3Region, "s3-region", "", "S3 and SigV4 region (default: AWS_REGION)")
 	f.Secret(&c.S3AccessKeyID, "s3-access-key-id", "access key for the data files only, when they are not the AWS credentials (e.g. MinIO); default: the AWS default chain")
 	f.Secret(&c.S3SecretAccessKey, "s3-secret-access-key", "secret key paired with INGEST_S3_ACCESS_KEY_ID")
-	f.String(&c.StateDir, "state-dir", "", "local directory of ingest's state: the per-table primary-key index that delete-mode auto, position and dv keep (a cache: rebuilt from the tables when missing), and without catalog-uri the embedded catalog (catalog.db, warehouse/, the index in keyindex/); one per ingest process; empty: the index in a new temporary directory, removed on exit, so every start rebuilds it by reading the tables' key columns")
+	f.String(&c.StateDir, "state-dir", "", "local directory of ingest's state: in keyindex/ the per-table primary-key index that delete-mode auto, position and dv keep (a cache: rebuilt from the tables when missing; a corrupt one is moved aside to keyindex.corrupt-<time>), and without catalog-uri the embedded catalog (catalog.db, warehouse/); one per ingest process; never removed; empty: the index in a new temporary directory, removed on exit, so every start rebuilds it by reading the tables' key columns")
 }
 
 func (c *CatalogConfig) validate() []error {
@@ -357,7 +364,8 @@ func (c *Config) redacted() []any {
 	return []any{
 		"kafka_brokers", c.KafkaBrokers, "kafka_tls", c.Kafka.TLS, "kafka_sasl_mechanism", c.Kafka.SASLMechanism,
 		"kafka_sasl_username", c.Kafka.SASLUsername, "group_id", c.GroupID, "group_session_timeout", c.GroupSessionTimeout, "topics", c.Topics, "topic_regex", c.TopicRegex,
-		"schema_registry_url", redactURL(c.RegistryURL), "catalog_uri", redactURL(c.CatalogURI), "warehouse", c.Warehouse,
+		"schema_registry_url", redactURL(c.RegistryURL), "schema_registry_username", c.Registry.Username, "schema_registry_password_set", c.Registry.Password != "", "schema_registry_token_set", c.Registry.Token != "", "schema_registry_ca_file", c.Registry.CAFile,
+		"catalog_uri", redactURL(c.CatalogURI), "warehouse", c.Warehouse,
 		"catalog_credential_set", c.CatalogCredential != "", "catalog_token_set", c.CatalogToken != "",
 		"sigv4", c.SigV4, "sigv4_service", c.SigV4Service, "s3_endpoint", c.S3Endpoint, "s3_region", c.S3Region, "s3_keys_set", c.S3AccessKeyID != "",
 		"table_name_map", strings.Join(c.TableNameMap, ";"), "lower_case_columns", c.lowerCaseColumns(), "partition_spec", c.PartitionSpec, "keyless_tables", c.KeylessTables,

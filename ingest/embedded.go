@@ -248,11 +248,11 @@ func closeCatalog(cat catalog.Catalog, logger *slog.Logger) {
 	}
 }
 
-// indexBase is the directory of the key index: <state-dir>/keyindex beside
-// the embedded catalog, else state-dir itself ("": a temporary one). A
-// state-dir holding an embedded catalog is refused as the index directory
-// of a REST-catalog ingest: the index would share the catalog's directory,
-// and removing a corrupt index removes its directory.
+// indexBase is the directory of the key index: <state-dir>/keyindex ("":
+// a temporary one), a directory of its own, so that nothing done to the
+// index (a corrupt one is moved aside) touches the rest of state-dir. A
+// state-dir holding an embedded catalog is refused as the state-dir of a
+// REST-catalog ingest: two ingest processes would share it.
 func (c *CatalogConfig) indexBase() (string, error) {
 	if c.StateDir == "" {
 		return "", nil
@@ -266,5 +266,14 @@ func (c *CatalogConfig) indexBase() (string, error) {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return "", fmt.Errorf("checking state-dir %s: %w", c.StateDir, err)
 	}
-	return c.StateDir, nil
+	return filepath.Join(c.StateDir, embeddedIndexDir), nil
+}
+
+// legacyIndexDir is where versions before the index had a directory of its
+// own kept it: state-dir itself, with a REST catalog ("" otherwise).
+func (c *CatalogConfig) legacyIndexDir() string {
+	if c.StateDir == "" || c.embedded() {
+		return ""
+	}
+	return c.StateDir
 }

@@ -126,8 +126,8 @@ func TestEmbeddedCatalog(t *testing.T) {
 		t.Errorf("a REST ingest took the embedded catalog's state-dir for its key index: %v", err)
 	}
 	rest.StateDir = t.TempDir()
-	if base, err := rest.indexBase(); err != nil || base != rest.StateDir {
-		t.Errorf("REST key index in %q (%v), want the state-dir %s itself", base, err, rest.StateDir)
+	if base, err := rest.indexBase(); err != nil || base != filepath.Join(rest.StateDir, "keyindex") {
+		t.Errorf("REST key index in %q (%v), want %s/keyindex (a directory of its own)", base, err, rest.StateDir)
 	}
 }
 

@@ -13,7 +13,7 @@ import (
 // capture's with the names changed, so that a fix made in one is made in
 // both.
 func TestKafkaSecurityMatchesCapture(t *testing.T) {
-	for _, name := range []string{"kafkasec.go", "startup.go"} {
+	for _, name := range []string{"kafkasec.go", "startup.go", "registrysec.go", "pprofsrv.go"} {
 		src, err := os.ReadFile("../capture/" + name)
 		if err != nil {
 			t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/binlake/binlake/ingest/internal/maintain"
+	"github.com/binlake/binlake/ingest/internal/schemamap"
 )
 
 // MaintainConfig is the configuration of `ingest maintain`. Each field's
@@ -55,7 +56,7 @@ func (c *MaintainConfig) bind(f *envFlags) {
 
 func (c *MaintainSettings) bind(f *envFlags) {
 	f.String(&c.Tables, "maintain-tables", "", "comma-separated tables <namespace>.<table> to maintain (or use -maintain-namespaces)")
-	f.String(&c.Namespaces, "maintain-namespaces", "", "comma-separated namespaces whose every table is maintained, e.g. the <db> namespaces ingest writes")
+	f.String(&c.Namespaces, "maintain-namespaces", "", "comma-separated namespaces whose tables ingest writes (those with binlake.source or binlake offsets) are maintained; others are left alone")
 	f.String(&c.Steps, "maintain-steps", "compact,rewrite-manifests,expire-snapshots,remove-orphans", "comma-separated steps, always run in this order: compact, rewrite-manifests, expire-snapshots, remove-orphans")
 	f.Int(&c.TargetFileSize, "compact-target-file-size", 0, "size in bytes of the files compaction writes; files under 75% of it are compacted (0: the table's write.target-file-size-bytes, else 512 MiB)")
 	f.Int(&c.MinInputFiles, "compact-min-input-files", 5, "fewest small files of a partition worth compacting when none carries a delete")
@@ -255,8 +256,16 @@ func maintainTables(ctx context.Context, cat catalog.Catalog, m *maintain.Mainta
 		for _, ns := range splitList(cfg.Namespaces) {
 			nss = append(nss, table.Identifier{ns})
 		}
-		if idents, err = maintain.Tables(ctx, cat, nss); err != nil {
+		var foreign []table.Identifier
+		if idents, foreign, err = maintain.Tables(ctx, cat, nss); err != nil {
 			return fmt.Errorf("%w (check maintain-namespaces)", err)
+		}
+		if len(foreign) > 0 {
+			// Only tables ingest writes are maintained unless named
+			// in maintain-tables: another engine's table is its
+			// owner's to maintain.
+			logger.Info("leaving alone the tables ingest does not write (no "+schemamap.SourceProperty+" nor offsets); name them in maintain-tables to maintain them",
+				"tables", foreign)
 		}
 	}
 	start := time.Now()

@@ -6,20 +6,26 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/catalog/rest"
+	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/binlake/binlake/ingest/internal/batch"
 	"github.com/binlake/binlake/ingest/internal/commit"
 	"github.com/binlake/binlake/ingest/internal/maintain"
+	"github.com/binlake/binlake/ingest/internal/schemamap"
 	"github.com/binlake/binlake/test/testenv"
 )
 
@@ -274,5 +280,198 @@ func TestMaintainEvery(t *testing.T) {
 	}
 	if off, err := commit.Offsets(tbl); err != nil || off["it.db.t"][0] != 120 {
 		t.Errorf("offsets %v, %v; want 120", off, err)
+	}
+}
+
+// TestMaintainLeavesForeignTables puts binlake's tables and other
+// engines' tables (created and written with iceberg-go directly, with no
+// binlake.source) under one namespace folder: "wide", a foreign table
+// located at the namespace folder itself; "other", a foreign table at its
+// own location; "lake", a binlake table; and "wide_lake", a binlake table
+// also located at the namespace folder. `ingest maintain
+// -maintain-namespaces` (with every file old enough to be an orphan) must
+// keep every object outside lake's folder: the foreign tables are not
+// maintained, wide_lake is refused (its location holds the others'), and
+// lake's orphan scan covers only its data and metadata folders.
+func TestMaintainLeavesForeignTables(t *testing.T) {
+	env := testenv.IcebergEnv(t)
+	ctx := t.Context()
+	cat, err := rest.NewCatalog(ctx, "test", env.URI, rest.WithAdditionalProps(env.FileIOProps()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := table.Identifier{testenv.Unique(t, "maintforeign")}
+	if err := cat.CreateNamespace(ctx, ns, nil); err != nil {
+		t.Fatal(err)
+	}
+	sch := iceberg.NewSchemaWithIdentifiers(0, []int{1},
+		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
+		iceberg.NestedField{ID: 2, Name: "name", Type: iceberg.PrimitiveTypes.String},
+	)
+	var idents []table.Identifier
+	t.Cleanup(func() {
+		ctx := context.WithoutCancel(t.Context())
+		for _, id := range idents {
+			_ = cat.DropTable(ctx, id)
+		}
+		_ = cat.DropNamespace(ctx, ns)
+	})
+	create := func(name, location string, props iceberg.Properties) *table.Table {
+		t.Helper()
+		ident := table.Identifier{ns[0], name}
+		opts := []catalog.CreateTableOpt{catalog.WithProperties(props)}
+		if location != "" {
+			opts = append(opts, catalog.WithLocation(location))
+		}
+		tbl, err := cat.CreateTable(ctx, ident, sch, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idents = append(idents, ident)
+		return tbl
+	}
+	ours := func(name, location string) {
+		t.Helper()
+		tbl := create(name, location, iceberg.Properties{"format-version": "2", schemamap.SourceProperty: "it.db." + name})
+		c, err := commit.New(ctx, cat, tbl.Identifier(), commit.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for n := range 3 {
+			b, err := batch.New([]string{"id", "name"}, []string{"id"}, batch.Limits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for id := int64(1); id <= 5; id++ {
+				if err := b.Add(batch.Event{Op: batch.OpUpdate, Topic: "it.db." + name, Offset: int64(n*5) + id - 1, Key: []any{id}, Row: []any{id, fmt.Sprintf("v%d", n)}}, time.Now()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := c.Commit(ctx, b); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	foreign := func(name, location string) {
+		t.Helper()
+		tbl := create(name, location, iceberg.Properties{"format-version": "2"})
+		asch, err := table.SchemaToArrowSchema(tbl.Schema(), nil, false, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for n := range 2 {
+			b := array.NewRecordBuilder(memory.DefaultAllocator, asch)
+			for id := int64(1); id <= 5; id++ {
+				b.Field(0).(*array.Int64Builder).Append(id + int64(n)*5)
+				b.Field(1).(*array.StringBuilder).Append(name)
+			}
+			rec := b.NewRecordBatch()
+			rdr, err := array.NewRecordReader(asch, []arrow.RecordBatch{rec})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tbl, err = tbl.Append(ctx, rdr, nil); err != nil {
+				t.Fatalf("appending to %s: %v", name, err)
+			}
+			rec.Release()
+			b.Release()
+		}
+	}
+
+	ours("lake", "")
+	lake, err := cat.LoadTable(ctx, table.Identifier{ns[0], "lake"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nsDir := lake.Location()[:strings.LastIndex(lake.Location(), "/")] // the namespace's folder
+	foreign("wide", nsDir)
+	foreign("other", "")
+	ours("wide_lake", nsDir)
+
+	fsys, err := lake.FS(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	strayOrphan := lake.Location() + "/data/00000-0-failed-attempt.parquet"
+	strayOutside := lake.Location() + "/notes/not-a-table-file.txt"
+	for _, p := range []string{strayOrphan, strayOutside} {
+		if err := fsys.(icebergio.WriteFileIO).WriteFile(p, []byte("stray")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	objects := func() map[string]bool {
+		t.Helper()
+		out := map[string]bool{}
+		err := fsys.(icebergio.ListableIO).WalkDir(nsDir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if !d.IsDir() {
+				out[p] = true
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	before := objects()
+	time.Sleep(2 * time.Second) // every file is now older than the orphan age
+
+	var log hookWriter
+	logger := newLogger(&log, "text", "info")
+	settings := MaintainSettings{Namespaces: ns[0]}
+	m, err := maintain.New(cat, maintain.Config{ExpireOlderThan: time.Millisecond, RetainLast: 1, OrphanAge: time.Second, MinBackoff: 10 * time.Millisecond, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runErr := maintainTables(ctx, cat, m, settings, logger)
+	after := objects()
+	lost := 0
+	for p := range before {
+		if strings.HasPrefix(p, lake.Location()+"/") {
+			continue // lake's own files: maintenance rewrites and expires them
+		}
+		if !after[p] {
+			lost++
+			t.Errorf("maintenance deleted %s, which is not lake's", p)
+		}
+	}
+	t.Logf("objects under the namespace folder: %d before, %d after; %d of other tables lost", len(before), len(after), lost)
+	if !after[strayOutside] {
+		t.Errorf("the orphan scan went outside lake's data and metadata folders: %s deleted", strayOutside)
+	}
+	if after[strayOrphan] {
+		t.Errorf("lake's orphan %s was not removed", strayOrphan)
+	}
+	if runErr == nil || !strings.Contains(runErr.Error(), "shares its location") || !strings.Contains(runErr.Error(), "wide_lake") {
+		t.Errorf("maintain error %v; want wide_lake refused for sharing its location", runErr)
+	}
+	if testing.Verbose() {
+		t.Log(log.String())
+	}
+	for _, name := range []string{"lake", "wide_lake", "wide", "other"} {
+		tbl, err := cat.LoadTable(ctx, table.Identifier{ns[0], name})
+		if err != nil {
+			t.Fatalf("loading %s: %v", name, err)
+		}
+		st, err := maintain.TableStats(ctx, tbl)
+		if err != nil {
+			t.Errorf("table %s after maintenance: %v", name, err)
+			continue
+		}
+		if st.DataRecords-st.DeleteRecords == 0 {
+			t.Errorf("table %s is empty after maintenance: %+v", name, st)
+		}
+		scan, err := tbl.Scan().ToArrowTable(ctx)
+		if err != nil {
+			t.Errorf("reading %s after maintenance: %v", name, err)
+			continue
+		}
+		if want := map[string]int64{"lake": 5, "wide_lake": 5, "wide": 10, "other": 10}[name]; scan.NumRows() != want {
+			t.Errorf("table %s has %d rows after maintenance, want %d", name, scan.NumRows(), want)
+		}
+		scan.Release()
 	}
 }

@@ -230,6 +230,17 @@ func ingest(ctx context.Context, cfg Config, logger *slog.Logger) error {
 			_ = srv.Shutdown(sctx)
 		}()
 	}
+	if cfg.PprofAddr != "" {
+		srv, err := servePprof(cfg.PprofAddr)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = srv.Shutdown(sctx)
+		}()
+	}
 
 	var cat catalog.Catalog
 	err := startupRetry(ctx, logger, "the Iceberg catalog", cfg.StartupTimeout, catalogRefusal, func(ctx context.Context) (err error) {
@@ -320,7 +331,11 @@ func pipelineConfig(ctx context.Context, cfg Config, indexBase string, logger *s
 	release = func() {}
 	var registry decode.Registry
 	if cfg.RegistryURL != "" {
-		cl, err := sr.NewClient(sr.URLs(cfg.RegistryURL))
+		opts, err := cfg.Registry.clientOpts()
+		if err != nil {
+			return pcfg, nil, release, err
+		}
+		cl, err := sr.NewClient(append([]sr.ClientOpt{sr.URLs(cfg.RegistryURL)}, opts...)...)
 		if err != nil {
 			return pcfg, nil, release, fmt.Errorf("schema registry %s: %w", redactURL(cfg.RegistryURL), err)
 		}
@@ -344,16 +359,15 @@ func pipelineConfig(ctx context.Context, cfg Config, indexBase string, logger *s
 		return pcfg, nil, release, err
 	}
 	if deleteModes.Positional() {
-		dir, releaseDir, err := indexDir(indexBase, logger)
+		legacy := ""
+		if indexBase != "" {
+			legacy = cfg.legacyIndexDir()
+		}
+		idx, releaseIdx, err := openIndex(indexBase, legacy, int64(cfg.IndexCacheBytes), logger)
 		if err != nil {
 			return pcfg, nil, release, err
 		}
-		idx, err := keyindex.Open(keyindex.Config{Dir: dir, CacheBytes: int64(cfg.IndexCacheBytes), Logger: logger})
-		if err != nil {
-			releaseDir()
-			return pcfg, nil, release, fmt.Errorf("opening the key index (state-dir %s): %w", dir, err)
-		}
-		release = func() { _ = idx.Close(); releaseDir() }
+		release = releaseIdx
 		commitCfg.Index = idx
 	}
 	return pipeline.Config{

@@ -9,13 +9,16 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/binlake/binlake/ingest/internal/keyindex"
 )
 
 // tempIndexPrefix starts the name of the temporary key-index directory an
 // ingest without state-dir uses: <prefix><pid>-<random>, under os.TempDir.
 const tempIndexPrefix = "binlake-ingest-index-"
 
-// indexDir returns the key index's directory: stateDir, or, when it is
+// indexDir returns the key index's directory: stateDir (the index's own
+// directory, <state-dir>/keyindex), or, when it is
 // empty, a new temporary directory that release removes (the index is a
 // cache, rebuilt from the tables at the next start). Temporary directories
 // that processes killed before they could remove theirs left behind are
@@ -37,6 +40,28 @@ func indexDir(stateDir string, logger *slog.Logger) (dir string, release func(),
 			logger.Warn("removing the temporary key index", "dir", dir, "error", err.Error())
 		}
 	}, nil
+}
+
+// openIndex opens the key index in base (CatalogConfig.indexBase; "": a
+// temporary directory, see indexDir). A store an earlier version kept in
+// legacy (state-dir's root) is moved into base first. The release closes
+// the index and removes a temporary directory.
+func openIndex(base, legacy string, cacheBytes int64, logger *slog.Logger) (*keyindex.Store, func(), error) {
+	if base != "" && legacy != "" {
+		if err := keyindex.Adopt(legacy, base, logger); err != nil {
+			return nil, nil, fmt.Errorf("moving the key index into %s: %w", base, err)
+		}
+	}
+	dir, releaseDir, err := indexDir(base, logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	idx, err := keyindex.Open(keyindex.Config{Dir: dir, CacheBytes: cacheBytes, Logger: logger})
+	if err != nil {
+		releaseDir()
+		return nil, nil, fmt.Errorf("opening the key index (in %s): %w", dir, err)
+	}
+	return idx, func() { _ = idx.Close(); releaseDir() }, nil
 }
 
 // removeStaleIndexDirs removes the temporary key-index directories under

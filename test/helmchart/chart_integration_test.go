@@ -27,6 +27,7 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
@@ -98,6 +99,7 @@ type manifests struct {
 	pdbs            []*policyv1.PodDisruptionBudget
 	pvcs            []*corev1.PersistentVolumeClaim
 	serviceMonitors []*monitoringv1.ServiceMonitor
+	netpols         []*networkingv1.NetworkPolicy
 }
 
 // helmTemplate renders the chart with a values file, or returns helm's
@@ -147,6 +149,9 @@ func decodeStrict(t *testing.T, rendered string) manifests {
 		case "policy/v1/PodDisruptionBudget":
 			p := &policyv1.PodDisruptionBudget{}
 			m.pdbs, obj = append(m.pdbs, p), p
+		case "networking.k8s.io/v1/NetworkPolicy":
+			n := &networkingv1.NetworkPolicy{}
+			m.netpols, obj = append(m.netpols, n), n
 		case "monitoring.coreos.com/v1/ServiceMonitor":
 			s := &monitoringv1.ServiceMonitor{}
 			m.serviceMonitors, obj = append(m.serviceMonitors, s), s
@@ -167,16 +172,15 @@ func decodeStrict(t *testing.T, rendered string) manifests {
 
 // values is the part of a values file the assertions compare with.
 type values struct {
-	ServiceAccount struct {
-		Annotations map[string]string `json:"annotations"`
-	} `json:"serviceAccount"`
 	Capture struct {
-		Sources []struct {
+		ServiceAccount serviceAccountValues `json:"serviceAccount"`
+		Sources        []struct {
 			Name string `json:"name"`
 		} `json:"sources"`
 	} `json:"capture"`
 	Ingest struct {
-		Replicas            *int32 `json:"replicas"`
+		ServiceAccount      serviceAccountValues `json:"serviceAccount"`
+		Replicas            *int32               `json:"replicas"`
 		PodDisruptionBudget *struct {
 			Enabled bool `json:"enabled"`
 		} `json:"podDisruptionBudget"`
@@ -184,6 +188,10 @@ type values struct {
 	ServiceMonitor struct {
 		Enabled bool `json:"enabled"`
 	} `json:"serviceMonitor"`
+}
+
+type serviceAccountValues struct {
+	Annotations map[string]string `json:"annotations"`
 }
 
 func readValues(t *testing.T, path string) values {
@@ -336,6 +344,12 @@ func checkPod(t *testing.T, d *appsv1.Deployment, bins map[string]*binary) {
 	if want := "0.0.0.0:" + strconv.Itoa(int(port)); port == 0 || env[prefix+"METRICS_ADDR"] != want {
 		t.Errorf("%s: %sMETRICS_ADDR=%q, want %q (the container's metrics port)", d.Name, prefix, env[prefix+"METRICS_ADDR"], want)
 	}
+	if env[prefix+"PPROF"] != "" {
+		t.Errorf("%s: %sPPROF serves the profiles on the metrics port", d.Name, prefix)
+	}
+	if addr := env[prefix+"PPROF_ADDR"]; addr != "" && strings.HasSuffix(addr, ":"+strconv.Itoa(int(port))) {
+		t.Errorf("%s: %sPPROF_ADDR=%s is the metrics port", d.Name, prefix, addr)
+	}
 	for _, p := range []struct {
 		name  string
 		probe *corev1.Probe
@@ -406,7 +420,7 @@ func checkConfig(t *testing.T, deploy string, b *binary, env map[string]string) 
 			if err := os.WriteFile(val, []byte("stand-in-secret"), 0o600); err != nil {
 				t.Fatal(err)
 			}
-		case strings.Contains(name, "_TLS_") && strings.HasSuffix(name, "_FILE"):
+		case (strings.Contains(name, "_TLS_") || strings.HasSuffix(name, "_CA_FILE")) && strings.HasSuffix(name, "_FILE"):
 			val = "" // PEM files of a Secret the test does not have
 		case name == "INGEST_STATE_DIR":
 			val = filepath.Join(tmp, "state")
@@ -442,18 +456,59 @@ func checkOthers(t *testing.T, m manifests, v values) {
 			t.Errorf("service %s: ports %+v, want one named metrics to the pods' metrics port", s.Name, s.Spec.Ports)
 		}
 	}
-	if len(m.serviceAccounts) != 1 {
-		t.Fatalf("%d service accounts, want 1", len(m.serviceAccounts))
+	// One service account per binary, with that binary's annotations
+	// (its own IAM role), and each binary's pods run as their own.
+	accounts := map[string]*corev1.ServiceAccount{}
+	for _, sa := range m.serviceAccounts {
+		accounts[sa.Labels["app.kubernetes.io/component"]] = sa
 	}
-	sa := m.serviceAccounts[0]
-	for k, want := range v.ServiceAccount.Annotations {
-		if sa.Annotations[k] != want {
-			t.Errorf("service account annotation %s = %q, want %q (IRSA)", k, sa.Annotations[k], want)
+	if len(m.serviceAccounts) != 2 || accounts["capture"] == nil || accounts["ingest"] == nil || accounts["capture"].Name == accounts["ingest"].Name {
+		t.Fatalf("service accounts %v, want one for capture and one for ingest", accounts)
+	}
+	for component, want := range map[string]map[string]string{"capture": v.Capture.ServiceAccount.Annotations, "ingest": v.Ingest.ServiceAccount.Annotations} {
+		for k, val := range want {
+			if got := accounts[component].Annotations[k]; got != val {
+				t.Errorf("%s service account annotation %s = %q, want %q (IRSA)", component, k, got, val)
+			}
 		}
 	}
 	for _, d := range m.deployments {
-		if d.Spec.Template.Spec.ServiceAccountName != sa.Name {
-			t.Errorf("%s runs as service account %q, want %q", d.Name, d.Spec.Template.Spec.ServiceAccountName, sa.Name)
+		want := accounts[d.Spec.Template.Labels["app.kubernetes.io/component"]].Name
+		if d.Spec.Template.Spec.ServiceAccountName != want {
+			t.Errorf("%s runs as service account %q, want %q", d.Name, d.Spec.Template.Spec.ServiceAccountName, want)
+		}
+	}
+	// A network policy per binary admits only the metrics port, and only
+	// from the peers it names.
+	covered := map[string]bool{}
+	for _, np := range m.netpols {
+		names := matches(np.Spec.PodSelector.MatchLabels)
+		if len(names) == 0 {
+			t.Errorf("network policy %s selects no pod", np.Name)
+		}
+		for _, name := range names {
+			covered[name] = true
+		}
+		for _, rule := range np.Spec.Ingress {
+			if len(rule.From) == 0 {
+				t.Errorf("network policy %s admits every source", np.Name)
+			}
+			for _, name := range names {
+				for _, d := range m.deployments {
+					if d.Name != name {
+						continue
+					}
+					metrics := d.Spec.Template.Spec.Containers[0].Ports[0].ContainerPort
+					if len(rule.Ports) != 1 || rule.Ports[0].Port == nil || rule.Ports[0].Port.IntVal != metrics {
+						t.Errorf("network policy %s admits ports %+v to %s, want its metrics port %d only", np.Name, rule.Ports, name, metrics)
+					}
+				}
+			}
+		}
+	}
+	for name := range podLabels {
+		if !covered[name] {
+			t.Errorf("no network policy selects the pods of %s", name)
 		}
 	}
 	wantPDB := v.Ingest.PodDisruptionBudget == nil || v.Ingest.PodDisruptionBudget.Enabled
@@ -502,6 +557,10 @@ ingest: {catalog: {uri: "http://rest:8181"}, topics: a.b.c}
 		{"two sources one name", `capture: {sources: [{name: a, topicPrefix: a, mysql: {addr: "m:1"}}, {name: a, topicPrefix: b, mysql: {addr: "m:2"}}]}`, "appears twice"},
 		{"dv without state", `ingest: {deleteMode: dv, stateDir: {type: none}, catalog: {uri: "http://rest:8181"}}`, "key index"},
 		{"default mode without state", `ingest: {stateDir: {type: none}, catalog: {uri: "http://rest:8181"}}`, "auto (the default)"},
+		{"one account for both", `serviceAccount: {annotations: {a: b}}`, "one per binary"},
+		{"pprof in settings", `ingest: {settings: {INGEST_PPROF: true}, catalog: {uri: "http://rest:8181"}}`, "ingest.pprof"},
+		{"pprof on the metrics port", `ingest: {pprof: {enabled: true, port: 9465}, catalog: {uri: "http://rest:8181"}}`, "must differ"},
+		{"registry password and token", `schemaRegistryAuth: {passwordSecret: {name: a}, tokenSecret: {name: b}}`, "only one of schemaRegistryAuth"},
 		{"token and credential", `ingest: {catalog: {uri: "http://rest:8181", tokenSecret: {name: a}, credentialSecret: {name: b}}}`, "only one"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -15,21 +15,31 @@
 //     (idempotent producer, acks=all), so the table commit whose offsets
 //     pass a record always follows the record's durable copy on the
 //     dead-letter topic: a record is never lost.
-//   - Send sends a record at most once per consumer group: records of one
-//     source partition are dead-lettered in offset order, so a record at
-//     or below the highest source offset the topic already holds for the
-//     partition and group was sent by an earlier run (one that died before
-//     the table commit that passes it) and is not sent again. The topic is
-//     read for that at start ([Writer.Load]) and again for a partition
-//     after it is (re)assigned ([Writer.Assigned]), so a record another
-//     member sent before a rebalance is not sent again either.
+//   - Send sends a record at most once per consumer group: a record whose
+//     copy the topic already holds (the group's context headers naming its
+//     source topic, partition and offset, and the same key and value
+//     bytes) was sent by an earlier run (one that died before the table
+//     commit that passes it) and is not sent again. The topic is read for
+//     that at start ([Writer.Load]) and again for a partition after it is
+//     (re)assigned ([Writer.Assigned]), so a record another member sent
+//     before a rebalance is not sent again either.
+//   - Records already in the topic cannot suppress a dead letter: anyone
+//     who may produce to the topic can write any headers, so a record is
+//     passed as sent only when the topic holds that very record (its key
+//     and value, at its position); a record claiming a position with other
+//     bytes is logged and the record is sent anyway. What the topic holds
+//     is remembered per source partition up to maxRemembered positions
+//     (beyond them the lowest are forgotten: at worst a duplicate).
 package deadletter
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -83,7 +93,7 @@ type sourcePart struct {
 }
 
 // Writer produces dead-lettered records and remembers, per source
-// partition, the highest offset sent. It is safe for concurrent use.
+// position, the content the topic holds. It is safe for concurrent use.
 type Writer struct {
 	topic, group string
 	log          *slog.Logger
@@ -91,10 +101,10 @@ type Writer struct {
 	rd           *kgo.Client // reader of the topic, no group
 	adm          *kadm.Client
 
-	mu    sync.Mutex // guards the fields below; held during a catch-up
-	sent  map[sourcePart]int64
-	stale map[sourcePart]bool // assigned since the last catch-up
-	read  map[int32]int64     // next offset of the dead-letter topic read, by partition
+	mu    sync.Mutex                      // guards the fields below; held during a catch-up
+	sent  map[sourcePart]map[int64]digest // what the topic holds, by source position
+	stale map[sourcePart]bool             // assigned since the last catch-up
+	read  map[int32]int64                 // next offset of the dead-letter topic read, by partition
 }
 
 // New returns a Writer with its own Kafka clients built from opts (the
@@ -118,7 +128,7 @@ func New(cfg Config, opts ...kgo.Opt) (*Writer, error) {
 	}
 	return &Writer{
 		topic: cfg.Topic, group: cfg.Group, log: cfg.Logger, pr: pr, rd: rd, adm: kadm.NewClient(pr),
-		sent: map[sourcePart]int64{}, stale: map[sourcePart]bool{}, read: map[int32]int64{},
+		sent: map[sourcePart]map[int64]digest{}, stale: map[sourcePart]bool{}, read: map[int32]int64{},
 	}, nil
 }
 
@@ -223,9 +233,7 @@ func (w *Writer) catchUp(ctx context.Context) (int, error) {
 			for _, r := range fp.Records {
 				if pos, ok := w.source(r); ok {
 					n++
-					if prev, seen := w.sent[pos.sp]; !seen || pos.offset > prev {
-						w.sent[pos.sp] = pos.offset
-					}
+					w.remember(pos, digestOf(r))
 				}
 			}
 		})
@@ -241,6 +249,47 @@ func (w *Writer) catchUp(ctx context.Context) (int, error) {
 type sourcePos struct {
 	sp     sourcePart
 	offset int64
+}
+
+// digest identifies a record's content: SHA-256 of its key and value.
+type digest [sha256.Size]byte
+
+func digestOf(r *kgo.Record) digest {
+	h := sha256.New()
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], uint64(len(r.Key)))
+	h.Write(n[:])
+	h.Write(r.Key)
+	h.Write(r.Value)
+	var d digest
+	h.Sum(d[:0])
+	return d
+}
+
+// maxRemembered bounds the positions remembered per source partition, so
+// that a topic flooded with records claiming one does not exhaust memory.
+const maxRemembered = 1 << 16
+
+// remember notes that the topic holds a record of content d at pos; w.mu
+// is held.
+func (w *Writer) remember(pos sourcePos, d digest) {
+	m := w.sent[pos.sp]
+	if m == nil {
+		m = map[int64]digest{}
+		w.sent[pos.sp] = m
+	}
+	m[pos.offset] = d
+	if len(m) <= maxRemembered {
+		return
+	}
+	offs := make([]int64, 0, len(m))
+	for o := range m {
+		offs = append(offs, o)
+	}
+	slices.Sort(offs)
+	for _, o := range offs[:len(offs)/2] {
+		delete(m, o)
+	}
 }
 
 // source is where a dead-lettered record came from, when it is one of the
@@ -280,8 +329,12 @@ func (w *Writer) Send(ctx context.Context, rec *kgo.Record, stage Stage, cause e
 		}
 		delete(w.stale, sp)
 	}
-	if prev, ok := w.sent[sp]; ok && rec.Offset <= prev {
-		return false, nil
+	if held, ok := w.sent[sp][rec.Offset]; ok {
+		if held == digestOf(rec) {
+			return false, nil
+		}
+		w.log.Warn("a record on the dead-letter topic claims this record's position but holds other bytes (forged, or another source); sending the record",
+			"dlq_topic", w.topic, "topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset)
 	}
 	out := &kgo.Record{
 		Topic:     w.topic,
@@ -303,6 +356,6 @@ func (w *Writer) Send(ctx context.Context, rec *kgo.Record, stage Stage, cause e
 	if err := w.pr.ProduceSync(ctx, out).FirstErr(); err != nil {
 		return false, fmt.Errorf("sending %s/%d/%d to the dead-letter topic %s: %w", rec.Topic, rec.Partition, rec.Offset, w.topic, err)
 	}
-	w.sent[sp] = rec.Offset
+	w.remember(sourcePos{sp, rec.Offset}, digestOf(rec))
 	return true, nil
 }

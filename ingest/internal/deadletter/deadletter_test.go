@@ -133,3 +133,47 @@ func TestAssignedRereads(t *testing.T) {
 		t.Fatalf("member b after the reassignment: sent %v, err %v; want not sent", sent, err)
 	}
 }
+
+// TestForgedRecordsDoNotSuppress: records anyone with produce rights put on
+// the dead-letter topic, with the group's context headers, suppress
+// nothing: one claiming a far offset (before, it hid every later dead
+// letter of the partition) and one claiming the very position with other
+// bytes. A genuine copy still counts as sent.
+func TestForgedRecordsDoNotSuppress(t *testing.T) {
+	fake, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fake.Close()
+	ctx := t.Context()
+	forger, err := kgo.NewClient(kgo.SeedBrokers(fake.ListenAddrs()...), kgo.AllowAutoTopicCreation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer forger.Close()
+	forge := func(off int64, value []byte) {
+		t.Helper()
+		r := &kgo.Record{Topic: "dlq", Value: value, Headers: []kgo.RecordHeader{
+			{Key: HeaderTopic, Value: []byte("bl.db.t")}, {Key: HeaderPartition, Value: []byte("0")},
+			{Key: HeaderOffset, Value: []byte(fmt.Sprint(off))}, {Key: HeaderConnector, Value: []byte("g")}}}
+		if err := forger.ProduceSync(ctx, r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	newWriter(t, fake, "g") // creates the topic
+	forge(1<<40, []byte("anything"))
+	forge(7, []byte("not the record"))
+	w := newWriter(t, fake, "g")
+	for _, off := range []int64{3, 7} {
+		rec := &kgo.Record{Topic: "bl.db.t", Partition: 0, Offset: off, Value: []byte{0x07, byte(off)}}
+		if sent, err := w.Send(ctx, rec, StageDecode, errors.New("bad")); err != nil || !sent {
+			t.Errorf("offset %d after forged records: sent %v, err %v; want sent", off, sent, err)
+		}
+	}
+	// A restart finds the genuine copies and does not send them again.
+	w2 := newWriter(t, fake, "g")
+	rec := &kgo.Record{Topic: "bl.db.t", Partition: 0, Offset: 7, Value: []byte{0x07, 7}}
+	if sent, err := w2.Send(ctx, rec, StageDecode, errors.New("bad")); err != nil || sent {
+		t.Errorf("offset 7 after a restart: sent %v, err %v; want not sent (its copy is on the topic)", sent, err)
+	}
+}

@@ -25,8 +25,9 @@
 //
 // One Store serves every table of a process; each table's entries live
 // under its table UUID, so a renamed table keeps its index and a table
-// dropped and created again under the same name gets a new one. A state
-// directory belongs to one process at a time (Pebble locks it).
+// dropped and created again under the same name gets a new one. The
+// store's directory belongs to one process at a time (Pebble locks it)
+// and holds nothing else: a corrupt store is moved aside whole.
 package keyindex
 
 import (
@@ -36,15 +37,21 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/table/dv"
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/google/uuid"
 )
 
@@ -79,9 +86,11 @@ type Store struct {
 	close sync.Once
 }
 
-// Open opens (or creates) the store in cfg.Dir. A store Pebble finds
-// corrupt is removed and created empty: the tables rebuild it. Any other
-// failure (the directory locked by another process) is an error.
+// Open opens (or creates) the store in cfg.Dir, a directory of the index's
+// own. A store Pebble finds corrupt is moved aside (renamed
+// <dir>.corrupt-<UTC time>, kept for inspection, never removed) and
+// created empty: the tables rebuild it. Any other failure (the directory
+// locked by another process) is an error.
 func Open(cfg Config) (*Store, error) {
 	if cfg.Dir == "" {
 		return nil, errors.New("keyindex: no directory (state-dir)")
@@ -102,12 +111,17 @@ func Open(cfg Config) (*Store, error) {
 	if err != nil {
 		if !pebble.IsCorruptionError(err) {
 			// A lock held by another process, a permission, a full
-			// disk: never remove what may be another process's store.
+			// disk: never touch what may be another process's store.
 			return nil, fmt.Errorf("opening the key index in %s: %w (a state-dir serves one ingest process; remove the directory to have it rebuilt from the tables)", cfg.Dir, err)
 		}
-		cfg.Logger.Warn("the key index is corrupt; removing it, every table rebuilds its index from the table", "dir", cfg.Dir, "error", err.Error())
-		if err := os.RemoveAll(cfg.Dir); err != nil {
-			return nil, fmt.Errorf("removing the corrupt key index %s: %w", cfg.Dir, err)
+		aside := cfg.Dir + ".corrupt-" + time.Now().UTC().Format("20060102T150405.000000000Z")
+		if err := os.Rename(cfg.Dir, aside); err != nil {
+			return nil, fmt.Errorf("moving the corrupt key index %s aside: %w", cfg.Dir, err)
+		}
+		cfg.Logger.Warn("the key index is corrupt; moved it aside (remove it once inspected) and created an empty one, every table rebuilds its index from the table",
+			"dir", cfg.Dir, "moved_to", aside, "error", err.Error())
+		if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+			return nil, fmt.Errorf("creating the index directory: %w", err)
 		}
 		if db, err = openDB(cfg); err != nil {
 			return nil, fmt.Errorf("creating the key index in %s: %w", cfg.Dir, err)
@@ -956,4 +970,83 @@ func (l pebbleLogger) Errorf(format string, args ...any) {
 func (l pebbleLogger) Fatalf(format string, args ...any) {
 	l.log.Error("pebble: " + fmt.Sprintf(format, args...))
 	pebble.DefaultLogger.Fatalf(format, args...)
+}
+
+// pebbleFile matches the names of the files Pebble keeps in a store's
+// directory (and only those: Adopt moves nothing else).
+var pebbleFile = regexp.MustCompile(`^(LOCK|CURRENT|(MANIFEST|OPTIONS)-\d+|(CURRENT|temporary)\.\d+\.dbtmp|\d+(-\d+)?\.(sst|blob|log)|marker\.[a-z-]+\.\d+\.[A-Za-z0-9-]+)$`)
+
+// holdsStore reports whether dir holds a Pebble store's files.
+func holdsStore(dir string) (bool, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	options, current := false, false
+	for _, e := range entries {
+		n := e.Name()
+		options = options || strings.HasPrefix(n, "OPTIONS-") && pebbleFile.MatchString(n)
+		current = current || n == "CURRENT" || strings.HasPrefix(n, "marker.manifest.")
+	}
+	return options && current, nil
+}
+
+// Adopt moves a store that an earlier version kept directly in dir (a
+// state-dir, which may hold files that are not the store's) into the
+// directory into, where Open expects it: Pebble's files only, by name,
+// each renamed. It does nothing when dir holds no store, and leaves dir
+// as it is, with a warning, when into holds a store already. A store in
+// use by another process is an error (ErrInUse). Should a rename fail
+// half-way, Open finds the store in into corrupt, moves it aside and the
+// tables rebuild it.
+func Adopt(dir, into string, logger *slog.Logger) error {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	found, err := holdsStore(dir)
+	if err != nil || !found {
+		return err
+	}
+	if there, err := holdsStore(into); err != nil || there {
+		if there {
+			logger.Warn("a key index of an earlier version is in the state-dir beside the one in use; remove its files (LOCK, CURRENT, MANIFEST-*, OPTIONS-*, marker.*, *.sst, *.log) from the state-dir",
+				"dir", dir, "index", into)
+		}
+		return err
+	}
+	lock, err := pebble.LockDirectory(dir, vfs.Default)
+	if err != nil {
+		return fmt.Errorf("%w: the key index in %s is locked (another ingest process?): %w", ErrInUse, dir, err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		_ = lock.Close()
+		return err
+	}
+	if err := os.MkdirAll(into, 0o755); err != nil {
+		_ = lock.Close()
+		return fmt.Errorf("creating the index directory: %w", err)
+	}
+	var moved []string
+	for _, e := range entries {
+		if e.IsDir() || e.Name() == "LOCK" || !pebbleFile.MatchString(e.Name()) {
+			continue
+		}
+		if err := os.Rename(filepath.Join(dir, e.Name()), filepath.Join(into, e.Name())); err != nil {
+			_ = lock.Close()
+			return fmt.Errorf("moving the key index from %s into %s (moved %d files): %w", dir, into, len(moved), err)
+		}
+		moved = append(moved, e.Name())
+	}
+	if err := lock.Close(); err != nil {
+		return fmt.Errorf("unlocking %s: %w", dir, err)
+	}
+	if err := os.Remove(filepath.Join(dir, "LOCK")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		logger.Warn("removing the old key index's lock file", "file", filepath.Join(dir, "LOCK"), "error", err.Error())
+	}
+	logger.Info("moved the key index an earlier version kept at the state-dir's root into its own directory", "from", dir, "to", into, "files", len(moved))
+	return nil
 }

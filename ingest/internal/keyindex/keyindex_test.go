@@ -253,3 +253,60 @@ func TestPrune(t *testing.T) {
 		t.Error("Drop of an index in use succeeded")
 	}
 }
+
+// TestAdopt: a store kept at a state dir's root beside other files moves
+// into its own directory with what it held; the other files stay; a store
+// another process holds is not moved.
+func TestAdopt(t *testing.T) {
+	root := t.TempDir()
+	other := filepath.Join(root, "OPTIONS-notes.txt")
+	if err := os.WriteFile(other, []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st, err := Open(Config{Dir: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := st.Table("00000000-0000-0000-0000-000000000003", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x.loaded = true
+	if err := x.Apply(&table.Snapshot{SnapshotID: 9, SequenceNumber: 1}, nil, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	into := filepath.Join(root, "keyindex")
+	if err := Adopt(root, into, nil); !errors.Is(err, ErrInUse) {
+		t.Errorf("Adopt of a store in use: %v, want ErrInUse", err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := Adopt(root, into, nil); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(root)
+	for _, e := range entries {
+		if e.Name() != "keyindex" && e.Name() != "OPTIONS-notes.txt" {
+			t.Errorf("left at the root: %s", e.Name())
+		}
+	}
+	if b, err := os.ReadFile(other); err != nil || string(b) != "mine" {
+		t.Errorf("the other file: %q, %v", b, err)
+	}
+	st, err = Open(Config{Dir: into})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if x, err = st.Table("00000000-0000-0000-0000-000000000003", nil); err != nil {
+		t.Fatal(err)
+	}
+	if x.Snapshot() != 9 {
+		t.Errorf("the moved index is at snapshot %d, want 9", x.Snapshot())
+	}
+	// Nothing at the root any more: a second Adopt does nothing.
+	if err := Adopt(root, into, nil); err != nil {
+		t.Error(err)
+	}
+}

@@ -23,7 +23,12 @@
 //     them in their summaries does not move ingest's resume point. The
 //     current snapshot of every branch is always kept.
 //   - Orphan removal spares files younger than Config.OrphanAge: they may
-//     belong to a commit in flight.
+//     belong to a commit in flight. It scans only the table's data and
+//     metadata folders; Run refuses a table whose folders overlap another
+//     table's of its namespace (ErrSharedLocation) before its first step
+//     when orphan removal is among the steps; and it never deletes a
+//     file that a snapshot of the table, reloaded just before, references.
+//   - Tables lists only the tables ingest writes (Ours) of a namespace.
 //   - A compaction that failed with a conflict removes the files it wrote;
 //     one whose outcome is unknown leaves them for orphan removal.
 package maintain
@@ -193,8 +198,9 @@ func (c Config) runs(s Step) bool {
 
 // Maintainer runs maintenance on tables of one catalog.
 type Maintainer struct {
-	cat catalog.Catalog
-	cfg Config
+	cat        catalog.Catalog
+	cfg        Config
+	neighbours neighbours // where the tables of each namespace keep their files
 }
 
 // New returns a Maintainer of cat's tables.
@@ -254,6 +260,14 @@ func (m *Maintainer) Run(ctx context.Context, ident table.Identifier) (Report, e
 	tbl, err := m.cat.LoadTable(ctx, ident)
 	if err != nil {
 		return rep, fmt.Errorf("loading table %v: %w", ident, err)
+	}
+	if m.cfg.runs(StepRemoveOrphans) {
+		// A table sharing its folders with another is not maintained
+		// at all: which of the files there are its own is not for
+		// maintenance to guess.
+		if err := m.alone(ctx, ident, tbl); err != nil {
+			return rep, fmt.Errorf("maintaining %v: %w", ident, err)
+		}
 	}
 	if rep.Before, err = TableStats(ctx, tbl); err != nil {
 		return rep, fmt.Errorf("reading the files of %v: %w", ident, err)

@@ -118,3 +118,69 @@ func TestCheckReadable(t *testing.T) {
 		t.Errorf("Avro delete file: %v, want ErrUnsupported", err)
 	}
 }
+
+func TestOurs(t *testing.T) {
+	for _, tc := range []struct {
+		props map[string]string
+		want  bool
+	}{
+		{map[string]string{"binlake.source": "shop.orders"}, true},
+		{map[string]string{"binlake.offsets.it.shop.orders": `{"0":5}`}, true}, // created before binlake.source
+		{map[string]string{"format-version": "2", "binlake.sourcery": "x"}, false},
+		{nil, false},
+	} {
+		if got := Ours(tc.props); got != tc.want {
+			t.Errorf("Ours(%v) = %v, want %v", tc.props, got, tc.want)
+		}
+	}
+}
+
+func TestOverlap(t *testing.T) {
+	at := func(name, loc string) placed {
+		return placed{ident: table.Identifier{"ns", name}, location: loc, data: loc + "/data", meta: loc + "/metadata"}
+	}
+	lake, other, wide := at("lake", "s3://b/ns/lake"), at("other", "s3://b/ns/other"), at("wide", "s3://b/ns")
+	lakeNear := at("lake2", "s3://b/ns/lake2") // a name lake is a prefix of
+	for _, tc := range []struct {
+		t, o placed
+		want bool
+	}{
+		{lake, other, false},
+		{lake, lakeNear, false},
+		{lake, wide, false}, // lake lies in wide's location, not in its folders
+		{wide, lake, true},  // wide's location holds lake's
+		{wide, wide, true},
+		{placed{ident: lake.ident, location: lake.location, data: "s3a://b/ns/other", meta: lake.meta}, other, true}, // write.data.path at other's location
+		{placed{ident: lake.ident, location: lake.location, data: "s3://b/ns/other/data/x", meta: lake.meta}, other, true},
+	} {
+		if got := overlap(tc.t, tc.o) != ""; got != tc.want {
+			t.Errorf("overlap(%+v, %+v) = %q, want overlap %v", tc.t, tc.o, overlap(tc.t, tc.o), tc.want)
+		}
+	}
+}
+
+func TestGuard(t *testing.T) {
+	folders := []string{"s3://b/ns/t/data", "s3://b/ns/t/metadata"}
+	refs := map[string]struct{}{"s3://b/ns/t/data/live.parquet": {}}
+	keep, outside, live := guard([]table.OrphanFile{
+		{Path: "s3://b/ns/t/data/orphan.parquet"},
+		{Path: "s3a://b/ns/t/data/live.parquet"}, // referenced, spelled with another scheme
+		{Path: "s3://b/ns/t/notes.txt"},
+		{Path: "s3://b/ns/t/database/x.parquet"},
+		{Path: "s3://b/ns/other/data/y.parquet"},
+	}, folders, refs)
+	if len(keep) != 1 || keep[0].Path != "s3://b/ns/t/data/orphan.parquet" || len(live) != 1 || len(outside) != 3 {
+		t.Errorf("guard kept %v for deletion, spared %v outside and %v referenced", keep, outside, live)
+	}
+}
+
+func TestFolders(t *testing.T) {
+	md, err := table.NewMetadata(iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64}),
+		iceberg.UnpartitionedSpec, table.UnsortedSortOrder, "s3://b/ns/t/", iceberg.Properties{table.WriteDataPathKey: "s3://b/elsewhere/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, meta := Folders(md); data != "s3://b/elsewhere" || meta != "s3://b/ns/t/metadata" {
+		t.Errorf("Folders = %q, %q", data, meta)
+	}
+}

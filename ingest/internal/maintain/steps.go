@@ -2,9 +2,10 @@ package maintain
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 
-	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 )
 
@@ -111,36 +112,77 @@ func (m *Maintainer) expire(ctx context.Context, ident table.Identifier) (Expire
 type OrphanReport struct {
 	Found, Removed int
 	Bytes          int64 // of the orphans found
+	// Spared are files the scan offered that the guard kept: outside the
+	// table's folders, or referenced by a snapshot of the table as it was
+	// just before the deletion.
+	Spared int
 }
 
 func (r OrphanReport) attrs() []any {
-	return []any{"orphans_found", r.Found, "orphans_removed", r.Removed, "orphan_bytes", r.Bytes}
+	return []any{"orphans_found", r.Found, "orphans_removed", r.Removed, "orphan_bytes", r.Bytes, "orphans_spared", r.Spared}
 }
 
+// removeOrphans deletes the files of the table's data and metadata folders
+// (Folders) that no snapshot references and that are older than
+// OrphanAge. It scans nothing else: a table's location may hold other
+// tables' files (one located at its namespace's or the warehouse's
+// folder). A table whose folders overlap another table's of its
+// namespace is refused (ErrSharedLocation; Run refuses it before its
+// first step). Before deleting, the table
+// is loaded again and every file its snapshots (all of them, of every
+// ref) reach is kept, whatever the scan said.
 func (m *Maintainer) removeOrphans(ctx context.Context, ident table.Identifier) (OrphanReport, error) {
 	var rep OrphanReport
 	tbl, err := m.cat.LoadTable(ctx, ident)
 	if err != nil {
 		return rep, fmt.Errorf("loading table %v: %w", ident, err)
 	}
-	res, err := tbl.DeleteOrphanFiles(ctx, table.WithFilesOlderThan(m.cfg.OrphanAge), table.WithDryRun(m.cfg.DryRun))
-	if err != nil {
-		return rep, fmt.Errorf("removing files unreferenced for %s (orphan-age): %w", m.cfg.OrphanAge, err)
+	if err := m.alone(ctx, ident, tbl); err != nil {
+		return rep, err // checked by Run already; the table may have moved since
 	}
-	rep.Found, rep.Removed, rep.Bytes = len(res.OrphanFileLocations), len(res.DeletedFiles), res.TotalSizeBytes
-	return rep, nil
-}
-
-// Tables lists the tables of the namespaces, in catalog order.
-func Tables(ctx context.Context, cat catalog.Catalog, namespaces []table.Identifier) ([]table.Identifier, error) {
-	var out []table.Identifier
-	for _, ns := range namespaces {
-		for id, err := range cat.ListTables(ctx, ns) {
-			if err != nil {
-				return nil, fmt.Errorf("listing the tables of namespace %v: %w", ns, err)
-			}
-			out = append(out, id)
+	data, meta := Folders(tbl.Metadata())
+	var found []table.OrphanFile
+	for _, dir := range []string{data, meta} {
+		plan, err := tbl.PlanOrphanFiles(ctx, table.WithLocation(dir), table.WithFilesOlderThan(m.cfg.OrphanAge))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // nothing written there yet
 		}
+		if err != nil {
+			return rep, fmt.Errorf("listing the files of %s unreferenced for %s (orphan-age): %w", dir, m.cfg.OrphanAge, err)
+		}
+		found = append(found, plan.OrphanFiles()...)
 	}
-	return out, nil
+	if tbl, err = m.cat.LoadTable(ctx, ident); err != nil {
+		return rep, fmt.Errorf("loading table %v: %w", ident, err)
+	}
+	refs, err := referenced(ctx, tbl)
+	if err != nil {
+		return rep, fmt.Errorf("reading the files the snapshots of %v reference: %w", ident, err)
+	}
+	orphans, outside, live := guard(found, []string{data, meta}, refs)
+	rep.Found, rep.Spared = len(orphans), len(outside)+len(live)
+	for _, o := range orphans {
+		rep.Bytes += o.SizeBytes
+	}
+	if len(outside) > 0 || len(live) > 0 {
+		m.cfg.Logger.Warn("orphan scan offered files the table's folders do not hold or its snapshots reference; kept",
+			"table", ident, "outside", outside, "referenced", live)
+	}
+	if m.cfg.DryRun || len(orphans) == 0 {
+		return rep, nil
+	}
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		return rep, fmt.Errorf("opening the file system of %v: %w", ident, err)
+	}
+	for _, o := range orphans {
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		if err := fsys.Remove(o.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return rep, fmt.Errorf("removing orphan %s: %w", o.Path, err)
+		}
+		rep.Removed++
+	}
+	return rep, nil
 }

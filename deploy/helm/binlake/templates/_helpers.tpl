@@ -32,11 +32,25 @@ app.kubernetes.io/instance: {{ $root.Release.Name }}
 app.kubernetes.io/component: {{ index . 1 }}
 {{- end }}
 
+{{/* binlake.serviceAccountName: one component's account; call with (list $ "capture"). */}}
 {{- define "binlake.serviceAccountName" -}}
-{{- if .Values.serviceAccount.create }}
-{{- default (include "binlake.fullname" .) .Values.serviceAccount.name }}
+{{- $root := index . 0 }}{{ $c := index . 1 }}{{ $sa := (index $root.Values $c).serviceAccount }}
+{{- if $sa.create }}
+{{- default (printf "%s-%s" (include "binlake.fullname" $root) $c) $sa.name }}
 {{- else }}
-{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name }}
+{{- required (printf "%s.serviceAccount.name is required when %s.serviceAccount.create is false" $c $c) $sa.name }}
+{{- end }}
+{{- end }}
+
+{{/* binlake.opsEnv sets the metrics and pprof addresses in the env map; call with (list $env "CAPTURE" $componentValues). */}}
+{{- define "binlake.opsEnv" -}}
+{{- $env := index . 0 }}{{ $p := index . 1 }}{{ $v := index . 2 }}
+{{- $_ := set $env (printf "%s_METRICS_ADDR" $p) (printf "%s:%d" $v.metricsBindAddress (int $v.metricsPort)) }}
+{{- if $v.pprof.enabled }}
+{{- if eq (int $v.pprof.port) (int $v.metricsPort) }}
+{{- fail (printf "%s.pprof.port must differ from %s.metricsPort: the profiles are never served on the metrics port" (lower $p) (lower $p)) }}
+{{- end }}
+{{- $_ := set $env (printf "%s_PPROF_ADDR" $p) (printf "%s:%d" $v.pprof.bindAddress (int $v.pprof.port)) }}
 {{- end }}
 {{- end }}
 
@@ -86,6 +100,9 @@ of env name to string; call with (list $ "CAPTURE").
 {{- if $root.Values.schemaRegistryURL }}
 {{ $p }}_SCHEMA_REGISTRY_URL: {{ $root.Values.schemaRegistryURL | quote }}
 {{- end }}
+{{- with $root.Values.schemaRegistryAuth }}{{ if .username }}
+{{ $p }}_SCHEMA_REGISTRY_USERNAME: {{ .username | quote }}
+{{- end }}{{ end }}
 {{ $p }}_LOG_FORMAT: {{ $root.Values.logFormat | quote }}
 {{ $p }}_LOG_LEVEL: {{ $root.Values.logLevel | quote }}
 {{- if $root.Values.awsRegion }}
@@ -94,13 +111,28 @@ AWS_REGION: {{ $root.Values.awsRegion | quote }}
 {{- end }}
 
 {{/*
-binlake.kafkaSecrets: the Kafka secret files as a YAML list of
+binlake.kafkaSecrets: the Kafka and schema registry secret files (and the
+registry's CA bundle, passed the same way) as a YAML list of
 {env, secret, key, dir}; call with (list $ "CAPTURE").
 */}}
 {{- define "binlake.kafkaSecrets" -}}
 {{- $root := index . 0 }}{{ $p := index . 1 }}{{ $k := $root.Values.kafka }}
 {{- if $k.sasl.passwordSecret.name }}
 - {env: {{ printf "%s_KAFKA_SASL_PASSWORD" $p }}, secret: {{ $k.sasl.passwordSecret.name | quote }}, key: {{ $k.sasl.passwordSecret.key | quote }}, dir: kafka-sasl-password}
+{{- end }}
+{{- with $root.Values.schemaRegistryAuth }}
+{{- if and .passwordSecret.name .tokenSecret.name }}
+{{- fail "set only one of schemaRegistryAuth.passwordSecret and schemaRegistryAuth.tokenSecret" }}
+{{- end }}
+{{- if .passwordSecret.name }}
+- {env: {{ printf "%s_SCHEMA_REGISTRY_PASSWORD" $p }}, secret: {{ .passwordSecret.name | quote }}, key: {{ .passwordSecret.key | quote }}, dir: registry-password}
+{{- end }}
+{{- if .tokenSecret.name }}
+- {env: {{ printf "%s_SCHEMA_REGISTRY_TOKEN" $p }}, secret: {{ .tokenSecret.name | quote }}, key: {{ .tokenSecret.key | quote }}, dir: registry-token}
+{{- end }}
+{{- if .caSecret.name }}
+- {env: {{ printf "%s_SCHEMA_REGISTRY_CA" $p }}, secret: {{ .caSecret.name | quote }}, key: {{ .caSecret.key | quote }}, dir: registry-ca}
+{{- end }}
 {{- end }}
 {{- end }}
 
@@ -120,6 +152,9 @@ with (dict "settings" $map "prefix" "CAPTURE" "where" "capture.settings").
 {{- end }}
 {{- if eq $name (printf "%s_METRICS_ADDR" $p) }}
 {{- fail (printf "%s: %s is set by the chart from metricsPort (the probes use that port)" $.where $name) }}
+{{- end }}
+{{- if or (eq $name (printf "%s_PPROF" $p)) (eq $name (printf "%s_PPROF_ADDR" $p)) }}
+{{- fail (printf "%s: %s: use %s.pprof, which serves the profiles on a port of their own" $.where $name (lower $p)) }}
 {{- end }}
 {{- end }}
 {{- end }}
