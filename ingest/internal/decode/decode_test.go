@@ -263,7 +263,7 @@ func TestGoldens(t *testing.T) {
 		// The generic path: read the envelope as a plain value, convert.
 		vc := d.values[binary.BigEndian.Uint32(g.value[1:5])]
 		n, _ := parseAvroNodes(mustSchema(t, reg, g.value))
-		r := reader{b: g.value[5:]}
+		r := reader{b: g.value[5:], bud: Limits{}.withDefaults().budget(0)}
 		env := r.value(n, 0).(debezium.Struct)
 		after := env[1].(debezium.Struct)
 		var want []any
