@@ -8,7 +8,7 @@ GO    ?= go
 INTEGRATION_FLAGS ?= -tags integration -count=1 -p 1 -timeout 50m -short
 FULL_FLAGS        ?= -tags integration -count=1 -p 1 -timeout 120m
 
-.PHONY: all build test test-full unit integration integration-full deploy-check compat chaos chaos-short bench-capture bench-large-txn bench-ingest bench-scan bench-snapshot bench-peer bench-freshness bench-scale bench bench-short demo stack-up stack-down stack-status stack-env stack-logs stack-wipe vet fmt clean
+.PHONY: all build test test-full unit fuzz fuzz-short integration integration-full deploy-check compat chaos chaos-short bench-capture bench-large-txn bench-ingest bench-scan bench-snapshot bench-peer bench-freshness bench-scale bench bench-short demo stack-up stack-down stack-status stack-env stack-logs stack-wipe vet fmt clean
 
 all: build
 
@@ -16,10 +16,36 @@ build:
 	$(GO) build -o bin/capture ./capture
 	$(GO) build -o bin/ingest ./ingest
 
-## unit: the tests that need no services (what plain `go test ./...` runs).
+## unit: the tests that need no services (what plain `go test ./...` runs),
+## then a short run of each fuzz target.
 unit:
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
+	$(MAKE) --no-print-directory fuzz-short
+
+# The fuzz targets, as package:Target. Their seeds and any crasher found
+# are committed under each package's testdata/fuzz/<Target>.
+FUZZ_TARGETS := \
+	./ingest/internal/decode:FuzzDecode \
+	./ingest/internal/decode:FuzzDecodeJSON \
+	./ingest/internal/decode:FuzzAvro \
+	./ingest/internal/schemamap:FuzzMap \
+	./capture/internal/binlog:FuzzRowsDecode \
+	./schemas/debezium:FuzzParseFrame
+FUZZ_SHORT ?= 15s
+FUZZ_TIME  ?= 2m
+
+## fuzz-short: each fuzz target for FUZZ_SHORT (15s: about 1.5 minutes in all; part of unit).
+## fuzz: each fuzz target for FUZZ_TIME (2m: 12 minutes in all). A crasher fails
+## the run; go test writes it to testdata/fuzz/<Target> to be fixed and committed.
+fuzz-short:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  pkg=$${t%%:*}; fn=$${t##*:}; echo "FUZZ $$fn $$pkg fuzztime=$(FUZZ_SHORT)"; \
+	  $(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZ_SHORT) $$pkg; \
+	done
+
+fuzz:
+	$(MAKE) --no-print-directory fuzz-short FUZZ_SHORT=$(FUZZ_TIME)
 
 ## integration: bring the stack up and run the integration-tagged tests against it
 ## (test/integration.sh: test/e2e in one lane, every other package in another, side

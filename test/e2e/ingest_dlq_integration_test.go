@@ -62,7 +62,13 @@ func dlqKey(id int64) []byte {
 // dlqValue is a JsonConverter change envelope whose after image has
 // columns id int64, name (nameType) and n int32, with payload after.
 func dlqValue(nameType, after string, pos int64) []byte {
-	row := `{"type":"struct","optional":true,"name":"bl.db.t.Value","fields":[{"type":"int64","optional":false,"field":"id"},{"type":"` + nameType + `","optional":true,"field":"name"},{"type":"int32","optional":true,"field":"n"}],"field":"%s"}`
+	return dlqValueWith(`{"type":"`+nameType+`","optional":true,"field":"name"}`, after, pos)
+}
+
+// dlqValueWith is dlqValue with the Connect JSON schema of the name
+// column.
+func dlqValueWith(nameField, after string, pos int64) []byte {
+	row := `{"type":"struct","optional":true,"name":"bl.db.t.Value","fields":[{"type":"int64","optional":false,"field":"id"},` + nameField + `,{"type":"int32","optional":true,"field":"n"}],"field":"%s"}`
 	return fmt.Appendf(nil, `{"schema":{"type":"struct","optional":false,"name":"bl.db.t.Envelope","version":2,"fields":[`+row+`,`+row+`,`+
 		`{"type":"struct","optional":false,"name":"io.debezium.connector.mysql.Source","field":"source","fields":[{"type":"int64","optional":false,"field":"ts_ms"},{"type":"string","optional":false,"field":"file"},{"type":"int64","optional":false,"field":"pos"},{"type":"int32","optional":false,"field":"row"}]},`+
 		`{"type":"string","optional":false,"field":"op"}]},`+
@@ -88,8 +94,18 @@ const dlqAvroEnvelope = `{"type":"record","name":"Envelope","namespace":"bl.dlq"
  {"name":"after","type":["null","Value"],"default":null},
  {"name":"op","type":"string"}]}`
 
-// badKinds are the matrix's bad records; avroID is dlqAvroEnvelope's id.
-func badKinds(avroID int) []badKind {
+// dlqAvroDecimal is an envelope whose name column is a Connect Decimal of
+// scale 11 and precision 10, which iceberg.DecimalTypeOf panics on: once
+// a crash loop of ingest.
+const dlqAvroDecimal = `{"type":"record","name":"Envelope","namespace":"bl.dlqdec","fields":[
+ {"name":"before","type":["null",{"type":"record","name":"Value","fields":[{"name":"id","type":"long"},{"name":"name","type":["null",
+   {"type":"bytes","connect.name":"org.apache.kafka.connect.data.Decimal","connect.parameters":{"scale":"11","connect.decimal.precision":"10"}}],"default":null}]}],"default":null},
+ {"name":"after","type":["null","Value"],"default":null},
+ {"name":"op","type":"string"}]}`
+
+// badKinds are the matrix's bad records; avroID is dlqAvroEnvelope's id,
+// decimalID dlqAvroDecimal's.
+func badKinds(avroID, decimalID int) []badKind {
 	frame := func(id uint32, body ...byte) []byte {
 		return append(be.BigEndian.AppendUint32([]byte{0}, id), body...)
 	}
@@ -116,6 +132,16 @@ func badKinds(avroID int) []badKind {
 		{"not a change record", stageDecode, func(id int64) *kgo.Record {
 			return &kgo.Record{Key: dlqKey(id), Value: []byte(`{"schema":{"type":"struct","name":"some.Other","fields":[{"type":"string","field":"x"}]},"payload":{"x":"y"}}`)}
 		}},
+		// A schema value iceberg-go panics on (issue 30): the record's
+		// own error, not a crash of ingest.
+		{"json decimal scale over precision", stageDecode, func(id int64) *kgo.Record {
+			return &kgo.Record{Key: dlqKey(id), Value: dlqValueWith(`{"type":"bytes","optional":true,"name":"org.apache.kafka.connect.data.Decimal","version":1,`+
+				`"parameters":{"scale":"11","connect.decimal.precision":"10"},"field":"name"}`, fmt.Sprintf(`{"id":%d,"name":null,"n":1}`, id), 1000+id)}
+		}},
+		// before null, after {id, name null}, op "c".
+		{"avro decimal scale over precision", stageDecode, func(id int64) *kgo.Record {
+			return &kgo.Record{Key: dlqKey(id), Value: frame(uint32(decimalID), append(append([]byte{0x00, 0x02}, be.AppendVarint(nil, id)...), 0x00, 0x02, 'c')...)}
+		}},
 	}
 }
 
@@ -126,6 +152,7 @@ type dlqEnv struct {
 	cl     *kgo.Client // producer (manual partitions) and admin
 	cat    *rest.Catalog
 	avroID int
+	decID  int // dlqAvroDecimal's schema id
 	lake   *lake
 }
 
@@ -150,6 +177,10 @@ func newDLQEnv(t *testing.T) *dlqEnv {
 		t.Fatalf("registering the Avro envelope: %v", err)
 	}
 	e.avroID = ss.ID
+	if ss, err = reg.CreateSchema(t.Context(), e.db+"-dlqdec-value", sr.Schema{Schema: dlqAvroDecimal, Type: sr.TypeAvro}); err != nil {
+		t.Fatalf("registering the Avro decimal envelope: %v", err)
+	}
+	e.decID = ss.ID
 	t.Cleanup(func() {
 		ctx := context.WithoutCancel(t.Context())
 		for _, n := range []string{"a", "b", "c"} {
@@ -386,7 +417,7 @@ func (e *dlqEnv) checkDLQ(topic string, bad map[string]*kgo.Record, stages map[s
 func TestIngestBadRecordsStop(t *testing.T) {
 	e := newDLQEnv(t)
 	bin := binary(t, "ingest")
-	for i, k := range badKinds(e.avroID) {
+	for i, k := range badKinds(e.avroID, e.decID) {
 		t.Run(strings.ReplaceAll(k.name, " ", "_"), func(t *testing.T) {
 			tbl := fmt.Sprintf("s%d", i)
 			topic := e.topic(tbl)
@@ -445,7 +476,7 @@ func TestIngestDeadLetter(t *testing.T) {
 	e.createTopic(tc, 1) // bad records only: its table never exists
 	e.createTopic(dlq, 1)
 	group := testenv.Unique(t, "g")
-	kinds := badKinds(e.avroID)
+	kinds := badKinds(e.avroID, e.decID)
 
 	bad := map[string]*kgo.Record{}
 	stages := map[string]string{}
@@ -531,7 +562,7 @@ func TestIngestDeadLetter(t *testing.T) {
 	wave(100, wave2)
 	var wave2Bad []*kgo.Record
 	for _, r := range bad {
-		if r.Topic == ta && r.Partition == 0 && r.Offset >= 12 || r.Topic == ta && r.Partition == 1 && r.Offset >= 2 || r.Topic == tc && r.Offset >= 1 {
+		if r.Topic == ta && r.Partition == 0 && r.Offset >= int64(2*len(kinds)) || r.Topic == ta && r.Partition == 1 && r.Offset >= 2 || r.Topic == tc && r.Offset >= 1 {
 			wave2Bad = append(wave2Bad, r)
 		}
 	}

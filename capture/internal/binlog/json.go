@@ -65,6 +65,9 @@ func decodeRowsRawJSON(e *replication.RowsEvent, data []byte) ([]int, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkImages(e, pos, data); err != nil {
+		return nil, err
+	}
 	tm := e.Table
 	var jsonCols []int
 	for i, t := range tm.ColumnType {

@@ -54,6 +54,9 @@ func (d *rowsDecoder) decode(e *replication.RowsEvent, data []byte) error {
 	if err != nil {
 		return err
 	}
+	if err := checkImages(e, pos, data); err != nil {
+		return err
+	}
 	tm := e.Table
 	if tm == nil || e.ColumnBitmap2 != nil && e.Type() == replication.EnumRowsEventTypeUnknown {
 		// No table map (go-mysql reports it), or a MySQL partial update:

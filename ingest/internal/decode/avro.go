@@ -55,7 +55,66 @@ func parseAvroNodes(schema []byte) (*node, error) {
 		return nil, fmt.Errorf("%w: %w", ErrBadSchema, err)
 	}
 	p := nodeParser{named: map[string]*node{}}
-	return p.parse(v, "", 0)
+	n, err := p.parse(v, "", 0)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkArrays(n, map[*node]bool{}); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// checkArrays refuses an array whose items can take no bytes (null, an
+// empty record, a fixed of size 0, a record of only such fields): each
+// block header of such an array would stand for as many items as it
+// claims, without the data to bound them.
+func checkArrays(n *node, seen map[*node]bool) error {
+	if seen[n] {
+		return nil
+	}
+	seen[n] = true
+	if n.kind == avroArray && zeroSize(n.items, map[*node]bool{}) {
+		return fmt.Errorf("%w: %w: an array of items that take no bytes", ErrBadSchema, ErrLimit)
+	}
+	for _, f := range n.fields {
+		if err := checkArrays(f.typ, seen); err != nil {
+			return err
+		}
+	}
+	for _, b := range n.branches {
+		if err := checkArrays(b, seen); err != nil {
+			return err
+		}
+	}
+	if n.items != nil {
+		return checkArrays(n.items, seen)
+	}
+	return nil
+}
+
+// zeroSize reports whether a value of n can be encoded in no bytes. A
+// record that contains itself is not (it cannot be encoded at all).
+func zeroSize(n *node, visiting map[*node]bool) bool {
+	switch n.kind {
+	case avroNull:
+		return true
+	case avroFixed:
+		return n.size == 0
+	case avroRecord:
+		if visiting[n] {
+			return false
+		}
+		visiting[n] = true
+		defer delete(visiting, n)
+		for _, f := range n.fields {
+			if !zeroSize(f.typ, visiting) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 type nodeParser struct{ named map[string]*node }
@@ -192,11 +251,39 @@ func (p *nodeParser) define(o map[string]any, ns string, n *node) string {
 	return ""
 }
 
-// reader reads Avro binary data with a sticky error.
+// reader reads Avro binary data with a sticky error, within the budget
+// of the record it reads.
 type reader struct {
 	b   []byte
 	i   int
 	err error
+	bud *budget
+}
+
+// spend takes one value of n content bytes from the budget, failing the
+// reader when it is spent.
+func (r *reader) spend(n int) bool {
+	if r.bud.spend(n) {
+		return true
+	}
+	if r.err == nil {
+		r.err = r.bud.err
+	}
+	r.i = len(r.b)
+	return false
+}
+
+// spendBytes takes n content bytes, of a value already counted, from the
+// budget.
+func (r *reader) spendBytes(n int) bool {
+	if r.bud.spendBytes(n) {
+		return true
+	}
+	if r.err == nil {
+		r.err = r.bud.err
+	}
+	r.i = len(r.b)
+	return false
 }
 
 func (r *reader) fail(format string, args ...any) {
@@ -284,7 +371,13 @@ func (r *reader) bytes() []byte {
 	return r.raw(int(n))
 }
 
-func (r *reader) string() string { return string(r.bytes()) }
+func (r *reader) string() string {
+	b := r.bytes()
+	if !r.spendBytes(len(b)) {
+		return ""
+	}
+	return string(b)
+}
 
 // blockCount reads an array or map block header.
 func (r *reader) blockCount() int {
@@ -293,11 +386,11 @@ func (r *reader) blockCount() int {
 		r.long() // block size in bytes
 		n = -n
 	}
-	if n < 0 || n > int64(len(r.b)-r.i) { // every item takes at least... zero bytes for null, cap anyway
-		if n > int64(len(r.b)) {
-			r.fail("block count %d beyond the data", n)
-			return 0
-		}
+	// Every item takes at least a byte (arrays of items that take none
+	// are refused with their schema; a map item has its key).
+	if n > int64(len(r.b)-r.i) {
+		r.fail("block count %d beyond the data", n)
+		return 0
 	}
 	return int(n)
 }
@@ -318,6 +411,9 @@ func (r *reader) value(n *node, depth int) any {
 		r.fail("nested more than 64 levels")
 		return nil
 	}
+	if !r.spend(0) {
+		return nil
+	}
 	switch n.kind {
 	case avroNull:
 		return nil
@@ -332,11 +428,19 @@ func (r *reader) value(n *node, depth int) any {
 	case avroDouble:
 		return r.double()
 	case avroBytes:
-		return append([]byte(nil), r.bytes()...)
+		b := r.bytes()
+		if !r.spendBytes(len(b)) {
+			return nil
+		}
+		return append([]byte(nil), b...)
 	case avroString:
 		return r.string()
 	case avroFixed:
-		return append([]byte(nil), r.raw(n.size)...)
+		b := r.raw(n.size)
+		if !r.spendBytes(len(b)) {
+			return nil
+		}
+		return append([]byte(nil), b...)
 	case avroEnum:
 		i := r.long()
 		if i < 0 || i >= int64(len(n.symbols)) {
@@ -401,6 +505,9 @@ func (r *reader) skip(n *node, depth int) {
 		r.fail("nested more than 64 levels")
 		return
 	}
+	if !r.spend(-valueCost) { // a value read past: counted, not kept
+		return
+	}
 	switch n.kind {
 	case avroNull:
 	case avroBoolean:
@@ -430,7 +537,7 @@ func (r *reader) skip(n *node, depth int) {
 				r.raw(int(size))
 				continue
 			}
-			if c > int64(len(r.b)) {
+			if c > int64(len(r.b)-r.i) { // every item takes a byte at least
 				r.fail("block count %d beyond the data", c)
 				return
 			}
@@ -543,6 +650,9 @@ func compileRecord(n *node, cols []schemamap.Column) (*recordReader, error) {
 // read appends the record's converted values to dst.
 func (rr *recordReader) read(r *reader, dst []any) ([]any, error) {
 	for _, f := range rr.fields {
+		if !r.spend(0) {
+			return nil, r.err
+		}
 		v, err := f(r)
 		if err != nil {
 			return nil, err

@@ -159,38 +159,52 @@ func NonChangeSchema(name string) bool {
 
 // Decoder decodes records, caching compiled schemas by id.
 type Decoder struct {
-	reg Registry
+	reg    Registry
+	limits Limits
 
-	mu     sync.RWMutex
-	keys   map[uint32]*keyCodec
-	values map[uint32]*valueCodec
-	json   map[string]*jsonCodec
+	mu        sync.RWMutex
+	keys      map[uint32]*keyCodec
+	values    map[uint32]*valueCodec
+	json      map[string]*jsonCodec
+	jsonBytes int // the text of the schemas in json
+	jsonSeq   int // the last json:<n> given out
 }
 
 // New returns a Decoder that fetches Avro schemas from reg (nil: only
 // JSON records can be decoded).
-func New(reg Registry) *Decoder {
-	return &Decoder{reg: reg, keys: map[uint32]*keyCodec{}, values: map[uint32]*valueCodec{}, json: map[string]*jsonCodec{}}
+func New(reg Registry, opts ...Option) *Decoder {
+	d := &Decoder{reg: reg, limits: Limits{}.withDefaults(), keys: map[uint32]*keyCodec{}, values: map[uint32]*valueCodec{}, json: map[string]*jsonCodec{}}
+	for _, o := range opts {
+		o(d)
+	}
+	return d
 }
 
-// Decode decodes the record at topic/partition/offset.
-func (d *Decoder) Decode(ctx context.Context, topic string, partition int32, offset int64, key, value []byte) (Change, error) {
+// Decode decodes the record at topic/partition/offset. Decoding one record
+// stays within the decoder's Limits (else ErrLimit), and a panic while
+// decoding it (a bug) is recovered into ErrPanic: no record can stop
+// ingest other than by an error of its own.
+func (d *Decoder) Decode(ctx context.Context, topic string, partition int32, offset int64, key, value []byte) (ch Change, err error) {
 	fail := func(part string, err error) (Change, error) {
 		return Change{}, &Error{Topic: topic, Partition: partition, Offset: offset, Part: part, Err: err}
 	}
+	defer func() {
+		if r := recover(); r != nil {
+			ch, err = fail("record", fmt.Errorf("%w: %v", ErrPanic, r))
+		}
+	}()
+	bud := d.limits.budget(len(key) + len(value))
 	if value == nil {
 		return Change{Tombstone: true}, nil
 	}
 	// A null key is a table without a primary key (Debezium's key=null):
 	// its before images are needed to record deletes and updates.
 	keyless := len(key) == 0
-	var ch Change
-	var err error
 	switch {
 	case len(value) > 0 && value[0] == 0:
-		ch, err = d.decodeAvroValue(ctx, value, keyless)
+		ch, err = d.decodeAvroValue(ctx, value, keyless, bud)
 	case len(value) > 0 && value[0] == '{':
-		ch, err = d.decodeJSONValue(value, keyless)
+		ch, err = d.decodeJSONValue(value, keyless, bud)
 	case len(value) == 0:
 		return fail("value", fmt.Errorf("%w: empty value", ErrMagic))
 	default:
@@ -207,9 +221,9 @@ func (d *Decoder) Decode(ctx context.Context, topic string, partition int32, off
 		case keyless:
 			ch.Keyless = true
 		case key[0] == 0:
-			ch.Event.Key, ch.KeyFields, err = d.decodeAvroKey(ctx, key)
+			ch.Event.Key, ch.KeyFields, err = d.decodeAvroKey(ctx, key, bud)
 		case key[0] == '{':
-			ch.Event.Key, ch.KeyFields, err = decodeJSONKey(key)
+			ch.Event.Key, ch.KeyFields, err = decodeJSONKey(key, bud)
 		default:
 			err = fmt.Errorf("%w: got 0x%02x", ErrMagic, key[0])
 		}
@@ -219,9 +233,9 @@ func (d *Decoder) Decode(ctx context.Context, topic string, partition int32, off
 		if nk := nullableKey(ch.Schema, ch.KeyFields); len(nk) > 0 {
 			// Decoded again for the before image a keyless change needs.
 			if value[0] == 0 {
-				ch, err = d.decodeAvroValue(ctx, value, true)
+				ch, err = d.decodeAvroValue(ctx, value, true, bud)
 			} else {
-				ch, err = d.decodeJSONValue(value, true)
+				ch, err = d.decodeJSONValue(value, true, bud)
 			}
 			if err != nil {
 				return fail("value", err)
@@ -312,7 +326,7 @@ type keyCodec struct {
 	fields []string
 }
 
-func (d *Decoder) decodeAvroKey(ctx context.Context, key []byte) ([]any, []string, error) {
+func (d *Decoder) decodeAvroKey(ctx context.Context, key []byte, bud *budget) ([]any, []string, error) {
 	id, payload, err := frame(key)
 	if err != nil {
 		return nil, nil, err
@@ -332,7 +346,7 @@ func (d *Decoder) decodeAvroKey(ctx context.Context, key []byte) ([]any, []strin
 		d.keys[id] = kc
 		d.mu.Unlock()
 	}
-	r := reader{b: payload}
+	r := reader{b: payload, bud: bud}
 	vals, err := kc.rec.read(&r, make([]any, 0, len(kc.fields)))
 	if err != nil {
 		return nil, nil, err
@@ -397,7 +411,7 @@ type srcStep struct {
 	want int // 0 skip, 1 ts_ms, 2 gtid, 3 file, 4 pos, 5 row, 6 db, 7 table
 }
 
-func (d *Decoder) decodeAvroValue(ctx context.Context, value []byte, wantBefore bool) (Change, error) {
+func (d *Decoder) decodeAvroValue(ctx context.Context, value []byte, wantBefore bool, bud *budget) (Change, error) {
 	id, payload, err := frame(value)
 	if err != nil {
 		return Change{}, err
@@ -417,7 +431,7 @@ func (d *Decoder) decodeAvroValue(ctx context.Context, value []byte, wantBefore 
 		d.values[id] = vc
 		d.mu.Unlock()
 	}
-	return vc.decode(payload, wantBefore)
+	return vc.decode(payload, wantBefore, bud)
 }
 
 func compileValue(id string, text []byte) (*valueCodec, error) {
@@ -507,11 +521,11 @@ func compileValue(id string, text []byte) (*valueCodec, error) {
 	return vc, nil
 }
 
-func (vc *valueCodec) decode(payload []byte, wantBefore bool) (Change, error) {
+func (vc *valueCodec) decode(payload []byte, wantBefore bool, bud *budget) (Change, error) {
 	if vc.skip != "" {
 		ch := Change{NotChange: vc.skip}
 		if vc.schemaChange != nil {
-			r := reader{b: payload}
+			r := reader{b: payload, bud: bud}
 			v := r.value(vc.schemaChange, 0)
 			if r.err != nil {
 				return Change{}, r.err
@@ -520,7 +534,7 @@ func (vc *valueCodec) decode(payload []byte, wantBefore bool) (Change, error) {
 		}
 		return ch, nil
 	}
-	r := reader{b: payload}
+	r := reader{b: payload, bud: bud}
 	ch := Change{Schema: vc.schema}
 	var op []byte
 	var row []any

@@ -10,6 +10,7 @@ import (
 	"math/big"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/binlake/binlake/ingest/internal/batch"
 	"github.com/binlake/binlake/ingest/internal/schemamap"
@@ -49,24 +50,18 @@ func jsonErr(err error) error {
 	return fmt.Errorf("%w: invalid JSON", ErrMalformed)
 }
 
-func (d *Decoder) decodeJSONValue(value []byte, wantBefore bool) (Change, error) {
+func (d *Decoder) decodeJSONValue(value []byte, wantBefore bool, bud *budget) (Change, error) {
 	m, err := parseMessage(value)
 	if err != nil {
 		return Change{}, err
 	}
 	d.mu.RLock()
 	jc := d.json[string(m.Schema)]
-	n := len(d.json)
 	d.mu.RUnlock()
 	if jc == nil {
-		if jc, err = compileJSON(fmt.Sprintf("json:%d", n+1), m.Schema); err != nil {
+		if jc, err = d.compileJSON(m.Schema); err != nil {
 			return Change{}, err
 		}
-		d.mu.Lock()
-		if n < 10000 { // bound the cache; schemas rarely change
-			d.json[string(m.Schema)] = jc
-		}
-		d.mu.Unlock()
 	}
 	if jc.skip != "" {
 		ch := Change{NotChange: jc.skip}
@@ -95,7 +90,7 @@ func (d *Decoder) decodeJSONValue(value []byte, wantBefore bool) (Change, error)
 		}
 		row := make([]any, len(jc.columns))
 		for i := range jc.columns {
-			v, err := fromJSON(jc.row.Fields[i].Schema, img[jc.columns[i].Name], 0)
+			v, err := fromJSON(jc.row.Fields[i].Schema, img[jc.columns[i].Name], 0, bud)
 			if err != nil {
 				return nil, fmt.Errorf("column %s: %w", jc.columns[i].Name, err)
 			}
@@ -150,6 +145,40 @@ func unmarshalNumbers(b []byte, v any) error {
 		return jsonErr(err)
 	}
 	return nil
+}
+
+// compileJSON compiles a JsonConverter value schema and caches it, within
+// Limits.JSONSchemaCacheBytes: schemas are dropped (any of them: one
+// compiled again costs a flush of its table's batch, not a wrong result)
+// until the new one fits; one larger than the whole cache is not kept.
+func (d *Decoder) compileJSON(schemaJSON []byte) (*jsonCodec, error) {
+	d.mu.Lock()
+	d.jsonSeq++
+	id := fmt.Sprintf("json:%d", d.jsonSeq)
+	d.mu.Unlock()
+	jc, err := compileJSON(id, schemaJSON)
+	if err != nil {
+		return nil, err
+	}
+	size := len(schemaJSON)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if prev := d.json[string(schemaJSON)]; prev != nil {
+		return prev, nil // compiled meanwhile by another caller: one *Schema per schema
+	}
+	if size > d.limits.JSONSchemaCacheBytes {
+		return jc, nil
+	}
+	for k := range d.json {
+		if d.jsonBytes+size <= d.limits.JSONSchemaCacheBytes {
+			break
+		}
+		delete(d.json, k)
+		d.jsonBytes -= len(k)
+	}
+	d.json[string(schemaJSON)] = jc
+	d.jsonBytes += size
+	return jc, nil
 }
 
 func compileJSON(id string, schemaJSON []byte) (*jsonCodec, error) {
@@ -265,14 +294,39 @@ func connectSchema(v any, depth int) (*debezium.Schema, error) {
 
 var errJSONValue = fmt.Errorf("%w: JSON value does not match its schema", ErrMalformed)
 
+// maxDecimalText is the longest decimal a JsonConverter NUMERIC value may
+// be written as, and the largest exponent it may have: big.Rat would
+// expand "1e9999999" into ten million digits.
+const maxDecimalText = 2 * schemamap.MaxDecimalStringPrecision
+
+// decimalText reports whether x is a decimal of a reasonable size.
+func decimalText(x string) bool {
+	if len(x) > maxDecimalText {
+		return false
+	}
+	i := strings.IndexAny(x, "eE")
+	if i < 0 {
+		return true
+	}
+	e, err := strconv.Atoi(x[i+1:])
+	return err == nil && e >= -maxDecimalText && e <= maxDecimalText
+}
+
 // fromJSON turns a JsonConverter payload value into the Go model of the
-// debezium package.
-func fromJSON(s *debezium.Schema, v any, depth int) (any, error) {
+// debezium package, within bud.
+func fromJSON(s *debezium.Schema, v any, depth int, bud *budget) (any, error) {
 	if v == nil {
 		return nil, nil
 	}
 	if depth > 64 {
 		return nil, errJSONValue
+	}
+	size := 0
+	if str, ok := v.(string); ok {
+		size = len(str)
+	}
+	if !bud.spend(size) {
+		return nil, bud.err
 	}
 	num := func() (json.Number, error) {
 		n, ok := v.(json.Number)
@@ -334,6 +388,9 @@ func fromJSON(s *debezium.Schema, v any, depth int) (any, error) {
 			}
 			return b, nil
 		case json.Number: // decimal.format=NUMERIC
+			if !decimalText(string(x)) {
+				return nil, fmt.Errorf("%w: a decimal of %d characters or with a large exponent", ErrLimit, len(x))
+			}
 			r, ok := new(big.Rat).SetString(string(x))
 			if !ok {
 				return nil, fmt.Errorf("%w: not a decimal", errJSONValue)
@@ -347,7 +404,7 @@ func fromJSON(s *debezium.Schema, v any, depth int) (any, error) {
 		}
 		out := make(debezium.Struct, len(s.Fields))
 		for i, f := range s.Fields {
-			fv, err := fromJSON(f.Schema, o[f.Name], depth+1)
+			fv, err := fromJSON(f.Schema, o[f.Name], depth+1, bud)
 			if err != nil {
 				return nil, err
 			}
@@ -361,7 +418,7 @@ func fromJSON(s *debezium.Schema, v any, depth int) (any, error) {
 		}
 		out := make([]any, len(a))
 		for i, e := range a {
-			ev, err := fromJSON(s.Elem, e, depth+1)
+			ev, err := fromJSON(s.Elem, e, depth+1, bud)
 			if err != nil {
 				return nil, err
 			}
@@ -373,7 +430,7 @@ func fromJSON(s *debezium.Schema, v any, depth int) (any, error) {
 		switch x := v.(type) {
 		case map[string]any:
 			for k, e := range x {
-				ev, err := fromJSON(s.Value, e, depth+1)
+				ev, err := fromJSON(s.Value, e, depth+1, bud)
 				if err != nil {
 					return nil, err
 				}
@@ -386,7 +443,7 @@ func fromJSON(s *debezium.Schema, v any, depth int) (any, error) {
 				if !ok || len(kv) != 2 {
 					return nil, errJSONValue
 				}
-				ev, err := fromJSON(s.Value, kv[1], depth+1)
+				ev, err := fromJSON(s.Value, kv[1], depth+1, bud)
 				if err != nil {
 					return nil, err
 				}
@@ -407,7 +464,7 @@ func convert(col *schemamap.Column, v any) (any, error) {
 	return out, nil
 }
 
-func decodeJSONKey(key []byte) ([]any, []string, error) {
+func decodeJSONKey(key []byte, bud *budget) ([]any, []string, error) {
 	m, err := parseMessage(key)
 	if err != nil {
 		return nil, nil, err
@@ -434,7 +491,7 @@ func decodeJSONKey(key []byte) ([]any, []string, error) {
 	vals := make([]any, len(ks.Fields))
 	names := make([]string, len(ks.Fields))
 	for i, f := range ks.Fields {
-		v, err := fromJSON(f.Schema, p[f.Name], 0)
+		v, err := fromJSON(f.Schema, p[f.Name], 0, bud)
 		if err != nil {
 			return nil, nil, fmt.Errorf("key field %s: %w", f.Name, err)
 		}

@@ -50,7 +50,8 @@ var (
 // (Debezium's value schema carries it, e.g. after ALTER TABLE … ADD
 // COLUMN c VARCHAR(32) DEFAULT 'dflt'). A null default is no default.
 // Defaults of structs, arrays and maps are not read.
-func ParseAvro(avroJSON []byte) (*debezium.Schema, error) {
+func ParseAvro(avroJSON []byte) (_ *debezium.Schema, err error) {
+	defer recovered(&err)
 	var v any
 	dec := json.NewDecoder(bytes.NewReader(avroJSON))
 	dec.UseNumber() // a long default may not fit a float64

@@ -31,7 +31,8 @@ func sourceColumnDoc(name string) string { return "binlake: source column " + na
 // existing table has under its source name, written by an earlier version)
 // keeps its name, so that existing tables go on as they are. row itself is
 // not changed; it is returned as is when no name changes.
-func LowerColumns(row *debezium.Schema, key []string, keep func(name string) bool) (*debezium.Schema, []string, error) {
+func LowerColumns(row *debezium.Schema, key []string, keep func(name string) bool) (_ *debezium.Schema, _ []string, err error) {
+	defer recovered(&err)
 	lake := func(name string) string {
 		if keep != nil && keep(name) {
 			return name

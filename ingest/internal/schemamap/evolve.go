@@ -104,7 +104,8 @@ func Evolve(current, next *iceberg.Schema) ([]Change, error) {
 
 // EvolveMapping is [Evolve] to next's schema, with each top-level added
 // column's Default and mapped Column set from next.
-func EvolveMapping(current *iceberg.Schema, next *Mapping) ([]Change, error) {
+func EvolveMapping(current *iceberg.Schema, next *Mapping) (_ []Change, err error) {
+	defer recovered(&err)
 	changes, err := Evolve(current, next.Schema)
 	if err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"math/big"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
@@ -89,18 +90,29 @@ type Mapping struct {
 // of the row with a type Iceberg accepts as an equality key (not float,
 // double, struct, list or map). Optional Connect fields become optional
 // columns.
-func Map(row *debezium.Schema, keyFields []string) (*Mapping, error) {
-	row, err := RowSchema(row)
+//
+// A schema outside the limits of this package (MaxDepth, MaxFields,
+// MaxNameBytes, decimal precision and scale) is ErrLimit; a panic while
+// mapping is ErrPanic. Both wrap ErrUnsupported.
+func Map(row *debezium.Schema, keyFields []string) (m *Mapping, err error) {
+	defer recovered(&err)
+	row, err = RowSchema(row)
 	if err != nil {
 		return nil, err
 	}
-	m := &Mapping{Key: slices.Clone(keyFields)}
+	if len(row.Fields) > MaxFields {
+		return nil, fmt.Errorf("%w: %d columns (at most %d fields)", ErrLimit, len(row.Fields), MaxFields)
+	}
+	if err := checkNames(row.Fields); err != nil {
+		return nil, err
+	}
+	m = &Mapping{Key: slices.Clone(keyFields)}
 	ids := &idAlloc{next: len(row.Fields) + 1}
 	fields := make([]iceberg.NestedField, 0, len(row.Fields))
 	var identifier []int
 	for i, f := range row.Fields {
 		isKey := slices.Contains(keyFields, f.Name)
-		col, typ, err := mapField(f, ids)
+		col, typ, err := mapField(f, ids, 1)
 		if err != nil {
 			return nil, err
 		}
@@ -132,8 +144,35 @@ type idAlloc struct{ next int }
 
 func (a *idAlloc) id() int { a.next++; return a.next - 1 }
 
-func mapField(f debezium.Field, ids *idAlloc) (Column, iceberg.Type, error) {
-	col, typ, err := mapSchema(f.Schema, ids)
+// over reports whether more than MaxFields IDs were given out.
+func (a *idAlloc) over() error {
+	if a.next > MaxFields+1 {
+		return fmt.Errorf("%w: more than %d fields", ErrLimit, MaxFields)
+	}
+	return nil
+}
+
+// checkNames validates the names of a struct's fields: each valid
+// (checkName) and none twice.
+func checkNames(fields []debezium.Field) error {
+	seen := make(map[string]struct{}, len(fields))
+	for _, f := range fields {
+		if err := checkName(f.Name); err != nil {
+			return err
+		}
+		if _, dup := seen[f.Name]; dup {
+			return fmt.Errorf("%w: field %q twice in one struct", ErrLimit, f.Name)
+		}
+		seen[f.Name] = struct{}{}
+		if f.Schema == nil {
+			return fmt.Errorf("%w: field %q without a schema", ErrUnsupported, f.Name)
+		}
+	}
+	return nil
+}
+
+func mapField(f debezium.Field, ids *idAlloc, depth int) (Column, iceberg.Type, error) {
+	col, typ, err := mapSchema(f.Schema, ids, depth)
 	if err != nil {
 		return Column{}, nil, fmt.Errorf("column %q: %w", f.Name, err)
 	}
@@ -177,7 +216,16 @@ func DefaultOf(s *debezium.Schema, c *Column) (any, bool) {
 	return v, true
 }
 
-func mapSchema(s *debezium.Schema, ids *idAlloc) (Column, iceberg.Type, error) {
+func mapSchema(s *debezium.Schema, ids *idAlloc, depth int) (Column, iceberg.Type, error) {
+	if s == nil {
+		return Column{}, nil, fmt.Errorf("%w: a type without a schema", ErrUnsupported)
+	}
+	if depth > MaxDepth {
+		return Column{}, nil, fmt.Errorf("%w: nested more than %d levels", ErrLimit, MaxDepth)
+	}
+	if err := ids.over(); err != nil {
+		return Column{}, nil, err
+	}
 	switch s.Name {
 	case debezium.DecimalName:
 		scale, prec, err := decimalParams(s)
@@ -224,14 +272,23 @@ func mapSchema(s *debezium.Schema, ids *idAlloc) (Column, iceberg.Type, error) {
 	case debezium.BYTES:
 		return Column{Kind: KindBinary}, iceberg.PrimitiveTypes.Binary, nil
 	case debezium.STRUCT:
+		if err := checkNames(s.Fields); err != nil {
+			return Column{}, nil, err
+		}
+		if len(s.Fields) > MaxFields {
+			return Column{}, nil, fmt.Errorf("%w: more than %d fields", ErrLimit, MaxFields)
+		}
 		col := Column{Kind: KindStruct}
 		st := &iceberg.StructType{}
 		base := make([]int, len(s.Fields))
 		for i := range s.Fields {
 			base[i] = ids.id()
 		}
+		if err := ids.over(); err != nil {
+			return Column{}, nil, err
+		}
 		for i, f := range s.Fields {
-			c, t, err := mapField(f, ids)
+			c, t, err := mapField(f, ids, depth+1)
 			if err != nil {
 				return Column{}, nil, err
 			}
@@ -240,8 +297,11 @@ func mapSchema(s *debezium.Schema, ids *idAlloc) (Column, iceberg.Type, error) {
 		}
 		return col, st, nil
 	case debezium.ARRAY:
+		if s.Elem == nil {
+			return Column{}, nil, fmt.Errorf("%w: array without an element type", ErrUnsupported)
+		}
 		id := ids.id()
-		c, t, err := mapSchema(s.Elem, ids)
+		c, t, err := mapSchema(s.Elem, ids, depth+1)
 		if err != nil {
 			return Column{}, nil, err
 		}
@@ -251,8 +311,11 @@ func mapSchema(s *debezium.Schema, ids *idAlloc) (Column, iceberg.Type, error) {
 		if s.Key == nil || s.Key.Type != debezium.STRING {
 			return Column{}, nil, fmt.Errorf("%w: map with non-string keys", ErrUnsupported)
 		}
+		if s.Value == nil {
+			return Column{}, nil, fmt.Errorf("%w: map without a value type", ErrUnsupported)
+		}
 		kid, vid := ids.id(), ids.id()
-		c, t, err := mapSchema(s.Value, ids)
+		c, t, err := mapSchema(s.Value, ids, depth+1)
 		if err != nil {
 			return Column{}, nil, err
 		}
@@ -275,6 +338,16 @@ func decimalParams(s *debezium.Schema) (scale, prec int, err error) {
 	}
 	if scale, err = strconv.Atoi(v); err != nil {
 		return 0, 0, fmt.Errorf("%w: decimal scale %q", ErrUnsupported, v)
+	}
+	// iceberg.DecimalTypeOf panics outside these; formatting a decimal
+	// costs time quadratic in its scale.
+	switch {
+	case prec < 1 || prec > MaxDecimalStringPrecision:
+		return 0, 0, fmt.Errorf("%w: decimal precision %d (from 1 to %d)", ErrLimit, prec, MaxDecimalStringPrecision)
+	case scale < 0 || scale > MaxDecimalScale:
+		return 0, 0, fmt.Errorf("%w: decimal scale %d (from 0 to %d)", ErrLimit, scale, MaxDecimalScale)
+	case scale > prec:
+		return 0, 0, fmt.Errorf("%w: decimal scale %d over its precision %d", ErrLimit, scale, prec)
 	}
 	return scale, prec, nil
 }
@@ -367,6 +440,9 @@ func (c *Column) Convert(v any) (any, error) {
 	case KindDecimalString:
 		switch x := v.(type) {
 		case []byte:
+			if len(x) > maxDecimalStringBytes {
+				return nil, fmt.Errorf("%w: %s: a %d-byte decimal (at most %d)", ErrValue, c.Name, len(x), maxDecimalStringBytes)
+			}
 			return formatDecimal(debezium.DecimalFromBytes(x), c.Scale), nil
 		case *big.Rat:
 			return x.FloatString(c.Scale), nil
@@ -524,14 +600,18 @@ func ratToNum(r *big.Rat, scale int) (decimal128.Num, error) {
 	return decimal128.FromBigInt(q), nil
 }
 
+// maxDecimalStringBytes is the longest unscaled value of a decimal mapped
+// to a string: enough for MaxDecimalStringPrecision digits.
+const maxDecimalStringBytes = MaxDecimalStringPrecision*10/24 + 2
+
 func formatDecimal(unscaled *big.Int, scale int) string {
 	if scale <= 0 {
 		return unscaled.String()
 	}
 	neg := unscaled.Sign() < 0
 	digits := new(big.Int).Abs(unscaled).String()
-	for len(digits) <= scale {
-		digits = "0" + digits
+	if len(digits) <= scale {
+		digits = strings.Repeat("0", scale-len(digits)+1) + digits
 	}
 	s := digits[:len(digits)-scale] + "." + digits[len(digits)-scale:]
 	if neg {
@@ -554,7 +634,8 @@ const (
 // (a truncate row and a before image may lack values), then one column per
 // name of [ChangeOpColumn]..[ChangeOffsetColumn], required. There are no
 // identifier fields. A source column with one of those names is refused.
-func ChangeLog(row *debezium.Schema) (*Mapping, error) {
+func ChangeLog(row *debezium.Schema) (_ *Mapping, err error) {
+	defer recovered(&err)
 	m, err := Map(row, nil)
 	if err != nil {
 		return nil, err
@@ -597,7 +678,8 @@ const SourceOrderColumn = "_binlake_source_order"
 // WithSourceOrder appends [SourceOrderColumn] (optional long) to m, the
 // mapping of a keyed table (Map) or of a change log (ChangeLog). A source
 // column of that name is refused.
-func WithSourceOrder(m *Mapping) (*Mapping, error) {
+func WithSourceOrder(m *Mapping) (_ *Mapping, err error) {
+	defer recovered(&err)
 	if _, clash := m.Schema.FindFieldByName(SourceOrderColumn); clash {
 		return nil, fmt.Errorf("%w: source column %q clashes with ingest's source-order column", ErrUnsupported, SourceOrderColumn)
 	}
