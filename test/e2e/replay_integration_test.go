@@ -90,6 +90,25 @@ func TestReplay(t *testing.T) {
 	// past the snapshot's offsets publishes at once, before the kill below
 	// can land (seen beside another lane's tests, capture lagging).
 	c.caughtUp(t, 2*time.Minute)
+	// And committed on main: a replay reads only the topics where main is
+	// ahead of its start, and one that finds main where it starts has
+	// nothing to read and publishes at once.
+	testenv.CheckFor(t, 2*time.Minute, 200*time.Millisecond, func() error {
+		if ip.exited() {
+			t.Fatalf("ingest exited: %v\n%s", ip.err, ip.output())
+		}
+		main := r.stored(t)
+		for part, off := range goodOffsets {
+			p, err := strconv.ParseInt(part, 10, 32)
+			if err != nil {
+				t.Fatalf("partition %q: %v", part, err)
+			}
+			if main[int32(p)] > off {
+				return nil
+			}
+		}
+		return fmt.Errorf("main stores %v, not past the good snapshot's %v yet", main, goodOffsets)
+	})
 
 	// A background writer keeps changing the table while the replay runs.
 	var wg sync.WaitGroup

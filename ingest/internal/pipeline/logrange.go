@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
@@ -199,13 +200,29 @@ func (p *Pipeline) checkLog(ctx context.Context, ps []positioned) error {
 		oe.Settings = TopicSettings(ctx, adm, []string{x.topic})
 		return oe
 	}
+	// Recording an ID is what lets a later start tell a recreated topic
+	// from this one; it is no reason to hold the partitions back. A
+	// catalog that does not answer within recordTopicIDTimeout (down, or
+	// slow) leaves the ID to the next assignment, with a warning, and the
+	// partitions are consumed as usual.
 	for _, r := range record {
-		if err := p.recordTopicID(ctx, r.ident, r.topic, details[r.topic].ID.String()); err != nil {
-			return err
+		rctx, cancel := context.WithTimeout(ctx, recordTopicIDTimeout)
+		err := p.recordTopicID(rctx, r.ident, r.topic, details[r.topic].ID.String())
+		cancel()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil {
+			p.log.Warn("could not record the topic ID in the table; a recreated topic is detected from the next assignment that records it",
+				"table", strings.Join(r.ident, "."), "topic", r.topic, "error", err)
 		}
 	}
 	return nil
 }
+
+// recordTopicIDTimeout bounds the catalog commit that records a topic's ID
+// at assignment.
+const recordTopicIDTimeout = 10 * time.Second
 
 // recordTopicID sets the table property TopicIDKeyPrefix+topic of table
 // ident to id, unless it is set already. It sets that property alone,
