@@ -82,6 +82,15 @@ func decodeRowsRawJSON(e *replication.RowsEvent, data []byte) ([]int, error) {
 	// name; it has an after-image bitmap like every update.
 	partial := e.ColumnBitmap2 != nil && e.Type() == replication.EnumRowsEventTypeUnknown
 	if partial {
+		// go-mysql's JSON decoding has no depth bound: a document whose
+		// offsets point back into its own container recurses until the
+		// stack overflows, which no recover catches (FuzzRowsDecode found
+		// it). So every JSON value is read raw first and checked by
+		// mysqljson, which bounds depth and offsets; only then may
+		// go-mysql decode the event to find the diffs.
+		if ok, err := checkPartialJSON(e, pos, data, jsonCols); err != nil || !ok {
+			return nil, err
+		}
 		if err := e.DecodeData(pos, data); err != nil {
 			return nil, err
 		}
@@ -93,6 +102,13 @@ func decodeRowsRawJSON(e *replication.RowsEvent, data []byte) ([]int, error) {
 			}
 		}
 	}
+	return jsonCols, decodeRaw(e, pos, data, jsonCols, partial)
+}
+
+// decodeRaw decodes the rows of e with its JSON columns (jsonCols) read as
+// BLOBs: their values come out as the raw binary documents ([]byte).
+func decodeRaw(e *replication.RowsEvent, pos int, data []byte, jsonCols []int, partial bool) error {
+	tm := e.Table
 	raw := *tm
 	raw.ColumnType = append([]byte(nil), tm.ColumnType...)
 	for _, i := range jsonCols {
@@ -102,7 +118,37 @@ func decodeRowsRawJSON(e *replication.RowsEvent, data []byte) ([]int, error) {
 		}
 	}
 	e.Table = &raw
-	err = e.DecodeData(pos, data)
+	err := e.DecodeData(pos, data)
 	e.Table = tm
-	return jsonCols, err
+	return err
+}
+
+// checkPartialJSON decodes the partial update e raw and reports whether
+// every JSON value in it is a document mysqljson can read. A value that is
+// not is a diff (binlog_row_value_options=PARTIAL_JSON) or a malformed
+// document: it is left in e.Rows as an empty *replication.JsonDiff, so the
+// reader refuses the event as ErrPartialJSON (naming the table, the column
+// and the fix) before go-mysql's unbounded decoder sees it.
+func checkPartialJSON(e *replication.RowsEvent, pos int, data []byte, jsonCols []int) (bool, error) {
+	if err := decodeRaw(e, pos, data, jsonCols, true); err != nil {
+		return false, err
+	}
+	ok := true
+	var buf []byte
+	for _, row := range e.Rows {
+		for _, i := range jsonCols {
+			if i >= len(row) {
+				continue
+			}
+			doc, isDoc := row[i].([]byte)
+			if !isDoc || len(doc) == 0 {
+				continue
+			}
+			var err error
+			if buf, err = mysqljson.AppendText(buf[:0], doc); err != nil {
+				row[i], ok = &replication.JsonDiff{}, false
+			}
+		}
+	}
+	return ok, nil
 }
