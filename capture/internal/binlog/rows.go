@@ -1,6 +1,7 @@
 package binlog
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -58,10 +59,16 @@ func (d *rowsDecoder) decode(e *replication.RowsEvent, data []byte) error {
 		return err
 	}
 	tm := e.Table
-	if tm == nil || e.ColumnBitmap2 != nil && e.Type() == replication.EnumRowsEventTypeUnknown {
-		// No table map (go-mysql reports it), or a MySQL partial update:
-		// go-mysql's own decoding.
-		return e.DecodeData(pos, data)
+	if tm == nil {
+		return e.DecodeData(pos, data) // no table map: go-mysql reports it
+	}
+	if e.ColumnBitmap2 != nil && e.Type() == replication.EnumRowsEventTypeUnknown || slices.Contains(tm.ColumnType, mysql.MYSQL_TYPE_JSON) {
+		// A MySQL partial update, or MySQL's binary JSON (MariaDB logs
+		// its JSON as LONGTEXT): never go-mysql's JSON decoding, which
+		// has no depth bound (a document pointing into itself overflows
+		// the stack, fatally: FuzzRowsDecode), but decodeRows, which reads
+		// the documents with mysqljson.
+		return decodeRows(e, data)
 	}
 	raw, temporal := d.decodingMap(tm)
 	e.Table = raw
