@@ -26,10 +26,11 @@ import (
 var ErrFenced = errors.New("publish: fenced by a newer capture with the same id")
 
 // ErrCommitUnknown reports a commit that the broker answered with
-// UNKNOWN_SERVER_ERROR: whether the transaction committed is not known. It
-// was seen when a newer capture with the same id took the transactional id
-// over during the commit (Kafka 4.3). capture stops; a restart resumes from
-// the position Kafka holds, which is consistent either way.
+// UNKNOWN_SERVER_ERROR or INVALID_TXN_STATE: whether the transaction
+// committed is not known. Both were seen when a newer capture with the same
+// id took the transactional id over during the commit (Kafka 4.3;
+// INVALID_TXN_STATE in make test on 2026-12-06). capture stops; a restart
+// resumes from the position Kafka holds, which is consistent either way.
 var ErrCommitUnknown = errors.New("publish: Kafka could not say whether the transaction committed (usually a newer capture with the same id fencing this one)")
 
 // ErrTransactionTimeout reports that the broker aborted the open
@@ -396,7 +397,7 @@ func (p *Publisher) Commit(ctx context.Context, key string, position []byte) err
 	}
 	p.inTxn = false
 	if err := p.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
-		if errors.Is(err, kerr.UnknownServerError) {
+		if errors.Is(err, kerr.UnknownServerError) || errors.Is(err, kerr.InvalidTxnState) {
 			return fmt.Errorf("%w: committing the transaction: %w", ErrCommitUnknown, err)
 		}
 		return p.classify(fmt.Errorf("committing the transaction: %w", err))
