@@ -400,29 +400,48 @@ type partition struct {
 type span struct{ start, end int64 }
 
 // stableEnds lists the log start and last stable offsets of every
-// partition of topics: none for a topic that does not exist.
+// partition of topics: none for a topic that does not exist. A broker
+// that has just come back (a restart, or SIGCONT after a freeze) answers
+// LEADER_NOT_AVAILABLE and the like for a while: such answers are retried
+// for up to a minute before the test fails.
 func stableEnds(t testing.TB, adm *kadm.Client, topics []string) map[partition]span {
 	t.Helper()
-	starts, err := adm.ListStartOffsets(t.Context(), topics...)
-	if err != nil {
-		t.Fatalf("listing start offsets of %v: %v", topics, err)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		out, err := listStableEnds(t.Context(), adm, topics)
+		if err == nil {
+			return out
+		}
+		if time.Now().After(deadline) || t.Context().Err() != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
-	ends, err := adm.ListCommittedOffsets(t.Context(), topics...)
+}
+
+func listStableEnds(ctx context.Context, adm *kadm.Client, topics []string) (map[partition]span, error) {
+	starts, err := adm.ListStartOffsets(ctx, topics...)
 	if err != nil {
-		t.Fatalf("listing last stable offsets of %v: %v", topics, err)
+		return nil, fmt.Errorf("listing start offsets of %v: %w", topics, err)
+	}
+	ends, err := adm.ListCommittedOffsets(ctx, topics...)
+	if err != nil {
+		return nil, fmt.Errorf("listing last stable offsets of %v: %w", topics, err)
 	}
 	out := map[partition]span{}
+	var ferr error
 	ends.Each(func(o kadm.ListedOffset) {
 		if errors.Is(o.Err, kerr.UnknownTopicOrPartition) {
 			return
 		}
 		if o.Err != nil {
-			t.Fatalf("listing last stable offset of %s[%d]: %v", o.Topic, o.Partition, o.Err)
+			ferr = fmt.Errorf("listing last stable offset of %s[%d]: %w", o.Topic, o.Partition, o.Err)
+			return
 		}
 		s, _ := starts.Lookup(o.Topic, o.Partition)
 		out[partition{o.Topic, o.Partition}] = span{start: s.Offset, end: o.Offset}
 	})
-	return out
+	return out, ferr
 }
 
 // behind describes the partitions whose position has not reached its
