@@ -236,13 +236,9 @@ func (k *KafkaSecurity) refusal(err error) bool {
 func (k *KafkaSecurity) tlsConfig() (*tls.Config, error) {
 	c := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: k.TLSServerName}
 	if k.TLSCAFile != "" {
-		pem, err := os.ReadFile(k.TLSCAFile)
+		pool, err := loadCAs("kafka-tls-ca-file", k.TLSCAFile)
 		if err != nil {
-			return nil, fmt.Errorf("reading kafka-tls-ca-file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("kafka-tls-ca-file %s holds no PEM certificate", k.TLSCAFile)
+			return nil, err
 		}
 		c.RootCAs = pool
 	}
@@ -254,6 +250,19 @@ func (k *KafkaSecurity) tlsConfig() (*tls.Config, error) {
 		c.Certificates = []tls.Certificate{cert}
 	}
 	return c, nil
+}
+
+// loadCAs reads the PEM bundle of CAs in file, named setting in errors.
+func loadCAs(setting, file string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", setting, err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s %s holds no PEM certificate", setting, file)
+	}
+	return pool, nil
 }
 
 // clientOpts are the franz-go options for these settings (none for the zero

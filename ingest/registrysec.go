@@ -2,12 +2,10 @@ package main
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
 	"net/url"
-	"os"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/sr"
@@ -91,13 +89,9 @@ func loopbackHost(host string) bool {
 }
 
 func (r *RegistrySecurity) tlsConfig() (*tls.Config, error) {
-	pem, err := os.ReadFile(r.CAFile)
+	pool, err := loadCAs("schema-registry-ca-file", r.CAFile)
 	if err != nil {
-		return nil, fmt.Errorf("reading schema-registry-ca-file: %w", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("schema-registry-ca-file %s holds no PEM certificate", r.CAFile)
+		return nil, err
 	}
 	return &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool}, nil
 }
