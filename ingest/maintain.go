@@ -35,6 +35,8 @@ type MaintainSettings struct {
 	TargetFileSize      int
 	MinInputFiles       int
 	DeleteFileThreshold int
+	ConvertEqDeletes    bool
+	ConvertBatchRows    int
 	ExpireOlderThan     time.Duration
 	RetainLast          int
 	OrphanAge           time.Duration
@@ -61,6 +63,8 @@ func (c *MaintainSettings) bind(f *envFlags) {
 	f.Int(&c.TargetFileSize, "compact-target-file-size", 0, "size in bytes of the files compaction writes; files under 75% of it are compacted (0: the table's write.target-file-size-bytes, else 512 MiB)")
 	f.Int(&c.MinInputFiles, "compact-min-input-files", 5, "fewest small files of a partition worth compacting when none carries a delete")
 	f.Int(&c.DeleteFileThreshold, "compact-delete-file-threshold", 1, "number of delete files applying to a data file that makes compaction rewrite it whatever its size (1: apply every delete)")
+	f.Bool(&c.ConvertEqDeletes, "convert-equality-deletes", false, "before the steps, turn the table's equality deletes (any writer's) into position deletes (v2) or deletion vectors (v3) and remove them, in one commit, so that every reader can read it; compact does it anyway")
+	f.Int(&c.ConvertBatchRows, "convert-batch-rows", maintain.DefaultConvertBatchRows, "keys of data-file rows the equality-delete conversion holds at once (about 100 bytes each plus the key): bounds its memory; more rows take more passes over the deletes")
 	f.Duration(&c.ExpireOlderThan, "expire-older-than", 24*time.Hour, "expire snapshots older than this (beyond expire-retain-last); readers on an expired snapshot lose its files")
 	f.Int(&c.RetainLast, "expire-retain-last", 5, "newest snapshots of each branch kept whatever their age (at least 1)")
 	f.Duration(&c.OrphanAge, "orphan-age", 24*time.Hour, "remove only unreferenced files older than this (at least 1h: younger ones may belong to a commit in flight)")
@@ -145,6 +149,9 @@ func (c *MaintainSettings) validate() []error {
 	if c.DeleteFileThreshold < 1 {
 		bad("compact-delete-file-threshold must be at least 1")
 	}
+	if c.ConvertBatchRows < 1 {
+		bad("convert-batch-rows must be at least 1")
+	}
 	if c.ExpireOlderThan <= 0 {
 		bad("expire-older-than must be positive")
 	}
@@ -167,17 +174,19 @@ func (c *MaintainSettings) validate() []error {
 func (c *MaintainSettings) maintainer(logger *slog.Logger) maintain.Config {
 	steps, _ := c.steps()
 	return maintain.Config{
-		Steps:               steps,
-		TargetFileSize:      int64(c.TargetFileSize),
-		MinInputFiles:       c.MinInputFiles,
-		DeleteFileThreshold: c.DeleteFileThreshold,
-		ExpireOlderThan:     c.ExpireOlderThan,
-		RetainLast:          c.RetainLast,
-		OrphanAge:           c.OrphanAge,
-		DryRun:              c.DryRun,
-		Attempts:            c.Attempts,
-		StopTimeout:         c.StopTimeout,
-		Logger:              logger,
+		Steps:                  steps,
+		TargetFileSize:         int64(c.TargetFileSize),
+		MinInputFiles:          c.MinInputFiles,
+		DeleteFileThreshold:    c.DeleteFileThreshold,
+		ConvertEqualityDeletes: c.ConvertEqDeletes,
+		ConvertBatchRows:       c.ConvertBatchRows,
+		ExpireOlderThan:        c.ExpireOlderThan,
+		RetainLast:             c.RetainLast,
+		OrphanAge:              c.OrphanAge,
+		DryRun:                 c.DryRun,
+		Attempts:               c.Attempts,
+		StopTimeout:            c.StopTimeout,
+		Logger:                 logger,
 	}
 }
 
@@ -193,7 +202,8 @@ func (c *MaintainSettings) redacted() []any {
 	return []any{
 		"maintain_tables", c.Tables, "maintain_namespaces", c.Namespaces, "maintain_steps", c.Steps,
 		"compact_target_file_size", c.TargetFileSize, "compact_min_input_files", c.MinInputFiles,
-		"compact_delete_file_threshold", c.DeleteFileThreshold, "expire_older_than", c.ExpireOlderThan,
+		"compact_delete_file_threshold", c.DeleteFileThreshold, "convert_equality_deletes", c.ConvertEqDeletes,
+		"convert_batch_rows", c.ConvertBatchRows, "expire_older_than", c.ExpireOlderThan,
 		"expire_retain_last", c.RetainLast, "orphan_age", c.OrphanAge, "dry_run", c.DryRun,
 		"maintain_attempts", c.Attempts, "maintain_stop_timeout", c.StopTimeout,
 	}
@@ -209,7 +219,8 @@ func runMaintain(ctx context.Context, args []string, getenv func(string) string,
 	checkOnly := fs.Bool("check-config", false, "validate the configuration and exit")
 	fs.Usage = func() {
 		fmt.Fprintf(stdout, "Usage: ingest maintain [flags]\n\n"+
-			"ingest maintain runs table maintenance once, one table at a time: compaction (applying and dropping\n"+
+			"ingest maintain runs table maintenance once, one table at a time: conversion of equality deletes into\n"+
+			"position deletes (with compact or -convert-equality-deletes), compaction (applying and dropping\n"+
 			"delete files), manifest rewrite, snapshot expiry and orphan-file removal. Do not run it on S3 Tables\n"+
 			"with its own maintenance enabled: choose one owner. It may run while ingest writes the tables.\n"+
 			"Every flag can also be set through the environment variable shown; secrets only through the environment:\n"+

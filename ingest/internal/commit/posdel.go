@@ -406,3 +406,33 @@ func writeDVs(ctx context.Context, tbl *table.Table, fsys icebergio.IO, targets 
 	}
 	return added, replaced, n, nil
 }
+
+// Target is a data file and positions of its rows to delete.
+type Target struct {
+	File iceberg.DataFile
+	Pos  []int64
+}
+
+// WritePositionDeletes writes position-delete files (format v2) for
+// targets, keyed by data-file path, grouped by the table's
+// write.delete.granularity as ingest's own commits are. It returns the
+// files and the number of positions.
+func WritePositionDeletes(ctx context.Context, tbl *table.Table, fsys icebergio.IO, targets map[string]*Target) ([]iceberg.DataFile, int, error) {
+	return writePositionDeletes(ctx, tbl, fsys, internalTargets(targets))
+}
+
+// WriteDVs writes one Puffin file of deletion vectors (format v3), one per
+// target, each merged with the data file's live vector (existing), which
+// the caller must remove in the same snapshot. It returns the new vectors,
+// the replaced ones and the number of new positions.
+func WriteDVs(ctx context.Context, tbl *table.Table, fsys icebergio.IO, targets map[string]*Target, existing func(path string) (iceberg.DataFile, bool)) ([]iceberg.DataFile, []iceberg.DataFile, int, error) {
+	return writeDVs(ctx, tbl, fsys, internalTargets(targets), existing)
+}
+
+func internalTargets(in map[string]*Target) map[string]*target {
+	out := make(map[string]*target, len(in))
+	for p, t := range in {
+		out[p] = &target{file: t.File, pos: t.Pos}
+	}
+	return out
+}

@@ -104,3 +104,15 @@ func appendValue(dst []byte, arr arrow.Array, i int) ([]byte, error) {
 	}
 	return nil, fmt.Errorf("keyindex: key column of Arrow type %s is not supported", arr.DataType())
 }
+
+// AppendKey appends to dst the encoded key of row i of cols, as EncodeKeys
+// encodes it, without allocating a slice per row.
+func AppendKey(dst []byte, cols []arrow.Array, i int) ([]byte, error) {
+	for _, c := range cols {
+		var err error
+		if dst, err = appendValue(dst, c, i); err != nil {
+			return nil, err
+		}
+	}
+	return dst, nil
+}

@@ -142,3 +142,12 @@ func add(out map[string]map[int64]struct{}, want func(string) bool, path string,
 	}
 	m[pos] = struct{}{}
 }
+
+// ReadColumns reads the top-level columns with field ids ids of the
+// Parquet file at path (a data file or an equality-delete file) in record
+// batches of at most 64Ki rows, in row order, calling fn with the columns
+// (in ids order) and the position of the batch's first row. Only those
+// columns are fetched; the arrays are valid only during the call.
+func ReadColumns(ctx context.Context, fsys icebergio.IO, path string, ids []int, fn func(first int64, cols []arrow.Array) error) error {
+	return readColumns(ctx, fsys, path, ids, fn)
+}

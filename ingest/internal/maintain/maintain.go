@@ -56,6 +56,12 @@ const (
 	StepRemoveOrphans    Step = "remove-orphans"
 )
 
+// StepConvert converts the equality deletes of the table into position
+// deletes or deletion vectors. It is not one of AllSteps: Run performs it
+// first when Config.ConvertEqualityDeletes is set or the compact step runs
+// (compaction applies deletes in bounded memory only by position).
+const StepConvert Step = "convert-equality-deletes"
+
 // AllSteps are every step in Run's order.
 var AllSteps = []Step{StepCompact, StepRewriteManifests, StepExpireSnapshots, StepRemoveOrphans}
 
@@ -86,6 +92,19 @@ type Config struct {
 	// be dropped (an equality delete only once every older data file of
 	// its partition is rewritten).
 	DeleteFileThreshold int
+
+	// ConvertEqualityDeletes makes Run convert the table's equality
+	// deletes (its own or another writer's) into position deletes
+	// (format v2) or deletion vectors (v3) of the rows they delete, in one
+	// commit that removes them, before its other steps. The compact step
+	// does it anyway, first.
+	ConvertEqualityDeletes bool
+	// ConvertBatchRows bounds the memory of the conversion: the keys of
+	// at most this many rows of data files (about 100 bytes each plus
+	// the key; a larger data file is a batch of its own) are held at
+	// once, and every equality delete applying to them is streamed past
+	// them, one batch after the other. Default DefaultConvertBatchRows.
+	ConvertBatchRows int
 
 	// ExpireOlderThan: snapshots older than this are expired (beyond
 	// RetainLast). Default 24h.
@@ -144,8 +163,8 @@ func (c Config) Validate() error {
 	if c.TargetFileSize < 0 || (c.TargetFileSize > 0 && c.TargetFileSize < 1<<20) {
 		bad("target file size %d: want at least 1 MiB", c.TargetFileSize)
 	}
-	if c.MinInputFiles < 0 || c.DeleteFileThreshold < 0 || c.RetainLast < 0 || c.Attempts < 0 {
-		bad("min input files, delete file threshold, retain last and attempts must not be negative")
+	if c.MinInputFiles < 0 || c.DeleteFileThreshold < 0 || c.ConvertBatchRows < 0 || c.RetainLast < 0 || c.Attempts < 0 {
+		bad("min input files, delete file threshold, convert batch rows, retain last and attempts must not be negative")
 	}
 	if c.ExpireOlderThan < 0 || c.OrphanAge < 0 || c.MinBackoff < 0 || c.MaxBackoff < 0 || c.StopTimeout < 0 {
 		bad("durations must not be negative")
@@ -162,6 +181,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.DeleteFileThreshold == 0 {
 		c.DeleteFileThreshold = 1
+	}
+	if c.ConvertBatchRows == 0 {
+		c.ConvertBatchRows = DefaultConvertBatchRows
 	}
 	if c.ExpireOlderThan == 0 {
 		c.ExpireOlderThan = 24 * time.Hour
@@ -218,6 +240,7 @@ type Report struct {
 	// Before and After describe the table's current snapshot before the
 	// first step and after the last one.
 	Before, After Stats
+	Convert       ConvertReport
 	Compact       CompactReport
 	Manifests     ManifestReport
 	Expire        ExpireReport
@@ -274,8 +297,12 @@ func (m *Maintainer) Run(ctx context.Context, ident table.Identifier) (Report, e
 	}
 	rep.After = rep.Before
 	log.Info("maintaining table", rep.Before.attrs("before_")...)
-	for _, s := range AllSteps {
-		if !m.cfg.runs(s) {
+	for _, s := range append([]Step{StepConvert}, AllSteps...) {
+		if s == StepConvert {
+			if !m.cfg.ConvertEqualityDeletes && !m.cfg.runs(StepCompact) {
+				continue
+			}
+		} else if !m.cfg.runs(s) {
 			continue
 		}
 		if err := stop.Err(); err != nil {
@@ -284,6 +311,9 @@ func (m *Maintainer) Run(ctx context.Context, ident table.Identifier) (Report, e
 		start := time.Now()
 		var attrs []any
 		switch s {
+		case StepConvert:
+			rep.Convert, err = m.convert(ctx, ident)
+			attrs = rep.Convert.attrs()
 		case StepCompact:
 			rep.Compact, err = m.compact(ctx, ident)
 			attrs = rep.Compact.attrs()
