@@ -1,6 +1,8 @@
 // Package maintain keeps ingest's Iceberg tables healthy where the catalog
 // does not do it on its own (the reference REST catalog, Glue on S3, Nessie,
-// Polaris; S3 Tables runs its own maintenance): it compacts data files,
+// Polaris; S3 Tables runs its own maintenance): it converts equality
+// deletes into position deletes or deletion vectors in bounded memory
+// (before a compaction, and on request alone), compacts data files,
 // applying and then dropping the delete files (equality, position and
 // deletion vectors) they carry, rewrites manifests, expires old snapshots
 // and removes orphan files, one table at a time.

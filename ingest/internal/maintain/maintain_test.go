@@ -3,6 +3,7 @@ package maintain
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -182,5 +183,33 @@ func TestFolders(t *testing.T) {
 	}
 	if data, meta := Folders(md); data != "s3://b/elsewhere" || meta != "s3://b/ns/t/metadata" {
 		t.Errorf("Folders = %q, %q", data, meta)
+	}
+}
+
+func TestConvertBatches(t *testing.T) {
+	files := func(rows ...int64) []convFile {
+		var out []convFile
+		for _, n := range rows {
+			df, err := iceberg.NewDataFileBuilder(*iceberg.UnpartitionedSpec, iceberg.EntryContentData, fmt.Sprintf("s3://b/%d.parquet", len(out)), iceberg.ParquetFile, nil, nil, nil, n, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, convFile{task: table.FileScanTask{File: df.Build()}})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		rows []int64
+		max  int64
+		want [][]int
+	}{
+		{[]int64{3, 3, 3}, 6, [][]int{{0, 1}, {2}}},
+		{[]int64{10, 1, 1}, 6, [][]int{{0}, {1, 2}}}, // a file over the bound is a batch of its own
+		{[]int64{1, 10, 1}, 6, [][]int{{0}, {1}, {2}}},
+		{nil, 6, nil},
+	} {
+		if got := convertBatches(files(tc.rows...), tc.max); !slices.EqualFunc(got, tc.want, slices.Equal[[]int]) {
+			t.Errorf("convertBatches(%v, %d) = %v, want %v", tc.rows, tc.max, got, tc.want)
+		}
 	}
 }
