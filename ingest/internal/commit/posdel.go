@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
@@ -216,9 +215,7 @@ func writePositionDeletes(ctx context.Context, tbl *table.Table, fsys icebergio.
 		if spec == nil {
 			return nil, 0, fmt.Errorf("data file %s has partition spec %d, which the table does not have", first.FilePath(), first.SpecID())
 		}
-		rec, rows := positionRecord(ts)
-		body, fm, err := encodeParquet(rec)
-		rec.Release()
+		body, fm, rows, err := encodePositions(ts)
 		if err != nil {
 			return nil, 0, fmt.Errorf("encoding position deletes: %w", err)
 		}
@@ -283,11 +280,33 @@ func partitionKey(df iceberg.DataFile) string {
 	return b.String()
 }
 
-func positionRecord(ts []*target) (arrow.RecordBatch, int) {
+// positionChunkRows bounds the rows of the Arrow batches a position-delete
+// file is encoded from: the file path repeats on every row, so a data
+// file with a million deleted rows would otherwise hold about a hundred
+// megabytes of paths before encoding (its Parquet dictionary holds one).
+const positionChunkRows = 64 * 1024
+
+// encodePositions encodes the sorted, de-duplicated positions of ts as one
+// Parquet position-delete file (one row group, fed in chunks of
+// positionChunkRows rows). It returns the bytes, their metadata and the
+// rows.
+func encodePositions(ts []*target) ([]byte, *metadata.FileMetaData, int, error) {
+	var buf bytes.Buffer
+	w, err := pqarrow.NewFileWriter(table.PositionalDeleteArrowSchema, &buf,
+		parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd)),
+		pqarrow.DefaultWriterProps())
+	if err != nil {
+		return nil, nil, 0, err
+	}
 	b := array.NewRecordBuilder(memory.DefaultAllocator, table.PositionalDeleteArrowSchema)
 	defer b.Release()
 	paths := b.Field(0).(*array.StringBuilder)
 	pos := b.Field(1).(*array.Int64Builder)
+	flush := func() error {
+		rec := b.NewRecordBatch()
+		defer rec.Release()
+		return w.WriteBuffered(rec)
+	}
 	rows := 0
 	for _, t := range ts {
 		slices.Sort(t.pos)
@@ -296,30 +315,26 @@ func positionRecord(ts []*target) (arrow.RecordBatch, int) {
 			paths.Append(t.file.FilePath())
 			pos.Append(p)
 			rows++
+			if pos.Len() >= positionChunkRows {
+				if err := flush(); err != nil {
+					return nil, nil, 0, err
+				}
+			}
 		}
 	}
-	return b.NewRecordBatch(), rows
-}
-
-func encodeParquet(rec arrow.RecordBatch) ([]byte, *metadata.FileMetaData, error) {
-	var buf bytes.Buffer
-	w, err := pqarrow.NewFileWriter(rec.Schema(), &buf,
-		parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd)),
-		pqarrow.DefaultWriterProps())
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := w.Write(rec); err != nil {
-		return nil, nil, err
+	if pos.Len() > 0 || rows == 0 {
+		if err := flush(); err != nil {
+			return nil, nil, 0, err
+		}
 	}
 	if err := w.Close(); err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
 	fm, err := w.FileMetadata()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
-	return buf.Bytes(), fm, nil
+	return buf.Bytes(), fm, rows, nil
 }
 
 // dvReaders bounds the Puffin files a commit reads deletion vectors from
