@@ -131,7 +131,8 @@ func newRenamesFollowedGauge(reg prometheus.Registerer) *prometheus.GaugeVec {
 // ingest may describe), and
 // for every source prefix of the table topics cfg consumes logs one
 // warning when the prefix's schema-change topic exists but cfg does not
-// consume it, naming the topic, what is lost and the setting to change.
+// consume it, naming the topic, what is lost and the setting to change (and
+// one info line for each prefix whose renames are followed).
 // gauge (may be nil) gets each prefix's state. A regex is checked against
 // the topics that exist now only.
 func checkRenames(ctx context.Context, cl *kgo.Client, cfg *Config, logger *slog.Logger, gauge *prometheus.GaugeVec) error {
@@ -159,10 +160,13 @@ func checkRenames(ctx context.Context, cl *kgo.Client, cfg *Config, logger *slog
 			}
 			gauge.WithLabelValues(s.Prefix).Set(v)
 		}
-		if s.State != renamesNotFollowed {
-			continue
+		switch s.State {
+		case renamesFollowed:
+			logger.Info("table renames are followed: the schema-change topic is consumed", "topic", s.Topic, "prefix", s.Prefix)
+		case renamesNotFollowed:
+			logger.Warn(renameWarning(s.Topic, cfg.TopicRegex != ""), "topic", s.Topic, "prefix", s.Prefix)
+		case renamesNoTopic, renamesUnknown:
 		}
-		logger.Warn(renameWarning(s.Topic, cfg.TopicRegex != ""), "topic", s.Topic, "prefix", s.Prefix)
 	}
 	return nil
 }
