@@ -115,7 +115,7 @@ func renameSources(tableTopics []string, exists func(string) bool, consumed func
 	return out
 }
 
-// renamesFollowedGauge is ingest_renames_followed{prefix}: 1 when the
+// newRenamesFollowedGauge registers ingest_renames_followed{prefix} on reg: 1 when the
 // schema-change topic of a source prefix is consumed, 0 when it is not
 // (left out of topics/topic-regex, or not on the cluster).
 func newRenamesFollowedGauge(reg prometheus.Registerer) *prometheus.GaugeVec {
@@ -128,19 +128,17 @@ func newRenamesFollowedGauge(reg prometheus.Registerer) *prometheus.GaugeVec {
 }
 
 // checkRenames is the start-up check: it lists the cluster's topics (those
-// ingest may describe), and
-// for every source prefix of the table topics cfg consumes logs one
-// warning when the prefix's schema-change topic exists but cfg does not
-// consume it, naming the topic, what is lost and the setting to change (and
-// one info line for each prefix whose renames are followed).
-// gauge (may be nil) gets each prefix's state. A regex is checked against
-// the topics that exist now only.
+// ingest may describe), and for every source prefix of the table topics cfg
+// consumes logs one warning when the prefix's schema-change topic exists
+// but cfg does not consume it, naming the topic, what is lost and the
+// setting to change, and one info line for each prefix whose renames are
+// followed. gauge (may be nil) gets each prefix's state. A regex is checked
+// against the topics that exist now only.
 func checkRenames(ctx context.Context, cl *kgo.Client, cfg *Config, logger *slog.Logger, gauge *prometheus.GaugeVec) error {
 	listed, err := kadm.NewClient(cl).ListTopics(ctx)
 	if err != nil {
 		return fmt.Errorf("listing the topics: %w", err)
 	}
-	exists := func(t string) bool { return listed.Has(t) }
 	var consumed []string
 	for _, t := range listed.Names() {
 		if cfg.consumes(t) {
@@ -152,7 +150,7 @@ func checkRenames(ctx context.Context, cl *kgo.Client, cfg *Config, logger *slog
 			consumed = append(consumed, t) // not created yet: its prefix still counts
 		}
 	}
-	for _, s := range renameSources(consumed, exists, cfg.consumes) {
+	for _, s := range renameSources(consumed, listed.Has, cfg.consumes) {
 		if gauge != nil {
 			v := 0.0
 			if s.State == renamesFollowed {
@@ -181,7 +179,7 @@ func renameWarning(topic string, regex bool) string {
 	}
 	return fmt.Sprintf("table renames are NOT followed: the schema-change topic %s exists but is not consumed; "+
 		"after RENAME TABLE a TO b, b's lake table keeps only the rows written after the rename (a's rows stay in a's lake table), "+
-		"and column renames are not followed either; to follow them, %s", topic, setting)
+		"and column renames are not followed either; to follow table renames, %s", topic, setting)
 }
 
 // warnUnfollowedRenames runs checkRenames once Kafka answers, with a client
