@@ -280,7 +280,13 @@ func (f *follower) followRenames(ctx context.Context, rec *kgo.Record, sc *decod
 	adm := kadm.NewClient(p.cl)
 	for i, pr := range pairs {
 		fromTopic, toTopic := tableTopic(prefix, pr.From), toTopics[i]
-		if !pr.FromQualified && pr.From.DB != "" {
+		// Only a rename into a named database can have its old name in
+		// another (the session's, which the event does not carry): one
+		// with both names unqualified is within the event's database, and
+		// guessing there would take a same-named table of another
+		// database (a table of an uncaptured database, renamed, whose DDL
+		// Debezium reports with its full schema history).
+		if !pr.FromQualified && pr.ToQualified && pr.From.DB != "" {
 			if alt, ok := sessionTopic(ctx, f.log, adm, prefix, pr); ok {
 				fromTopic = alt
 			}

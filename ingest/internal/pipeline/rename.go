@@ -293,7 +293,7 @@ func renamesOf(sc *decode.SchemaChange) []renamePair {
 		from, ok1 := quotedName(old + `"`)
 		to, ok2 := quotedName(`"` + nw)
 		if ok1 && ok2 {
-			out = append(out, renamePair{From: from, To: to, FromQualified: true, Idx: len(out)})
+			out = append(out, renamePair{From: from, To: to, FromQualified: true, ToQualified: true, Idx: len(out)})
 		}
 	}
 	return out
