@@ -236,6 +236,9 @@ type Pipeline struct {
 	failed  chan struct{} // closed when a table fails
 
 	ren *renamer
+	// colRenames are the column renames noted from schema-change records
+	// for the table workers to apply (colrename.go).
+	colRenames columnRenames
 
 	// heldBy is, for a topic with dots in its names, the table that held
 	// its offsets at assignment (heldIdent); guarded by mu.

@@ -305,6 +305,7 @@ func offsetsOf(ctx context.Context, list func(context.Context, ...string) (kadm.
 // topic <prefix>): each rename it makes is carried out by the old topic's
 // worker before the record counts as handled.
 func (w *worker) followRenames(ctx context.Context, rec *kgo.Record, sc *decode.SchemaChange) error {
+	w.p.noteColumnRenames(rec.Topic, sc)
 	pairs := renamesOf(sc)
 	if len(pairs) == 0 {
 		return nil

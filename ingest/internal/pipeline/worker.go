@@ -87,6 +87,9 @@ type worker struct {
 	schemaTopic bool
 	// recAt is when the poll returned the record in hand.
 	recAt time.Time
+	// changeAt is the source position of the change whose schema is being
+	// adopted: the column renames before it apply first (colrename.go).
+	changeAt decode.SourcePos
 	// schemaOf is the schema topic whose renames apply to this topic, ""
 	// when it is not consumed; nil until first needed.
 	schemaOf *string
@@ -360,6 +363,7 @@ func (w *worker) add(ctx context.Context, rec *kgo.Record) error {
 		if err := w.flush(ctx, "schema"); err != nil {
 			return err
 		}
+		w.changeAt = ch.Source // for the column renames before it (colrename.go)
 		if err := w.adopt(ctx, ch.Schema, key, keyless); err != nil {
 			return w.reject(ctx, rec, deadletter.StageMap, err)
 		}
@@ -551,6 +555,9 @@ func (w *worker) adopt(ctx context.Context, s *decode.Schema, key []string, keyl
 			return fmt.Errorf("table %v: %w", w.ident, err)
 		}
 	}
+	if err := w.followColumnRenames(ctx); err != nil {
+		return err
+	}
 	if key == nil && !keyless {
 		key = identifierNames(w.committer.Table().Schema())
 	}
@@ -707,6 +714,7 @@ func (w *worker) create(ctx context.Context, s *decode.Schema, key []string, key
 	for k, v := range w.p.sourceProps(w.names) {
 		props[k] = v
 	}
+	w.columnRenameProps(props)
 	created, err := w.createTable(ctx, func(ident table.Identifier) error { return w.createAt(ctx, ident, m.Schema, spec, props) })
 	if err != nil || !created {
 		return err

@@ -1,0 +1,325 @@
+//go:build integration
+
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go/catalog/rest"
+	"github.com/apache/iceberg-go/table"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/binlake/binlake/ingest/internal/batch"
+	"github.com/binlake/binlake/ingest/internal/decode"
+	"github.com/binlake/binlake/ingest/internal/schemamap"
+	"github.com/binlake/binlake/test/testenv"
+)
+
+// jcol is a column of a JSON-converter change record: its name and its
+// Kafka Connect type (int32, int64, string).
+type jcol struct{ name, typ string }
+
+// colChange is a c event of source table db.tbl with key column id,
+// columns cols and values vals, at binlog position pos.
+func colChange(db, tbl string, cols []jcol, vals map[string]any, pos int64) *kgo.Record {
+	fields := []map[string]any{{"type": "int64", "optional": false, "field": "id"}}
+	for _, c := range cols {
+		fields = append(fields, map[string]any{"type": c.typ, "optional": true, "field": c.name})
+	}
+	row := func(field string) map[string]any {
+		return map[string]any{"type": "struct", "optional": true, "name": "bl." + db + "." + tbl + ".Value", "fields": fields, "field": field}
+	}
+	value := map[string]any{
+		"schema": map[string]any{"type": "struct", "optional": false, "name": "bl." + db + "." + tbl + ".Envelope", "version": 2, "fields": []any{
+			row("before"), row("after"),
+			map[string]any{"type": "struct", "optional": false, "name": "io.debezium.connector.mysql.Source", "field": "source", "fields": []any{
+				map[string]any{"type": "int64", "optional": false, "field": "ts_ms"},
+				map[string]any{"type": "string", "optional": false, "field": "file"},
+				map[string]any{"type": "int64", "optional": false, "field": "pos"},
+				map[string]any{"type": "int32", "optional": false, "field": "row"},
+			}},
+			map[string]any{"type": "string", "optional": false, "field": "op"},
+		}},
+		"payload": map[string]any{"before": nil, "after": vals, "op": "c",
+			"source": map[string]any{"ts_ms": 1700000000000, "file": "mysql-bin.000001", "pos": pos, "row": 0}},
+	}
+	key := map[string]any{
+		"schema":  map[string]any{"type": "struct", "optional": false, "name": "bl." + db + "." + tbl + ".Key", "fields": []any{fields[0]}},
+		"payload": map[string]any{"id": vals["id"]},
+	}
+	kb, _ := json.Marshal(key)
+	vb, _ := json.Marshal(value)
+	return &kgo.Record{Key: kb, Value: vb}
+}
+
+// schemaChangeRecord is a schema-change record of statement ddl in
+// database db at binlog position pos, changing table db.tbl.
+func schemaChangeRecord(db, tbl, ddl string, pos int64) *kgo.Record {
+	value := map[string]any{
+		"schema": map[string]any{"type": "struct", "optional": false, "name": "io.debezium.connector.mysql.SchemaChangeValue", "fields": []any{}},
+		"payload": map[string]any{"source": map[string]any{"file": "mysql-bin.000001", "pos": pos}, "databaseName": db, "ddl": ddl,
+			"tableChanges": []any{map[string]any{"type": "ALTER", "id": `"` + db + `"."` + tbl + `"`}}},
+	}
+	vb, _ := json.Marshal(value)
+	return &kgo.Record{Value: vb}
+}
+
+// lakeRows reads table ident as id → column → value text ("NULL" for
+// null).
+func lakeRows(t *testing.T, cat *rest.Catalog, ident table.Identifier) map[int64]map[string]string {
+	t.Helper()
+	ctx := t.Context()
+	tbl, err := cat.LoadTable(ctx, ident)
+	if err != nil || tbl.CurrentSnapshot() == nil {
+		return nil
+	}
+	at, err := tbl.Scan().ToArrowTable(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer at.Release()
+	out := map[int64]map[string]string{}
+	tr := array.NewTableReader(at, 0)
+	defer tr.Release()
+	for tr.Next() {
+		r := tr.RecordBatch()
+		for i := range int(r.NumRows()) {
+			row := map[string]string{}
+			var id int64
+			for c, f := range r.Schema().Fields() {
+				col := r.Column(c)
+				switch {
+				case f.Name == "id":
+					id = col.(*array.Int64).Value(i)
+				case strings.HasPrefix(f.Name, "_"):
+				case col.IsNull(i):
+					row[f.Name] = "NULL"
+				default:
+					row[f.Name] = col.ValueStr(i)
+				}
+			}
+			out[id] = row
+		}
+	}
+	return out
+}
+
+// colRenameEnv is a schema-change topic <prefix>, one table topic
+// <prefix>.<db>.t of partitions partitions and its lake table.
+type colRenameEnv struct {
+	t                    *testing.T
+	prefix, db, topic    string
+	ident                table.Identifier
+	cl                   *kgo.Client
+	direct               *rest.Catalog
+	partitions           int32
+	lowerCase            bool
+	runs                 []*running
+	produced, schemaRecs int
+}
+
+func newColRenameEnv(t *testing.T, partitions int32) *colRenameEnv {
+	t.Helper()
+	env := testenv.IcebergEnv(t)
+	ctx := t.Context()
+	e := &colRenameEnv{t: t, partitions: partitions}
+	e.db = testenv.Unique(t, "cr")
+	e.prefix = "p" + e.db
+	e.topic = e.prefix + "." + e.db + ".t"
+	e.ident = schemamap.Namer{Prefix: e.prefix}.Ident(e.db, "t")
+	var err error
+	if e.cl, err = kgo.NewClient(kgo.SeedBrokers(testenv.KafkaBrokers(t)...)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.cl.Close)
+	adm := kadm.NewClient(e.cl)
+	if _, err := adm.CreateTopic(ctx, partitions, 1, nil, e.topic); err != nil {
+		t.Fatalf("creating topic: %v", err)
+	}
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, e.prefix); err != nil {
+		t.Fatalf("creating topic: %v", err)
+	}
+	t.Cleanup(func() { _, _ = adm.DeleteTopics(context.WithoutCancel(ctx), e.topic, e.prefix) })
+	if e.direct, err = rest.NewCatalog(ctx, "direct", env.URI, rest.WithAdditionalProps(env.FileIOProps())); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx := context.WithoutCancel(ctx)
+		_ = e.direct.DropTable(ctx, e.ident)
+		_ = e.direct.DropNamespace(ctx, table.Identifier{e.ident[0]})
+	})
+	return e
+}
+
+func (e *colRenameEnv) start(name, group string) {
+	e.t.Helper()
+	env := testenv.IcebergEnv(e.t)
+	cat, err := rest.NewCatalog(e.t.Context(), "ingest", env.URI, rest.WithAdditionalProps(env.FileIOProps()))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	r := &running{log: &syncBuffer{}, done: make(chan error, 1)}
+	r.p, err = New(Config{Brokers: testenv.KafkaBrokers(e.t), Group: group, Topics: []string{e.prefix, e.topic},
+		Limits: batch.Limits{MaxAge: 300 * time.Millisecond}, ShutdownTimeout: 10 * time.Second, LowerCaseColumns: e.lowerCase,
+		Logger: slog.New(slog.NewTextHandler(r.log, nil)).With("run", name)}, cat, decode.New(nil))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var pctx context.Context
+	pctx, r.cancel = context.WithCancel(e.t.Context())
+	go func() { r.done <- r.p.Run(pctx) }()
+	e.runs = append(e.runs, r)
+	e.t.Cleanup(func() { r.cancel(); <-r.done })
+}
+
+// rows writes a change of each id at pos under cols, with value
+// <column>-<id> (the id itself for an int column).
+func (e *colRenameEnv) rows(cols []jcol, pos int64, ids ...int64) {
+	e.t.Helper()
+	for _, id := range ids {
+		vals := map[string]any{"id": id}
+		for _, c := range cols {
+			if c.typ == "string" {
+				vals[c.name] = fmt.Sprintf("%s-%d", c.name, id)
+			} else {
+				vals[c.name] = id
+			}
+		}
+		r := colChange(e.db, "t", cols, vals, pos)
+		r.Topic = e.topic
+		if e.partitions > 1 {
+			r.Partition = int32(id) % e.partitions
+		}
+		if err := e.cl.ProduceSync(e.t.Context(), r).FirstErr(); err != nil {
+			e.t.Fatal(err)
+		}
+		e.produced++
+	}
+}
+
+func (e *colRenameEnv) ddl(ddl string, pos int64) {
+	e.t.Helper()
+	r := schemaChangeRecord(e.db, "t", ddl, pos)
+	r.Topic = e.prefix
+	if err := e.cl.ProduceSync(e.t.Context(), r).FirstErr(); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// fieldIDs are the lake table's column ids by name.
+func (e *colRenameEnv) fieldIDs() map[string]int {
+	e.t.Helper()
+	tbl, err := e.direct.LoadTable(e.t.Context(), e.ident)
+	if err != nil {
+		e.t.Fatalf("loading %v: %v", e.ident, err)
+	}
+	out := map[string]int{}
+	for _, f := range tbl.Schema().Fields() {
+		out[f.Name] = f.ID
+	}
+	return out
+}
+
+// wait waits until the table holds want (id → column → value), checking
+// only the columns want names.
+func (e *colRenameEnv) wait(want map[int64]map[string]string) {
+	e.t.Helper()
+	testenv.CheckFor(e.t, 90*time.Second, 200*time.Millisecond, func() error {
+		for _, r := range e.runs {
+			select {
+			case err := <-r.done:
+				r.done <- err
+				e.t.Fatalf("a pipeline stopped: %v; log:\n%s", err, r.log.String())
+			default:
+			}
+		}
+		got := lakeRows(e.t, e.direct, e.ident)
+		if len(got) != len(want) {
+			return fmt.Errorf("the table holds ids %v, want %v", slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
+		}
+		for id, cols := range want {
+			for c, v := range cols {
+				if got[id][c] != v {
+					return fmt.Errorf("id %d: %s = %q, want %q (row %v)", id, c, got[id][c], v, got[id])
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// TestColumnRenames: columns renamed at the source (CHANGE with and
+// without a type change, RENAME COLUMN, several in one ALTER, a swap in
+// one statement, a rename followed by an ADD of the old name, a rename in
+// an ALTER that does other things, backquoted and db-qualified names) are
+// renamed in the lake: the rows written before hold their values under
+// the new names, in the same Iceberg fields. Before, each new name was a
+// new column, NULL in every earlier row.
+func TestColumnRenames(t *testing.T) {
+	e := newColRenameEnv(t, 1)
+	e.start("one", testenv.Unique(t, "g"))
+
+	v1 := []jcol{{"a", "string"}, {"b", "int32"}, {"c", "string"}, {"d", "string"}, {"e", "string"}, {"f", "string"}}
+	e.rows(v1, 100, 1, 2, 3)
+	all := func(id int64, cols map[string]string) map[string]string { return cols }
+	e.wait(map[int64]map[string]string{
+		1: all(1, map[string]string{"a": "a-1", "b": "1"}), 2: {"a": "a-2"}, 3: {"a": "a-3"},
+	})
+	ids := e.fieldIDs()
+
+	// CHANGE without and with a type change.
+	e.ddl("ALTER TABLE t CHANGE a a2 VARCHAR(10), CHANGE COLUMN b b2 BIGINT", 200)
+	v2 := []jcol{{"a2", "string"}, {"b2", "int64"}, {"c", "string"}, {"d", "string"}, {"e", "string"}, {"f", "string"}}
+	e.rows(v2, 250, 4)
+	e.wait(map[int64]map[string]string{
+		1: {"a2": "a-1", "b2": "1"}, 2: {"a2": "a-2"}, 3: {"a2": "a-3", "b2": "3"}, 4: {"a2": "a2-4", "b2": "4"},
+	})
+
+	// Several statements before the next change, applied at once: a swap,
+	// a rename followed by an ADD of the old name, a rename among other
+	// clauses with backquoted, db-qualified names, and a CHANGE that is no
+	// rename.
+	e.ddl("ALTER TABLE t RENAME COLUMN c TO d, RENAME COLUMN d TO c", 300)
+	e.ddl("ALTER TABLE t RENAME COLUMN e TO e2, ADD COLUMN e VARCHAR(5)", 400)
+	e.ddl("ALTER TABLE `"+e.db+"`.`t` ADD COLUMN g INT, CHANGE `f` `f 2` TEXT COMMENT 'x', CHANGE a2 a2 TEXT", 500)
+	v3 := []jcol{{"a2", "string"}, {"b2", "int64"}, {"d", "string"}, {"c", "string"}, {"e2", "string"}, {"e", "string"}, {"f 2", "string"}, {"g", "int32"}}
+	e.rows(v3, 600, 5)
+	e.wait(map[int64]map[string]string{
+		1: {"a2": "a-1", "c": "d-1", "d": "c-1", "e2": "e-1", "e": "NULL", "f 2": "f-1", "g": "NULL"},
+		2: {"a2": "a-2", "c": "d-2", "d": "c-2", "e2": "e-2", "e": "NULL", "f 2": "f-2"},
+		3: {"c": "d-3", "d": "c-3", "e2": "e-3", "f 2": "f-3"},
+		4: {"a2": "a2-4", "c": "d-4", "d": "c-4", "e2": "e-4", "e": "NULL", "f 2": "f-4"},
+		5: {"a2": "a2-5", "c": "c-5", "d": "d-5", "e2": "e2-5", "e": "e-5", "f 2": "f 2-5", "g": "5"},
+	})
+	got := e.fieldIDs()
+	for old, nw := range map[string]string{"a": "a2", "b": "b2", "c": "d", "d": "c", "e": "e2", "f": "f 2", "id": "id"} {
+		if got[nw] != ids[old] {
+			t.Errorf("column %s (was %s) has field id %d, want %d", nw, old, got[nw], ids[old])
+		}
+	}
+	for _, old := range []string{"a", "b", "f"} {
+		if _, ok := got[old]; ok {
+			t.Errorf("the table still has column %s: %v", old, got)
+		}
+	}
+	if got["e"] == ids["e"] || got["e"] == 0 {
+		t.Errorf("the column e added after e was renamed has field id %d, want a new one (old %d)", got["e"], ids["e"])
+	}
+	tbl, err := e.direct.LoadTable(t.Context(), e.ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if at := tbl.Properties()[columnsRenamedAtProperty]; at != "mysql-bin.000001:500" {
+		t.Errorf("%s = %q, want mysql-bin.000001:500", columnsRenamedAtProperty, at)
+	}
+}
