@@ -112,6 +112,19 @@ func (c *columnRenames) between(topic string, from, to decode.SourcePos) []colum
 	return out
 }
 
+// after returns topic's notes after from and up to upTo, both known.
+func (c *columnRenames) after(topic string, from, upTo decode.SourcePos) []columnRenameNote {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []columnRenameNote
+	for _, n := range c.byTopic[topic] {
+		if n.pos.Compare(from) > 0 && n.pos.Compare(upTo) <= 0 {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // noteColumnRenames notes the column renames of a schema-change record of
 // schema topic prefix, for the table workers to apply
 // (worker.followColumnRenames). A statement that also renames its table
@@ -343,4 +356,66 @@ func (w *worker) followColumnRenames(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// renamedThrough carries the lake schema ls and key of a change from
+// before column renames the table has had (a record of another partition
+// polled after the renames were applied) through those renames, as noted:
+// its values then land in the renamed columns, not in columns re-added
+// under the old names. A change after the table's renames is returned as
+// is.
+func (w *worker) renamedThrough(ls *decode.Schema, key []string) (*decode.Schema, []string) {
+	q := w.changeAt
+	if !q.Known() || w.committer == nil {
+		return ls, key
+	}
+	at := renamedAt(w.committer.Table().Properties())
+	if !at.Known() || q.Compare(at) >= 0 {
+		return ls, key
+	}
+	notes := w.p.colRenames.after(w.topic, q, at)
+	if len(notes) == 0 {
+		return ls, key
+	}
+	names := slices.Clone(ls.Columns)
+	fields := make([]iceberg.NestedField, len(names))
+	for i, n := range names {
+		fields[i] = iceberg.NestedField{ID: i + 1, Name: n}
+	}
+	w.p.renameColumns(fields, notes)
+	rename := map[string]string{}
+	for i, f := range fields {
+		if f.Name != names[i] {
+			rename[names[i]] = f.Name
+		}
+	}
+	if len(rename) == 0 {
+		return ls, key
+	}
+	w.log.Info("a change from before column renames the table has had: its columns go by their new names",
+		"binlog_file", q.File, "binlog_pos", q.Pos, "renames", rename)
+	out := &decode.Schema{ID: ls.ID, Columns: make([]string, len(ls.Columns))}
+	for i, c := range ls.Columns {
+		if n, ok := rename[c]; ok {
+			c = n
+		}
+		out.Columns[i] = c
+	}
+	if ls.Row != nil {
+		row := *ls.Row
+		row.Fields = slices.Clone(ls.Row.Fields)
+		for i, f := range row.Fields {
+			if n, ok := rename[f.Name]; ok {
+				row.Fields[i].Name = n
+			}
+		}
+		out.Row = &row
+	}
+	lkey := slices.Clone(key)
+	for i, k := range lkey {
+		if n, ok := rename[k]; ok {
+			lkey[i] = n
+		}
+	}
+	return out, lkey
 }

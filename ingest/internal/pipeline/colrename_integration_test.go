@@ -323,3 +323,37 @@ func TestColumnRenames(t *testing.T) {
 		t.Errorf("%s = %q, want mysql-bin.000001:500", columnsRenamedAtProperty, at)
 	}
 }
+
+// TestColumnRenamesLateChange: a change from before a rename, on another
+// partition and polled after the table's columns were renamed, goes into
+// the renamed columns. It re-added the old columns, holding its values
+// there and NULL under the new names.
+func TestColumnRenamesLateChange(t *testing.T) {
+	e := newColRenameEnv(t, 2)
+	e.start("one", testenv.Unique(t, "g"))
+	v1 := []jcol{{"a", "string"}, {"b", "int32"}, {"c", "string"}, {"d", "string"}}
+	e.rows(v1, 100, 1, 2)
+	e.wait(map[int64]map[string]string{1: {"a": "a-1"}, 2: {"a": "a-2"}})
+	ids := e.fieldIDs()
+	e.ddl("ALTER TABLE t CHANGE a a2 TEXT, CHANGE b b2 BIGINT, RENAME COLUMN c TO d, RENAME COLUMN d TO c", 200)
+	v2 := []jcol{{"a2", "string"}, {"b2", "int64"}, {"d", "string"}, {"c", "string"}}
+	e.rows(v2, 300, 3)
+	e.wait(map[int64]map[string]string{1: {"a2": "a-1"}, 2: {"a2": "a-2"}, 3: {"a2": "a2-3", "b2": "3"}})
+	// Row 4 changed before the rename, its partition lagging behind.
+	e.rows(v1, 150, 4)
+	e.wait(map[int64]map[string]string{
+		1: {"a2": "a-1", "b2": "1", "c": "d-1", "d": "c-1"},
+		2: {"a2": "a-2", "b2": "2", "c": "d-2", "d": "c-2"},
+		3: {"a2": "a2-3", "b2": "3", "c": "c-3", "d": "d-3"},
+		4: {"a2": "a-4", "b2": "4", "c": "d-4", "d": "c-4"},
+	})
+	got := e.fieldIDs()
+	for _, old := range []string{"a", "b"} {
+		if _, ok := got[old]; ok {
+			t.Errorf("the late change re-added column %s: %v", old, got)
+		}
+	}
+	if got["a2"] != ids["a"] || got["c"] != ids["d"] || got["d"] != ids["c"] {
+		t.Errorf("field ids %v, want a2=%d c=%d d=%d", got, ids["a"], ids["d"], ids["c"])
+	}
+}

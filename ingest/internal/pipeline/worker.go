@@ -584,6 +584,7 @@ func (w *worker) adopt(ctx context.Context, s *decode.Schema, key []string, keyl
 	if err != nil {
 		return err
 	}
+	ls, lkey = w.renamedThrough(ls, lkey)
 	m, err := mapping(ls, lkey, keyless)
 	if err != nil {
 		return fmt.Errorf("mapping the schema of %s (%s): %w", w.topic, s.ID, err)
