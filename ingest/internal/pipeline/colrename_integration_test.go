@@ -14,12 +14,15 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/catalog/rest"
 	"github.com/apache/iceberg-go/table"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/binlake/binlake/ingest/internal/batch"
+	"github.com/binlake/binlake/ingest/internal/commit"
 	"github.com/binlake/binlake/ingest/internal/decode"
 	"github.com/binlake/binlake/ingest/internal/schemamap"
 	"github.com/binlake/binlake/test/testenv"
@@ -355,5 +358,67 @@ func TestColumnRenamesLateChange(t *testing.T) {
 	}
 	if got["a2"] != ids["a"] || got["c"] != ids["d"] || got["d"] != ids["c"] {
 		t.Errorf("field ids %v, want a2=%d c=%d d=%d", got, ids["a"], ids["d"], ids["c"])
+	}
+}
+
+// TestColumnRenameRace: two workers (of two processes, each with its own
+// partitions of the topic) apply the same renames to one table at once.
+// Each rename is made once: a swap applied twice would swap back.
+func TestColumnRenameRace(t *testing.T) {
+	e := newColRenameEnv(t, 1)
+	ctx := t.Context()
+	env := testenv.IcebergEnv(t)
+	if err := e.direct.CreateNamespace(ctx, table.Identifier{e.ident[0]}, nil); err != nil {
+		t.Fatal(err)
+	}
+	sch := iceberg.NewSchemaWithIdentifiers(0, []int{1},
+		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
+		iceberg.NestedField{ID: 2, Name: "c", Type: iceberg.PrimitiveTypes.String},
+		iceberg.NestedField{ID: 3, Name: "d", Type: iceberg.PrimitiveTypes.String},
+		iceberg.NestedField{ID: 4, Name: "e", Type: iceberg.PrimitiveTypes.String})
+	if _, err := e.direct.CreateTable(ctx, e.ident, sch, catalog.WithProperties(iceberg.Properties{"format-version": "2"})); err != nil {
+		t.Fatal(err)
+	}
+	pos := func(n int64) decode.SourcePos { return decode.SourcePos{File: "mysql-bin.000001", Pos: n} }
+	const workers = 3
+	errs := make(chan error, workers)
+	start := make(chan struct{})
+	for i := range workers {
+		cat, err := rest.NewCatalog(ctx, "ingest", env.URI, rest.WithAdditionalProps(env.FileIOProps()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := New(Config{Brokers: testenv.KafkaBrokers(t), Group: testenv.Unique(t, "g"), Topics: []string{e.prefix, e.topic},
+			Logger: slog.New(slog.DiscardHandler)}, cat, decode.New(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.noteColumnRenames(e.prefix, &decode.SchemaChange{Source: pos(200), Database: e.db, DDL: "ALTER TABLE t RENAME COLUMN c TO d, RENAME COLUMN d TO c"})
+		p.noteColumnRenames(e.prefix, &decode.SchemaChange{Source: pos(300), Database: e.db, DDL: "ALTER TABLE t CHANGE e e2 TEXT"})
+		w := &worker{p: p, topic: e.topic, names: topicNames{e.prefix, e.db, "t"}, ident: e.ident, log: p.log.With("worker", i), changeAt: pos(400)}
+		if w.committer, err = commit.New(ctx, cat, e.ident, w.commitConfig()); err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			<-start
+			errs <- w.followColumnRenames(ctx)
+		}()
+	}
+	close(start)
+	for range workers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := e.fieldIDs()
+	if want := map[string]int{"id": 1, "d": 2, "c": 3, "e2": 4}; !maps.Equal(got, want) {
+		t.Errorf("columns %v, want %v", got, want)
+	}
+	tbl, err := e.direct.LoadTable(ctx, e.ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(tbl.Metadata().Schemas()); n != 2 {
+		t.Errorf("the table has %d schemas, want 2 (the renames in one commit)", n)
 	}
 }
