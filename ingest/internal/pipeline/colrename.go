@@ -131,12 +131,18 @@ func (c *columnRenames) after(topic string, from, upTo decode.SourcePos) []colum
 // (ALTER TABLE a RENAME COLUMN x TO y, RENAME TO b) is noted under both
 // topics: the lake table goes on under b's.
 func (p *Pipeline) noteColumnRenames(prefix string, sc *decode.SchemaChange) {
+	p.noteColumns(prefix, sc, true)
+}
+
+// noteColumns is noteColumnRenames, logging each note when logged. It
+// reports whether the statement renames columns.
+func (p *Pipeline) noteColumns(prefix string, sc *decode.SchemaChange, logged bool) bool {
 	if !sc.Source.Known() {
-		return
+		return false
 	}
 	tn, renames, ok := parseColumnRenames(sc.DDL, sc.Database)
 	if !ok {
-		return
+		return false
 	}
 	topics := []string{tableTopic(prefix, tn)}
 	for _, pr := range parseRenames(sc.DDL, sc.Database) {
@@ -149,8 +155,11 @@ func (p *Pipeline) noteColumnRenames(prefix string, sc *decode.SchemaChange) {
 			p.log.Warn("too many column renames of one table wait to be applied; forgetting the oldest",
 				"topic", topic, "kept", maxColumnRenameNotes)
 		}
-		p.log.Info("noted column renames", "topic", topic, "renames", renameText(renames), "binlog_file", sc.Source.File, "binlog_pos", sc.Source.Pos)
+		if logged {
+			p.log.Info("noted column renames", "topic", topic, "renames", renameText(renames), "binlog_file", sc.Source.File, "binlog_pos", sc.Source.Pos)
+		}
 	}
+	return true
 }
 
 func renameText(renames []columnRename) string {
@@ -291,6 +300,11 @@ func (w *worker) followColumnRenames(ctx context.Context) error {
 	q := w.changeAt
 	if !q.Known() || w.committer == nil {
 		return nil
+	}
+	if prefix := w.names.prefix; prefix != "" && p.consumes(prefix) {
+		if err := p.awaitColumnHistory(ctx, prefix); err != nil {
+			return err
+		}
 	}
 	if at := renamedAt(w.committer.Table().Properties()); len(p.colRenames.between(w.topic, at, q)) == 0 {
 		return nil

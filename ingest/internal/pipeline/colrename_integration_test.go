@@ -422,3 +422,42 @@ func TestColumnRenameRace(t *testing.T) {
 		t.Errorf("the table has %d schemas, want 2 (the renames in one commit)", n)
 	}
 }
+
+// TestColumnRenameAcrossRestart: a rename noted, its schema record's group
+// offset committed, and ingest stopped before the table took on the new
+// schema (no change of the table came since): the next process still
+// renames the column. It lost the rename: the schema topic resumed past
+// the record, and the new name became a new column.
+func TestColumnRenameAcrossRestart(t *testing.T) {
+	e := newColRenameEnv(t, 1)
+	group := testenv.Unique(t, "g")
+	e.start("one", group)
+	v1 := []jcol{{"a", "string"}, {"b", "string"}}
+	e.rows(v1, 100, 1, 2)
+	e.wait(map[int64]map[string]string{1: {"a": "a-1"}, 2: {"a": "a-2"}})
+	e.ddl("ALTER TABLE t RENAME COLUMN a TO a2", 200)
+	adm := kadm.NewClient(e.cl)
+	testenv.CheckFor(t, time.Minute, 200*time.Millisecond, func() error {
+		offs, err := adm.FetchOffsets(t.Context(), group)
+		if err != nil {
+			return err
+		}
+		if o, ok := offs.Lookup(e.prefix, 0); !ok || o.At < 1 {
+			return fmt.Errorf("the group's offset of %s is %v, want past the rename", e.prefix, o.At)
+		}
+		return nil
+	})
+	r := e.runs[0]
+	r.cancel()
+	if err := <-r.done; err != nil {
+		t.Fatalf("stopping: %v", err)
+	}
+	r.done <- nil
+	e.runs = nil
+	e.start("two", group)
+	e.rows([]jcol{{"a2", "string"}, {"b", "string"}}, 300, 3)
+	e.wait(map[int64]map[string]string{1: {"a2": "a-1"}, 2: {"a2": "a-2"}, 3: {"a2": "a2-3"}})
+	if _, ok := e.fieldIDs()["a"]; ok {
+		t.Errorf("the table still has column a: %v", e.fieldIDs())
+	}
+}

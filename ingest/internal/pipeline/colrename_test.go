@@ -90,3 +90,26 @@ func TestColumnRenameNotes(t *testing.T) {
 		t.Error("parsed nonsense")
 	}
 }
+
+// TestNoteColumnRenames: a statement's renames are noted under its
+// table's topic (the database from the statement, else the record's), and
+// under the new name's too when it also renames the table; a statement
+// without a position or without a column rename is not noted.
+func TestNoteColumnRenames(t *testing.T) {
+	p := &Pipeline{log: slog.New(slog.DiscardHandler)}
+	at := decode.SourcePos{File: "mysql-bin.000001", Pos: 10}
+	p.noteColumnRenames("pfx", &decode.SchemaChange{Source: at, Database: "d", DDL: "ALTER TABLE a RENAME COLUMN x TO y, RENAME TO b"})
+	p.noteColumnRenames("pfx", &decode.SchemaChange{Source: at, Database: "d", DDL: "ALTER TABLE `e f`.g CHANGE x y INT"})
+	p.noteColumnRenames("pfx", &decode.SchemaChange{Database: "d", DDL: "ALTER TABLE h RENAME COLUMN x TO y"})
+	p.noteColumnRenames("pfx", &decode.SchemaChange{Source: at, Database: "d", DDL: "ALTER TABLE i ADD COLUMN x INT"})
+	end := decode.SourcePos{File: "mysql-bin.000002", Pos: 1}
+	for topic, want := range map[string]int{"pfx.d.a": 1, "pfx.d.b": 1, "pfx.e_f.g": 1, "pfx.d.h": 0, "pfx.d.i": 0} {
+		got := p.colRenames.between(topic, decode.SourcePos{}, end)
+		if len(got) != want {
+			t.Errorf("%s: %d notes, want %d", topic, len(got), want)
+		}
+		if len(got) == 1 && !cmp.Equal(got[0].renames, []columnRename{{"x", "y"}}) {
+			t.Errorf("%s: %v", topic, got[0].renames)
+		}
+	}
+}

@@ -239,6 +239,7 @@ type Pipeline struct {
 	// colRenames are the column renames noted from schema-change records
 	// for the table workers to apply (colrename.go).
 	colRenames columnRenames
+	colHistory columnHistory // the schema topics' column renames read from their start (colhistory.go)
 
 	// heldBy is, for a topic with dots in its names, the table that held
 	// its offsets at assignment (heldIdent); guarded by mu.
