@@ -69,6 +69,9 @@ const maxColumnRenameAttempts = 10
 type columnRenameNote struct {
 	pos     decode.SourcePos
 	renames []columnRename
+	// history marks a note read from the schema topic's start
+	// (colhistory.go), not handled live by this process.
+	history bool
 }
 
 // columnRenames are the noted column renames, by table topic, each list
@@ -78,8 +81,9 @@ type columnRenames struct {
 	byTopic map[string][]columnRenameNote
 }
 
-// note adds a statement's renames to topic, once per position.
-func (c *columnRenames) note(topic string, pos decode.SourcePos, renames []columnRename) (dropped bool) {
+// note adds a statement's renames to topic, once per position (live
+// when noted live once).
+func (c *columnRenames) note(topic string, pos decode.SourcePos, renames []columnRename, history bool) (dropped bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.byTopic == nil {
@@ -88,9 +92,10 @@ func (c *columnRenames) note(topic string, pos decode.SourcePos, renames []colum
 	notes := c.byTopic[topic]
 	i, found := slices.BinarySearchFunc(notes, pos, func(n columnRenameNote, p decode.SourcePos) int { return n.pos.Compare(p) })
 	if found {
+		notes[i].history = notes[i].history && history
 		return false
 	}
-	notes = slices.Insert(notes, i, columnRenameNote{pos, slices.Clone(renames)})
+	notes = slices.Insert(notes, i, columnRenameNote{pos, slices.Clone(renames), history})
 	if len(notes) > maxColumnRenameNotes {
 		notes, dropped = slices.Delete(notes, 0, len(notes)-maxColumnRenameNotes), true
 	}
@@ -151,7 +156,7 @@ func (p *Pipeline) noteColumns(prefix string, sc *decode.SchemaChange, logged bo
 		}
 	}
 	for _, topic := range topics {
-		if p.colRenames.note(topic, sc.Source, renames) {
+		if p.colRenames.note(topic, sc.Source, renames, !logged) {
 			p.log.Warn("too many column renames of one table wait to be applied; forgetting the oldest",
 				"topic", topic, "kept", maxColumnRenameNotes)
 		}
@@ -319,7 +324,14 @@ func (w *worker) followColumnRenames(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("loading %v to rename its columns: %w", w.ident, err)
 		}
-		notes := p.colRenames.between(w.topic, renamedAt(tbl.Properties()), q)
+		at := renamedAt(tbl.Properties())
+		notes := p.colRenames.between(w.topic, at, q)
+		if !at.Known() {
+			// A table without the property was written by a version that
+			// did not follow renames: statements from before this process
+			// may be in it already, by name (a swap would be swapped back).
+			notes = slices.DeleteFunc(notes, func(n columnRenameNote) bool { return n.history })
+		}
 		if len(notes) == 0 {
 			done, skipped = nil, nil
 			break

@@ -12,7 +12,7 @@ import (
 
 func TestRenameColumns(t *testing.T) {
 	pos := func(n int64) decode.SourcePos { return decode.SourcePos{File: "mysql-bin.000001", Pos: n} }
-	note := func(n int64, rs ...columnRename) columnRenameNote { return columnRenameNote{pos(n), rs} }
+	note := func(n int64, rs ...columnRename) columnRenameNote { return columnRenameNote{pos: pos(n), renames: rs} }
 	for _, tc := range []struct {
 		name    string
 		lower   bool
@@ -58,7 +58,7 @@ func TestColumnRenameNotes(t *testing.T) {
 	var c columnRenames
 	r := []columnRename{{"a", "b"}}
 	for _, n := range []int64{30, 10, 20, 10} {
-		c.note("t", pos(n), r)
+		c.note("t", pos(n), r, n == 30)
 	}
 	var got []int64
 	for _, n := range c.between("t", decode.SourcePos{}, pos(100)) {
@@ -66,6 +66,12 @@ func TestColumnRenameNotes(t *testing.T) {
 	}
 	if want := []int64{10, 20, 30}; !cmp.Equal(want, got) {
 		t.Errorf("notes %v, want %v (in order, once each)", got, want)
+	}
+	c.note("t", pos(20), r, true)
+	for _, n := range c.between("t", decode.SourcePos{}, pos(100)) {
+		if n.history != (n.pos.Pos == 30) {
+			t.Errorf("note at %d: history %v (a note is live once noted live)", n.pos.Pos, n.history)
+		}
 	}
 	if n := c.between("t", pos(10), pos(30)); len(n) != 1 || n[0].pos != pos(20) {
 		t.Errorf("between 10 and 30: %v", n)
@@ -78,7 +84,7 @@ func TestColumnRenameNotes(t *testing.T) {
 	}
 	dropped := false
 	for i := range int64(maxColumnRenameNotes + 5) {
-		dropped = c.note("u", pos(1000+i), r) || dropped
+		dropped = c.note("u", pos(1000+i), r, false) || dropped
 	}
 	if n := c.between("u", decode.SourcePos{}, pos(1_000_000)); !dropped || len(n) != maxColumnRenameNotes || n[0].pos != pos(1005) {
 		t.Errorf("after %d notes: %d kept from %v, dropped %v", maxColumnRenameNotes+5, len(n), n[0].pos, dropped)
