@@ -236,6 +236,10 @@ type Pipeline struct {
 	failed  chan struct{} // closed when a table fails
 
 	ren *renamer
+	// colRenames are the column renames noted from schema-change records
+	// for the table workers to apply (colrename.go).
+	colRenames columnRenames
+	colHistory columnHistory // the schema topics' column renames read from their start (colhistory.go)
 
 	// followers are the schema topics this process follows (follower.go),
 	// started under folCtx, the workers' context.
