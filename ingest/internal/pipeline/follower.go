@@ -184,12 +184,16 @@ func (f *follower) run(ctx context.Context) error {
 	pending := map[int32]int64{}
 	lastCommit := time.Now()
 	for {
-		fetches := cl.PollFetches(ctx)
+		// Wakes every few seconds, so that the position is committed
+		// when no record follows the last one handled.
+		pctx, pcancel := context.WithTimeout(ctx, positionCommitInterval)
+		fetches := cl.PollFetches(pctx)
+		pcancel()
 		if ctx.Err() != nil {
 			return nil
 		}
 		fetches.EachError(func(topic string, part int32, err error) {
-			if !errors.Is(err, context.Canceled) {
+			if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 				f.log.Warn("fetch error on the schema-change topic, retrying", "partition", part, "error", err)
 			}
 		})
@@ -206,7 +210,7 @@ func (f *follower) run(ctx context.Context) error {
 		if herr != nil {
 			return herr
 		}
-		if len(pending) > 0 && time.Since(lastCommit) > 5*time.Second {
+		if len(pending) > 0 && time.Since(lastCommit) >= positionCommitInterval {
 			if f.commitPosition(ctx, pending) {
 				pending = map[int32]int64{}
 			}
@@ -214,6 +218,9 @@ func (f *follower) run(ctx context.Context) error {
 		}
 	}
 }
+
+// positionCommitInterval is how often a follower commits its position.
+const positionCommitInterval = 5 * time.Second
 
 // commitPosition commits the follower's next offsets to the group: every
 // rename before them is done, so a process starting there misses none.
