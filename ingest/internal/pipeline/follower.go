@@ -109,6 +109,9 @@ type follower struct {
 	p     *Pipeline
 	topic string
 	log   *slog.Logger
+	// statements are the last rename statements handled (position and
+	// DDL), whose further records are skipped.
+	statements []string
 }
 
 // follow starts this process's follower of schema topic st, once.
@@ -270,9 +273,27 @@ func (f *follower) handle(ctx context.Context, r *kgo.Record) error {
 }
 
 // followRenames carries out the renames of a schema-change record, one
-// pair after another (a swap needs that order).
+// pair after another (a swap needs that order). A statement that renames
+// several tables is written as several records (one per table it leaves,
+// which need not include a swap's temporary name): all its pairs are done
+// at its first record, in the statement's order, and its other records
+// are skipped.
 func (f *follower) followRenames(ctx context.Context, rec *kgo.Record, sc *decode.SchemaChange) error {
-	pairs := renamesOf(sc)
+	pairs := parseRenames(sc.DDL, sc.Database)
+	for i := range pairs {
+		pairs[i].Idx = i
+	}
+	if len(pairs) == 0 {
+		pairs = renamesOf(sc) // no DDL: the table change ids name the pair
+	} else {
+		key := sc.Source.File + ":" + strconv.FormatInt(sc.Source.Pos, 10) + "\x00" + sc.DDL
+		if slices.Contains(f.statements, key) {
+			return nil
+		}
+		if f.statements = append(f.statements, key); len(f.statements) > 64 {
+			f.statements = f.statements[1:]
+		}
+	}
 	if len(pairs) == 0 {
 		return nil
 	}

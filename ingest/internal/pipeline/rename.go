@@ -359,16 +359,17 @@ func (w *worker) waitFor(ctx context.Context, ready func() (bool, error)) error 
 			case ctlDrop:
 				// As in handle: a drop whose callback gave up waiting is
 				// stale, the partitions may be this member's again, and
-				// what is held and buffered is kept. Dropping the held
-				// records then lost those of partitions the batch had no
-				// record of (no rewind covers them).
+				// what is held and buffered is kept. A drop that is not
+				// lets go of what it held of the partitions revoked or
+				// rewound; dropping every held record lost those of kept
+				// partitions the batch had no record of (no rewind covers
+				// them).
 				if err := w.settle(); err != nil {
 					m.done <- err
 					return err
 				}
 				if m.ctx.Err() == nil {
-					w.drop()
-					w.held = nil
+					w.forgetDropped(w.drop())
 				}
 				m.done <- nil
 			default:

@@ -275,7 +275,7 @@ func (w *worker) handle(ctx context.Context, m msg) error {
 		// safe. Keeping the batch is: a commit skips what another owner
 		// committed first, and vice versa.
 		if m.ctx.Err() == nil {
-			w.drop()
+			w.forgetDropped(w.drop())
 		}
 	case ctlRename:
 		if w.job == nil {
@@ -808,12 +808,12 @@ func (w *worker) evolve(ctx context.Context, changes []schemamap.Change) error {
 // revoked or lost partitions are left to their next owner. It runs while
 // the revoke (or lost) callback waits for it, so no other revoke can run
 // during the rewind.
-func (w *worker) drop() {
+func (w *worker) drop() map[int32]int64 {
 	w.skippedTo = nil // no longer ours to commit
 	// Callers settle the commit in flight first: what it held is the
 	// table's, or the table has failed.
 	if w.buf == nil || w.buf.Pending() == 0 {
-		return
+		return nil
 	}
 	first := map[int32]int64{}
 	for _, ev := range w.buf.Events() {
@@ -826,7 +826,8 @@ func (w *worker) drop() {
 			first[pos.Partition] = pos.Offset
 		}
 	}
-	if kept := w.p.ownedOnly(w.topic, first); len(kept) > 0 {
+	kept := w.p.ownedOnly(w.topic, first)
+	if len(kept) > 0 {
 		eo := map[string]map[int32]kgo.EpochOffset{w.topic: {}}
 		for part, n := range kept {
 			eo[w.topic][part] = kgo.EpochOffset{Epoch: -1, Offset: n}
@@ -838,6 +839,45 @@ func (w *worker) drop() {
 	w.p.buffered.Add(-w.buf.Bytes())
 	w.buf.Reset()
 	w.setBuffered()
+	return kept
+}
+
+// forgetDropped lets go, after a drop, of the records w holds (waiting, or
+// held back by a rename) of partitions it no longer owns or that were
+// rewound to before them: they come again, to this worker or to their
+// next owner. Those of partitions kept and not rewound are kept: nothing
+// fetches them again. A rename's held-back partitions are recomputed, so
+// that a rewound partition's records before the rename are applied, not
+// held behind records after it that were let go.
+func (w *worker) forgetDropped(rewound map[int32]int64) {
+	gone := func(m msg) bool {
+		if m.rec == nil {
+			return false
+		}
+		part := m.rec.Partition
+		if !w.p.owns(w.topic, part) {
+			return true
+		}
+		from, ok := rewound[part]
+		return ok && m.rec.Offset >= from
+	}
+	w.held = slices.DeleteFunc(w.held, gone)
+	for part := range w.seen {
+		if !w.p.owns(w.topic, part) {
+			delete(w.seen, part)
+		} else if from, ok := rewound[part]; ok && w.seen[part] > from {
+			w.seen[part] = from
+		}
+	}
+	if job := w.job; job != nil {
+		job.later = slices.DeleteFunc(job.later, gone)
+		clear(job.held)
+		for _, m := range job.later {
+			if _, ok := job.held[m.rec.Partition]; !ok {
+				job.held[m.rec.Partition] = m.rec.Offset
+			}
+		}
+	}
 }
 
 func (w *worker) flush(ctx context.Context, reason string) error {
