@@ -615,7 +615,7 @@ func (p *Pipeline) renameLake(ctx context.Context, log *slog.Logger, fromNames t
 		}
 		return t, err
 	}
-	renamed := false
+	renamed, lookedAgain := false, false
 	err = retryCatalog(ctx, func() error {
 		fromT, err := exists(from)
 		if err != nil {
@@ -638,6 +638,12 @@ func (p *Pipeline) renameLake(ctx context.Context, log *slog.Logger, fromNames t
 				renamed = true
 				return nil
 			}
+			if !lookedAgain {
+				// Another process may be between its rename and the
+				// property that records it: look again.
+				lookedAgain = true
+				return errLookAgain
+			}
 			log.Warn("not renaming the table: a table under the new name exists", "to", strings.Join(to, "."))
 			return nil
 		}
@@ -659,6 +665,9 @@ func (p *Pipeline) renameLake(ctx context.Context, log *slog.Logger, fromNames t
 	}
 	return p.setSource(ctx, to, toNames, mark)
 }
+
+// errLookAgain asks retryCatalog to look at the catalog again.
+var errLookAgain = errors.New("pipeline: looking at the catalog again")
 
 func (p *Pipeline) ensureNamespace(ctx context.Context, ns table.Identifier) error {
 	p.createMu.Lock()
