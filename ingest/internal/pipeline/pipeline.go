@@ -237,6 +237,12 @@ type Pipeline struct {
 
 	ren *renamer
 
+	// followers are the schema topics this process follows (follower.go),
+	// started under folCtx, the workers' context.
+	folMu     sync.Mutex
+	followers map[string]bool
+	folCtx    context.Context
+
 	// heldBy is, for a topic with dots in its names, the table that held
 	// its offsets at assignment (heldIdent); guarded by mu.
 	heldBy map[string]table.Identifier
@@ -370,7 +376,15 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	// hold the stop.
 	wctx, wcancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer wcancel(nil)
+	// The followers stop with intake: a rename is repeated after a
+	// restart, and the workers' final commits do not wait for one.
+	fctx, fcancel := context.WithCancel(ctx)
+	defer fcancel()
+	p.folMu.Lock()
+	p.folCtx = fctx
+	p.folMu.Unlock()
 	pollErr := p.poll(ctx, wctx)
+	fcancel()
 	p.ready.Store(false)
 	failedBefore := p.firstErr() != nil
 
@@ -725,10 +739,8 @@ func (p *Pipeline) adjustOffsets(ctx context.Context, offsets map[string]map[int
 			// group's (or the start, with none) are kept. Its records are
 			// skipped, and the group offsets committed past them
 			// (worker.commitSkipped), if they are not changes; a change
-			// stops ingest before its offset is committed.
-			for part, o := range parts {
-				p.ren.setStart(topic, part, o.EpochOffset().Offset)
-			}
+			// stops ingest before its offset is committed. A schema
+			// topic's records are its followers' (follower.go).
 			continue
 		}
 		var tbl *table.Table

@@ -15,6 +15,9 @@ type renamePair struct {
 	// FromQualified says the old name named its database; an unqualified
 	// one is in the session's database, which the event does not carry.
 	FromQualified bool
+	// Idx is the pair's place in its statement (renamesOf): renames of one
+	// statement share its binlog position.
+	Idx int
 }
 
 // parseRenames returns the table renames of a DDL statement: RENAME
@@ -73,7 +76,7 @@ func parseRenames(ddl, db string) []renamePair {
 			if !ok {
 				return nil
 			}
-			out = append(out, renamePair{from, to, fromQ})
+			out = append(out, renamePair{From: from, To: to, FromQualified: fromQ})
 			if t.peek() != "," {
 				return out
 			}
@@ -119,7 +122,7 @@ func parseRenames(ddl, db string) []renamePair {
 				if !ok {
 					return nil
 				}
-				return []renamePair{{from, to, fromQ}}
+				return []renamePair{{From: from, To: to, FromQualified: fromQ}}
 			}
 			t.i++
 		}

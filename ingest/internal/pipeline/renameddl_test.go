@@ -53,7 +53,7 @@ func TestRenamesOf(t *testing.T) {
 		want []renamePair
 	}{
 		{`"d"."b"`, []renamePair{{From: tableName{"d", "a"}, To: tableName{"d", "b"}}}},
-		{`"d"."a"`, []renamePair{{From: tableName{"d", "c"}, To: tableName{"d", "a"}}}},
+		{`"d"."a"`, []renamePair{{From: tableName{"d", "c"}, To: tableName{"d", "a"}, Idx: 1}}},
 	} {
 		got := renamesOf(&decode.SchemaChange{DDL: ddl, Database: "d", Tables: []decode.TableChange{{Type: "ALTER", ID: tc.id}}})
 		if diff := cmp.Diff(tc.want, got); diff != "" {

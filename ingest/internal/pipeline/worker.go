@@ -80,11 +80,15 @@ type worker struct {
 	// held are messages received while waiting (see waitFor), handled
 	// before the queue.
 	held []msg
-	// job is the rename of this topic's table in progress.
-	job *renameJob
-	// schemaTopic marks the schema-change topic's worker, whose progress
-	// tables wait for (renamer.settled).
+	// job is the rename of this topic's table in progress; lastJob the
+	// last one taken on (a rename is taken on once).
+	job, lastJob *renameJob
+	// schemaTopic marks a schema-change topic's worker: its records are
+	// read by the followers (follower.go), and its offsets are theirs to
+	// commit.
 	schemaTopic bool
+	// chPos is the source position of the change in hand.
+	chPos decode.SourcePos
 	// recAt is when the poll returned the record in hand.
 	recAt time.Time
 	// schemaOf is the schema topic whose renames apply to this topic, ""
@@ -193,7 +197,18 @@ func (w *worker) run(ctx context.Context) (err error) {
 			if err := w.settle(); err != nil {
 				return err
 			}
+		case <-w.jobRenamed():
+			if err := w.checkRename(ctx); err != nil {
+				return err
+			}
 		case <-tick.C:
+			// A rename of this table the follower is at: an idle worker
+			// commits what it holds before it, so that the rename can go on.
+			if w.adoptJob() {
+				if err := w.checkRename(ctx); err != nil {
+					return err
+				}
+			}
 			if w.buf != nil && w.buf.Full(time.Now()) {
 				if err := w.flushAsync(ctx, "age"); err != nil {
 					return err
@@ -236,9 +251,6 @@ func (w *worker) handle(ctx context.Context, m msg) error {
 		}
 		next := m.rec.Offset + 1
 		w.seen[m.rec.Partition] = max(w.seen[m.rec.Partition], next)
-		if w.schemaTopic || w.identErr != nil {
-			w.p.ren.handled(w.topic, m.rec.Partition, next)
-		}
 		return w.checkRename(ctx)
 	}
 	// A request sees the table as committed so far: like a commit made in
@@ -263,14 +275,8 @@ func (w *worker) handle(ctx context.Context, m msg) error {
 			w.drop()
 		}
 	case ctlRename:
-		w.job = m.job
-		if w.ambiguous && w.ident == nil {
-			// No change record named the table yet; the rename does.
-			if names, ok := namesFor(w.topic, m.job.from.DB, m.job.from.Table); ok {
-				if err := w.setNames(names); err != nil {
-					return err
-				}
-			}
+		if w.job == nil {
+			w.takeJob(m.job)
 		}
 		return w.checkRename(ctx)
 	}
@@ -295,6 +301,7 @@ func (w *worker) add(ctx context.Context, rec *kgo.Record) error {
 	if ch.NotChange == "" && !ch.Tombstone && w.identErr == nil {
 		// Nothing is buffered ahead of the schema topic: a rename before
 		// this change must be known first (see rename.go).
+		w.chPos = ch.Source
 		if err := w.awaitSchema(ctx, ch.Source); err != nil {
 			return err
 		}
@@ -313,10 +320,11 @@ func (w *worker) add(ctx context.Context, rec *kgo.Record) error {
 		}
 	}
 	if ch.SchemaChange != nil {
-		w.schemaTopic = true
-		if err := w.followRenames(ctx, rec, ch.SchemaChange); err != nil {
-			return err
-		}
+		// The followers read it, and commit the topic's offsets past it
+		// once its renames are done: this worker, if the group assigned
+		// the topic here, neither handles nor commits it.
+		w.schemaTopic, w.skippedTo = true, nil
+		return nil
 	}
 	if ch.NotChange != "" {
 		// A schema change, transaction metadata or heartbeat record on a
@@ -707,6 +715,9 @@ func (w *worker) create(ctx context.Context, s *decode.Schema, key []string, key
 	for k, v := range w.p.sourceProps(w.names) {
 		props[k] = v
 	}
+	if w.chPos.Known() {
+		props[NameSinceProperty] = nameMark{w.chPos, -1}.String()
+	}
 	created, err := w.createTable(ctx, func(ident table.Identifier) error { return w.createAt(ctx, ident, m.Schema, spec, props) })
 	if err != nil || !created {
 		return err
@@ -985,7 +996,7 @@ func (p *Pipeline) commitLoop(ctx context.Context, c *commit.Committer, buf *bat
 // commitSkipped. A table's topic needs no note: its table holds its
 // offsets.
 func (w *worker) skip(rec *kgo.Record) {
-	if w.identErr == nil {
+	if w.identErr == nil || w.schemaTopic {
 		return
 	}
 	if w.skippedTo == nil {
