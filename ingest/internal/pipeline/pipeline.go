@@ -24,7 +24,9 @@
 //     its start: retention; above its end or under another topic ID: a
 //     recreated topic) stops ingest with an *OutsideLogError (logrange.go);
 //     the consumer never resets an offset on its own.
-//   - Table renames are followed from the schema-change topic (rename.go).
+//   - Table renames are followed from the schema-change topic (rename.go),
+//     and so are column renames, as Iceberg column renames that keep the
+//     field id (colrename.go, colhistory.go).
 //   - Truncates and change logs follow source order (batch.SourceOrder in
 //     every row's schemamap.SourceOrderColumn), whatever the partitioning
 //     and the number of ingest processes.
@@ -236,6 +238,10 @@ type Pipeline struct {
 	failed  chan struct{} // closed when a table fails
 
 	ren *renamer
+	// colRenames are the column renames noted from schema-change records
+	// for the table workers to apply (colrename.go).
+	colRenames columnRenames
+	colHistory columnHistory // the schema topics' column renames read from their start (colhistory.go)
 
 	// followers are the schema topics this process follows (follower.go),
 	// started under folCtx, the workers' context.

@@ -91,6 +91,9 @@ type worker struct {
 	chPos decode.SourcePos
 	// recAt is when the poll returned the record in hand.
 	recAt time.Time
+	// changeAt is the source position of the change whose schema is being
+	// adopted: the column renames before it apply first (colrename.go).
+	changeAt decode.SourcePos
 	// schemaOf is the schema topic whose renames apply to this topic, ""
 	// when it is not consumed; nil until first needed.
 	schemaOf *string
@@ -368,6 +371,7 @@ func (w *worker) add(ctx context.Context, rec *kgo.Record) error {
 		if err := w.flush(ctx, "schema"); err != nil {
 			return err
 		}
+		w.changeAt = ch.Source // for the column renames before it (colrename.go)
 		if err := w.adopt(ctx, ch.Schema, key, keyless); err != nil {
 			return w.reject(ctx, rec, deadletter.StageMap, err)
 		}
@@ -559,6 +563,9 @@ func (w *worker) adopt(ctx context.Context, s *decode.Schema, key []string, keyl
 			return fmt.Errorf("table %v: %w", w.ident, err)
 		}
 	}
+	if err := w.followColumnRenames(ctx); err != nil {
+		return err
+	}
 	if key == nil && !keyless {
 		key = identifierNames(w.committer.Table().Schema())
 	}
@@ -585,6 +592,7 @@ func (w *worker) adopt(ctx context.Context, s *decode.Schema, key []string, keyl
 	if err != nil {
 		return err
 	}
+	ls, lkey = w.renamedThrough(ls, lkey)
 	m, err := mapping(ls, lkey, keyless)
 	if err != nil {
 		return fmt.Errorf("mapping the schema of %s (%s): %w", w.topic, s.ID, err)
@@ -718,6 +726,7 @@ func (w *worker) create(ctx context.Context, s *decode.Schema, key []string, key
 	if w.chPos.Known() {
 		props[NameSinceProperty] = nameMark{w.chPos, -1}.String()
 	}
+	w.columnRenameProps(props)
 	created, err := w.createTable(ctx, func(ident table.Identifier) error { return w.createAt(ctx, ident, m.Schema, spec, props) })
 	if err != nil || !created {
 		return err
