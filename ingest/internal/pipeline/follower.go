@@ -184,6 +184,16 @@ func (f *follower) run(ctx context.Context) error {
 		return fmt.Errorf("creating the schema-change topic's client: %w", err)
 	}
 	defer cl.Close()
+	// The last stable offsets at the start; each fetch brings newer ones.
+	stable, err := offsetsOf(ctx, adm.ListCommittedOffsets, f.topic)
+	if err != nil {
+		return err
+	}
+	fetched := map[int32]int64{} // next offset fetched, by partition
+	for part, o := range from {
+		fetched[part] = o.EpochOffset().Offset
+	}
+	queues := map[int32][]schemaRecord{}
 	pending := map[int32]int64{}
 	lastCommit := time.Now()
 	for {
@@ -200,18 +210,29 @@ func (f *follower) run(ctx context.Context) error {
 				f.log.Warn("fetch error on the schema-change topic, retrying", "partition", part, "error", err)
 			}
 		})
-		var herr error
-		fetches.EachRecord(func(r *kgo.Record) {
-			if herr != nil {
+		var derr error
+		fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
+			if fp.Topic != f.topic || derr != nil {
 				return
 			}
-			if herr = f.handle(ctx, r); herr == nil {
-				p.ren.handled(f.topic, r.Partition, r.Offset+1)
-				pending[r.Partition] = r.Offset + 1
+			if fp.LastStableOffset >= 0 {
+				stable[fp.Partition] = fp.LastStableOffset
+			}
+			for _, r := range fp.Records {
+				sr, err := f.decode(ctx, r)
+				if err != nil {
+					derr = err
+					return
+				}
+				queues[r.Partition] = append(queues[r.Partition], sr)
+				fetched[r.Partition] = r.Offset + 1
 			}
 		})
-		if herr != nil {
-			return herr
+		if derr != nil {
+			return derr
+		}
+		if err := f.handleInOrder(ctx, queues, fetched, stable, pending); err != nil {
+			return err
 		}
 		if len(pending) > 0 && time.Since(lastCommit) >= positionCommitInterval {
 			if f.commitPosition(ctx, pending) {
@@ -219,6 +240,59 @@ func (f *follower) run(ctx context.Context) error {
 			}
 			lastCommit = time.Now()
 		}
+	}
+}
+
+// schemaRecord is a fetched record of the schema topic, decoded: sc is nil
+// for a record that changes no schema (a transaction marker, say).
+type schemaRecord struct {
+	rec *kgo.Record
+	sc  *decode.SchemaChange
+}
+
+// handleInOrder handles the fetched schema-change records in binlog order
+// across the topic's partitions (capture and Debezium key them by
+// database, so a cross-database rename and the changes of another
+// database are in other partitions): the earliest first, and none while a
+// partition may hold an earlier one not fetched yet. So a follower at a
+// record has handled every record before it, in every partition (what
+// renamer.past relies on).
+func (f *follower) handleInOrder(ctx context.Context, queues map[int32][]schemaRecord, fetched, stable, pending map[int32]int64) error {
+	p := f.p
+	done := func(r *kgo.Record) {
+		p.ren.handled(f.topic, r.Partition, r.Offset+1)
+		pending[r.Partition] = r.Offset + 1
+	}
+	for {
+		var best int32 = -1
+		unknown := false
+		for part := range stable {
+			q := queues[part]
+			// Records that change no schema are handled at once.
+			for len(q) > 0 && q[0].sc == nil {
+				done(q[0].rec)
+				q = q[1:]
+			}
+			queues[part] = q
+			if len(q) == 0 {
+				if fetched[part] < stable[part] {
+					unknown = true // not fetched yet
+				}
+				continue
+			}
+			if best < 0 || q[0].sc.Source.Compare(queues[best][0].sc.Source) < 0 {
+				best = part
+			}
+		}
+		if best < 0 || unknown {
+			return nil
+		}
+		sr := queues[best][0]
+		if err := f.handle(ctx, sr.rec, sr.sc); err != nil {
+			return err
+		}
+		queues[best] = queues[best][1:]
+		done(sr.rec)
 	}
 }
 
@@ -251,9 +325,11 @@ func commitGroupSync(ctx context.Context, cl *kgo.Client, topic string, next map
 	return cerr
 }
 
-func (f *follower) handle(ctx context.Context, r *kgo.Record) error {
+// decode decodes a record of the schema topic; a record that changes no
+// schema gets a nil sc.
+func (f *follower) decode(ctx context.Context, r *kgo.Record) (schemaRecord, error) {
 	if r.Attrs.IsControl() || r.Value == nil {
-		return nil
+		return schemaRecord{rec: r}, nil
 	}
 	p := f.p
 	ch, err := p.dec.Decode(ctx, r.Topic, r.Partition, r.Offset, r.Key, r.Value)
@@ -261,15 +337,16 @@ func (f *follower) handle(ctx context.Context, r *kgo.Record) error {
 		if p.cfg.DeadLetter != nil && recordFault(err) {
 			// The group's worker of the topic, if any, dead-letters it.
 			f.log.Warn("skipping a schema-change record that cannot be decoded: a rename in it is not followed", "partition", r.Partition, "offset", r.Offset, "error", err)
-			return nil
+			return schemaRecord{rec: r}, nil
 		}
-		return fmt.Errorf("decoding the schema-change record at %s/%d/%d: %w", r.Topic, r.Partition, r.Offset, err)
+		return schemaRecord{}, fmt.Errorf("decoding the schema-change record at %s/%d/%d: %w", r.Topic, r.Partition, r.Offset, err)
 	}
-	if ch.SchemaChange == nil {
-		return nil
-	}
-	p.noteColumnRenames(f.topic, ch.SchemaChange)
-	return f.followRenames(ctx, r, ch.SchemaChange)
+	return schemaRecord{rec: r, sc: ch.SchemaChange}, nil
+}
+
+func (f *follower) handle(ctx context.Context, r *kgo.Record, sc *decode.SchemaChange) error {
+	f.p.noteColumnRenames(f.topic, sc)
+	return f.followRenames(ctx, r, sc)
 }
 
 // followRenames carries out the renames of a schema-change record, one

@@ -844,6 +844,9 @@ func (p *Pipeline) carriedOffsets(ctx context.Context, topic string, own table.I
 	}
 	for _, ns := range nss {
 		for ident, err := range p.cat.ListTables(ctx, ns) {
+			if errors.Is(err, catalog.ErrNoSuchNamespace) {
+				break // dropped since it was listed: it holds nothing
+			}
 			if err != nil {
 				return nil, fmt.Errorf("listing tables of %v for the offsets of %s: %w", ns, topic, err)
 			}
@@ -851,6 +854,9 @@ func (p *Pipeline) carriedOffsets(ctx context.Context, topic string, own table.I
 				continue
 			}
 			tbl, err := p.cat.LoadTable(ctx, ident)
+			if errors.Is(err, catalog.ErrNoSuchTable) || errors.Is(err, catalog.ErrNoSuchNamespace) {
+				continue
+			}
 			if err != nil {
 				return nil, fmt.Errorf("loading table %v for the offsets of %s: %w", ident, topic, err)
 			}
