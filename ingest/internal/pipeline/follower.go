@@ -425,9 +425,9 @@ func (f *follower) renameOne(ctx context.Context, adm *kadm.Client, fromTopic, t
 		return fmt.Errorf("topic %q is not <prefix>.<db>.<table>", fromTopic)
 	}
 	log := f.log.With("from_topic", fromTopic, "to_topic", toTopic, "binlog_file", mark.pos.File, "binlog_pos", mark.pos.Pos)
-	if done, err := p.renameDone(ctx, fromNames, fromTopic, toNames, toTopic, mark); err != nil || done {
-		if done {
-			log.Debug("rename already done")
+	if why, err := p.renameDone(ctx, fromNames, fromTopic, toNames, toTopic, mark); err != nil || why != "" {
+		if why != "" {
+			log.Info("rename already done: "+why, "mark", mark.String())
 		}
 		return err
 	}
@@ -471,27 +471,28 @@ func (f *follower) renameOne(ctx context.Context, adm *kadm.Client, fromTopic, t
 }
 
 // renameDone reports whether the rename is done already: the new name's
-// table got its name from it, or the old name's table got its own later.
-func (p *Pipeline) renameDone(ctx context.Context, fromNames topicNames, fromTopic string, toNames topicNames, toTopic string, mark nameMark) (bool, error) {
+// table got its name from it, or the old name's table got its own later
+// (a later rename, or a table created after it). It says why, when it is.
+func (p *Pipeline) renameDone(ctx context.Context, fromNames topicNames, fromTopic string, toNames topicNames, toTopic string, mark nameMark) (string, error) {
 	_, from, err := p.resolveTable(ctx, fromNames, fromTopic)
 	if err != nil && !errors.Is(err, schemamap.ErrOtherSource) {
-		return false, fmt.Errorf("finding the table of %s: %w", fromTopic, err)
+		return "", fmt.Errorf("finding the table of %s: %w", fromTopic, err)
 	}
 	if from != nil {
-		if m, ok := namedSince(from.Properties()); ok && m.compare(mark) >= 0 {
-			return true, nil
+		if m, ok := namedSince(from.Properties()); ok && m.compare(mark) > 0 {
+			return "the old name's table got its name after the rename (" + m.String() + ")", nil
 		}
 	}
 	_, to, err := p.resolveTable(ctx, toNames, toTopic)
 	if err != nil && !errors.Is(err, schemamap.ErrOtherSource) {
-		return false, fmt.Errorf("finding the table of %s: %w", toTopic, err)
+		return "", fmt.Errorf("finding the table of %s: %w", toTopic, err)
 	}
 	if to != nil {
-		if m, ok := namedSince(to.Properties()); ok && m.compare(mark) >= 0 {
-			return true, nil
+		if m, ok := namedSince(to.Properties()); ok && m == mark {
+			return "the new name's table got its name from this rename", nil
 		}
 	}
-	return false, nil
+	return "", nil
 }
 
 // drainPoll is how often a rename checks whether the old table is drained.
