@@ -54,33 +54,38 @@ import (
 // protocol stays the only coordinator.
 
 // NameSinceProperty records what gave a lake table its name: the rename
-// that did (its statement's binlog position and the pair's place in it),
-// or its first change when it was created under that name. A rename read
-// again (a restart, a process behind the others) is carried out only on
-// a table that had the old name before the rename.
+// that did (its statement's binlog position, and its schema-change
+// record's offset: capture and Debezium write one record per pair of a
+// statement, all at its position), or its first change when it was
+// created under that name. A rename read again (a restart, a process
+// behind the others) is carried out only on a table that had the old name
+// before the rename.
 const NameSinceProperty = "binlake.name-since"
 
 // nameMark orders the events that name tables: a rename pair (its DDL's
-// binlog position, its index in the statement) or a table's first change
-// (index -1).
+// binlog position, its record's offset in the schema topic and its place
+// in the record) or a table's first change (offset -1).
 type nameMark struct {
 	pos decode.SourcePos
+	off int64
 	idx int
 }
 
 func (m nameMark) String() string {
-	return m.pos.File + ":" + strconv.FormatInt(m.pos.Pos, 10) + ":" + strconv.Itoa(m.idx)
+	return m.pos.File + ":" + strconv.FormatInt(m.pos.Pos, 10) + ":" + strconv.FormatInt(m.off, 10) + ":" + strconv.Itoa(m.idx)
 }
 
 func parseNameMark(s string) (nameMark, bool) {
 	rest, idx, ok1 := cutLast(s, ":")
-	file, pos, ok2 := cutLast(rest, ":")
+	rest, off, ok2 := cutLast(rest, ":")
+	file, pos, ok3 := cutLast(rest, ":")
 	i, err1 := strconv.Atoi(idx)
 	p, err2 := strconv.ParseInt(pos, 10, 64)
-	if !ok1 || !ok2 || err1 != nil || err2 != nil || file == "" {
+	o, err3 := strconv.ParseInt(off, 10, 64)
+	if !ok1 || !ok2 || !ok3 || err1 != nil || err2 != nil || err3 != nil || file == "" {
 		return nameMark{}, false
 	}
-	return nameMark{decode.SourcePos{File: file, Pos: p}, i}, true
+	return nameMark{decode.SourcePos{File: file, Pos: p}, o, i}, true
 }
 
 func cutLast(s, sep string) (string, string, bool) {
@@ -94,6 +99,12 @@ func cutLast(s, sep string) (string, string, bool) {
 func (m nameMark) compare(o nameMark) int {
 	if c := m.pos.Compare(o.pos); c != 0 {
 		return c
+	}
+	if m.off != o.off {
+		if m.off < o.off {
+			return -1
+		}
+		return 1
 	}
 	return m.idx - o.idx
 }
@@ -109,9 +120,6 @@ type follower struct {
 	p     *Pipeline
 	topic string
 	log   *slog.Logger
-	// statements are the last rename statements handled (position and
-	// DDL), whose further records are skipped.
-	statements []string
 }
 
 // follow starts this process's follower of schema topic st, once.
@@ -280,7 +288,14 @@ func (f *follower) handleInOrder(ctx context.Context, queues map[int32][]schemaR
 				}
 				continue
 			}
-			if best < 0 || q[0].sc.Source.Compare(queues[best][0].sc.Source) < 0 {
+			if best < 0 {
+				best = part
+				continue
+			}
+			// Ties (a statement's records in two partitions) go by
+			// partition, the same in every process.
+			c := q[0].sc.Source.Compare(queues[best][0].sc.Source)
+			if c < 0 || (c == 0 && part < best) {
 				best = part
 			}
 		}
@@ -350,27 +365,12 @@ func (f *follower) handle(ctx context.Context, r *kgo.Record, sc *decode.SchemaC
 }
 
 // followRenames carries out the renames of a schema-change record, one
-// pair after another (a swap needs that order). A statement that renames
-// several tables is written as several records (one per table it leaves,
-// which need not include a swap's temporary name): all its pairs are done
-// at its first record, in the statement's order, and its other records
-// are skipped.
+// pair after another. A statement that renames several tables is written
+// as one record per pair, in the statement's order (a swap needs it), all
+// at the statement's binlog position: the record's offset tells them
+// apart.
 func (f *follower) followRenames(ctx context.Context, rec *kgo.Record, sc *decode.SchemaChange) error {
-	pairs := parseRenames(sc.DDL, sc.Database)
-	for i := range pairs {
-		pairs[i].Idx = i
-	}
-	if len(pairs) == 0 {
-		pairs = renamesOf(sc) // no DDL: the table change ids name the pair
-	} else {
-		key := sc.Source.File + ":" + strconv.FormatInt(sc.Source.Pos, 10) + "\x00" + sc.DDL
-		if slices.Contains(f.statements, key) {
-			return nil
-		}
-		if f.statements = append(f.statements, key); len(f.statements) > 64 {
-			f.statements = f.statements[1:]
-		}
-	}
+	pairs := renamesOf(sc)
 	if len(pairs) == 0 {
 		return nil
 	}
@@ -396,7 +396,7 @@ func (f *follower) followRenames(ctx context.Context, rec *kgo.Record, sc *decod
 				fromTopic = alt
 			}
 		}
-		err := f.renameOne(ctx, adm, fromTopic, toTopic, pr, nameMark{sc.Source, pr.Idx})
+		err := f.renameOne(ctx, adm, fromTopic, toTopic, pr, nameMark{sc.Source, rec.Offset, i})
 		p.ren.finish(toTopic)
 		if err != nil {
 			return fmt.Errorf("following the rename of %s to %s at %s/%d/%d: %w", fromTopic, toTopic, rec.Topic, rec.Partition, rec.Offset, err)
@@ -675,7 +675,8 @@ func (p *Pipeline) renameLake(ctx context.Context, log *slog.Logger, fromNames t
 	from := res.Ident
 	if tbl != nil {
 		if m, ok := namedSince(tbl.Properties()); ok && m.compare(mark) >= 0 {
-			return nil // another table took the old name since
+			log.Info("not renaming the table: it got the old name after the rename", "table_mark", m.String(), "mark", mark.String())
+			return nil
 		}
 	}
 	to, err := p.renameTarget(ctx, toNames, toTopic, from, fromNames)
@@ -726,7 +727,8 @@ func (p *Pipeline) renameLake(ctx context.Context, log *slog.Logger, fromNames t
 			return nil
 		}
 		if m, ok := namedSince(fromT.Properties()); ok && m.compare(mark) >= 0 {
-			return nil // another table took the old name since
+			log.Info("not renaming the table: it got the old name after the rename", "table_mark", m.String(), "mark", mark.String())
+			return nil
 		}
 		if err := p.ensureNamespace(ctx, table.Identifier{to[0]}); err != nil {
 			return err
@@ -739,6 +741,7 @@ func (p *Pipeline) renameLake(ctx context.Context, log *slog.Logger, fromNames t
 		return nil
 	})
 	if err != nil || !renamed {
+		log.Info("rename ended", "renamed", renamed, "from", strings.Join(from, "."), "to", strings.Join(to, "."), "error", err)
 		return err
 	}
 	return p.setSource(ctx, to, toNames, mark)

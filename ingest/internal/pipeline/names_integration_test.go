@@ -434,7 +434,7 @@ func TestRenameResumedAfterCrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mark := nameMark{decode.SourcePos{File: "mariadb-bin.000001", Pos: 4}, 0}
+	mark := nameMark{decode.SourcePos{File: "mariadb-bin.000001", Pos: 4}, 0, 0}
 	if err := p.renameLake(ctx, p.log, topicNames{"bl", e.db, "a"}, e.topic("a"), topicNames{"bl", e.db, "b"}, e.topic("b"), mark); err != nil {
 		t.Fatal(err)
 	}

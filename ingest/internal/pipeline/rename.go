@@ -383,8 +383,15 @@ func (w *worker) waitFor(ctx context.Context, ready func() (bool, error)) error 
 	}
 }
 
-// schemaWaitWarning is how long awaitSchema waits before it says so.
-const schemaWaitWarning = 30 * time.Second
+// schemaWaitWarning is how long awaitSchema waits before it warns: a
+// rename before the change holds it until the old table is drained, which
+// takes the old table's owners a commit each (seconds; more while the
+// group rebalances), so only a much longer wait says something is wrong.
+// A wait over schemaWaitNote is logged at info when it ends.
+const (
+	schemaWaitWarning = 2 * time.Minute
+	schemaWaitNote    = 10 * time.Second
+)
 
 // awaitSchema waits, before w buffers a change at q, until this process's
 // follower of the schema topic has handled every schema-change record
@@ -407,6 +414,11 @@ func (w *worker) awaitSchema(ctx context.Context, q decode.SourcePos) error {
 	at := w.recAt
 	var lso lsoRead
 	waited, since, warned := false, time.Now(), false
+	defer func() {
+		if d := time.Since(since); d > schemaWaitNote {
+			w.log.Info("waited for the schema-change topic", "schema_topic", schemaTopic, "waited", d.Round(100*time.Millisecond))
+		}
+	}()
 	return w.waitFor(ctx, func() (bool, error) {
 		if w.adoptJob() {
 			// The follower is at this topic's rename: a change before it

@@ -724,7 +724,7 @@ func (w *worker) create(ctx context.Context, s *decode.Schema, key []string, key
 		props[k] = v
 	}
 	if w.chPos.Known() {
-		props[NameSinceProperty] = nameMark{w.chPos, -1}.String()
+		props[NameSinceProperty] = nameMark{w.chPos, -1, 0}.String()
 	}
 	w.columnRenameProps(props)
 	created, err := w.createTable(ctx, func(ident table.Identifier) error { return w.createAt(ctx, ident, m.Schema, spec, props) })
