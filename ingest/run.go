@@ -216,6 +216,7 @@ func ingest(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	reg := prometheus.NewRegistry()
 	ready := func() bool { p := pipe.Load(); return p != nil && p.Ready() }
 	metrics := registerMetrics(reg, ready)
+	renamesGauge := newRenamesFollowedGauge(reg)
 
 	// The ops server answers from the start: /healthz while start-up
 	// waits for a service, /readyz once the pipeline consumes.
@@ -298,6 +299,7 @@ func ingest(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		}
 		return fmt.Errorf("kafka %s: %w (check kafka-brokers)", cfg.KafkaBrokers, err)
 	}
+	warnUnfollowedRenames(ctx, &cfg, logger, renamesGauge)
 
 	g, gctx := errgroup.WithContext(ctx)
 	if idx := commitCfg.Index; idx != nil {

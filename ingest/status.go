@@ -69,6 +69,11 @@ type statusReport struct {
 	Cut       string   `json:"cut,omitempty"`
 	CutReason string   `json:"cut_reason,omitempty"`
 	Stale     []string `json:"stale,omitempty"`
+	// Renames says, for each source prefix of the tables reported,
+	// whether ingest follows its table renames (see ingest/README.md,
+	// "Renames"): whether its schema-change topic exists and is in
+	// ingest's topics or topic-regex, as given to ingest status.
+	Renames []renameSource `json:"renames,omitempty"`
 }
 
 // runStatus is `ingest status`: how far each table ingest writes has got,
@@ -87,7 +92,8 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 		fmt.Fprintf(stdout, "Usage: ingest status [flags]\n\n"+
 			"Prints how far each Iceberg table ingest writes has got: the Kafka offsets it holds against the topics'\n"+
 			"ends, how long its oldest waiting change has waited, the source time and GTID it holds, its files, and\n"+
-			"the GTID up to which all tables are complete. It reads the tables and the topics, not the running ingest.\n"+
+			"the GTID up to which all tables are complete, and whether each source's table renames are followed (give it\n"+
+			"ingest's topics or topic-regex for that). It reads the tables and the topics, not the running ingest.\n"+
 			"It takes ingest's settings (catalog and Kafka, with their environment variables) and these:\n\n")
 		fs.PrintDefaults()
 	}
@@ -106,6 +112,11 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 		bad = append(bad, fmt.Errorf("format %q: want table or json", *format))
 	}
 	var filter *regexp.Regexp
+	if cfg.TopicRegex != "" {
+		if _, err := regexp.Compile(cfg.TopicRegex); err != nil {
+			bad = append(bad, fmt.Errorf("topic-regex: %w", err))
+		}
+	}
 	if *tablesRe != "" {
 		var err error
 		if filter, err = regexp.Compile("^(?:" + *tablesRe + ")$"); err != nil {
@@ -127,7 +138,11 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	defer cl.Close()
-	rep, err := status(ctx, cat, cl, opts, cfg.brokers(), filter, time.Now())
+	var consumes func(string) bool // unknown without ingest's topics
+	if cfg.TopicRegex != "" || len(cfg.topics()) > 0 {
+		consumes = cfg.consumes
+	}
+	rep, err := status(ctx, cat, cl, opts, cfg.brokers(), filter, consumes, time.Now())
 	if err != nil {
 		return err
 	}
@@ -152,8 +167,10 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 }
 
 // status gathers the report: every table of the catalog that holds
-// ingest's offsets (and matches filter), against the topics' ends.
-func status(ctx context.Context, cat catalog.Catalog, cl *kgo.Client, opts []kgo.Opt, brokers []string, filter *regexp.Regexp, now time.Time) (statusReport, error) {
+// ingest's offsets (and matches filter), against the topics' ends, and
+// whether the renames of their sources are followed: consumes reports
+// whether ingest consumes a topic (nil: not known).
+func status(ctx context.Context, cat catalog.Catalog, cl *kgo.Client, opts []kgo.Opt, brokers []string, filter *regexp.Regexp, consumes func(string) bool, now time.Time) (statusReport, error) {
 	nss, err := cat.ListNamespaces(ctx, nil)
 	if err != nil {
 		return statusReport{}, fmt.Errorf("listing the catalog's namespaces: %w", err)
@@ -288,6 +305,13 @@ func status(ctx context.Context, cat catalog.Catalog, cl *kgo.Client, opts []kgo
 		rep.Tables = append(rep.Tables, t)
 	}
 	rep.Cut, rep.CutReason = cut(rep.Tables)
+	if len(topics) > 0 {
+		listed, err := kadm.NewClient(cl).ListTopics(ctx)
+		if err != nil {
+			return statusReport{}, fmt.Errorf("listing the topics: %w", err)
+		}
+		rep.Renames = renameSources(slices.Sorted(maps.Keys(topics)), listed.Has, consumes)
+	}
 	return rep, nil
 }
 
@@ -377,6 +401,9 @@ func printStatus(w io.Writer, rep statusReport) {
 		fmt.Fprintf(w, "\nall tables complete up to GTID %s\n", rep.Cut)
 	} else {
 		fmt.Fprintf(w, "\nno consistent cut: %s\n", rep.CutReason)
+	}
+	for _, r := range rep.Renames {
+		fmt.Fprintf(w, "source %s: %s\n", r.Prefix, r.describe())
 	}
 	if len(rep.Stale) > 0 {
 		fmt.Fprintf(w, "stale: %s\n", strings.Join(rep.Stale, ", "))

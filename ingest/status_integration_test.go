@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"strings"
 	"testing"
@@ -178,4 +179,93 @@ func TestStatus(t *testing.T) {
 		t.Errorf("--max-lag-records=2 with a 3 behind: err %v, want errStale:\n%s", err, out)
 	}
 	t.Logf("ingest status:\n%s", text)
+}
+
+// TestStatusRenames: ingest status says for each source prefix of the
+// tables it reports whether renames are followed. Table a consumes
+// <prefix>.db.t, whose schema-change topic <prefix> exists; table b
+// <other>.db.u, whose prefix has no topic. With ingest's topic-regex
+// leaving <prefix> out, a's source is NOT followed, with it included
+// followed, and without ingest's topics unknown; b's source has no topic.
+func TestStatusRenames(t *testing.T) {
+	ice := testenv.IcebergEnv(t)
+	brokers := testenv.KafkaBrokers(t)
+	ctx := t.Context()
+	prefix, tableTopic := renameTopics(t, brokers)
+	other := testenv.Unique(t, "norename")
+	quoted := strings.ReplaceAll(prefix, ".", `\.`)
+
+	cat, err := rest.NewCatalog(ctx, "status", ice.URI, rest.WithAdditionalProps(ice.FileIOProps()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := table.Identifier{testenv.Unique(t, "status_ren")}
+	if err := cat.CreateNamespace(ctx, ns, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cat.DropNamespace(context.WithoutCancel(ctx), ns) })
+	for name, topic := range map[string]string{"a": tableTopic, "b": other + ".db.u"} {
+		ident := table.Identifier{ns[0], name}
+		schema := iceberg.NewSchemaWithIdentifiers(0, []int{1}, iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true})
+		if _, err := cat.CreateTable(ctx, ident, schema, catalog.WithProperties(iceberg.Properties{
+			"format-version": "2", commit.OffsetsKeyPrefix + topic: `{"0":0}`,
+		})); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cat.DropTable(context.WithoutCancel(ctx), ident) })
+	}
+
+	vars := map[string]string{"INGEST_CATALOG_URI": ice.URI, "INGEST_KAFKA_BROKERS": strings.Join(brokers, ",")}
+	status := func(t *testing.T, regex string) (map[string]renameState, string) {
+		t.Helper()
+		args := []string{"ingest", "status", "--tables", ns[0] + `\..*`}
+		if regex != "" {
+			args = append(args, "--topic-regex="+regex)
+		}
+		states := map[string]renameState{}
+		var out bytes.Buffer
+		if err := run(ctx, append(args, "--format=json"), env(vars), &out, &out); err != nil {
+			t.Fatalf("ingest status: %v\n%s", err, out.String())
+		}
+		var rep statusReport
+		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+			t.Fatalf("status output is not JSON: %v\n%s", err, out.String())
+		}
+		for _, r := range rep.Renames {
+			if r.Topic != r.Prefix {
+				t.Errorf("source %s: schema topic %s, want the prefix", r.Prefix, r.Topic)
+			}
+			states[r.Prefix] = r.State
+		}
+		out.Reset()
+		if err := run(ctx, args, env(vars), &out, &out); err != nil {
+			t.Fatalf("ingest status: %v\n%s", err, out.String())
+		}
+		return states, out.String()
+	}
+	for _, tc := range []struct {
+		name, regex string
+		want        renameState
+		line        string
+	}{
+		{"left out", quoted + `\..*|` + other + `\..*`, renamesNotFollowed,
+			"source " + prefix + ": renames: NOT followed: schema-change topic " + prefix + " exists but is not in topics/topic-regex\n"},
+		{"included", quoted + `(\..*)?|` + other + `\..*`, renamesFollowed,
+			"source " + prefix + ": renames: followed (schema-change topic " + prefix + " consumed)\n"},
+		{"ingest's topics not given", "", renamesUnknown,
+			"source " + prefix + ": renames: unknown: schema-change topic " + prefix + " exists"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			states, text := status(t, tc.regex)
+			want := map[string]renameState{prefix: tc.want, other: renamesNoTopic}
+			if !maps.Equal(states, want) {
+				t.Errorf("renames %v, want %v", states, want)
+			}
+			for _, line := range []string{tc.line, "source " + other + ": renames: not followed: no schema-change topic " + other + " on the cluster\n"} {
+				if !strings.Contains(text, line) {
+					t.Errorf("the table output lacks %q:\n%s", line, text)
+				}
+			}
+		})
+	}
 }

@@ -34,3 +34,22 @@ func TestStatusCut(t *testing.T) {
 		})
 	}
 }
+
+// TestStatusRenamesText: ingest status prints one line per source prefix
+// saying whether its renames are followed, in each of the four states.
+func TestStatusRenamesText(t *testing.T) {
+	var out strings.Builder
+	printStatus(&out, statusReport{Cut: "0-1-1", Renames: []renameSource{
+		{"a", "a", renamesFollowed}, {"b", "b", renamesNotFollowed}, {"c", "c", renamesNoTopic}, {"d", "d", renamesUnknown},
+	}})
+	for _, want := range []string{
+		"source a: renames: followed (schema-change topic a consumed)\n",
+		"source b: renames: NOT followed: schema-change topic b exists but is not in topics/topic-regex\n",
+		"source c: renames: not followed: no schema-change topic c on the cluster\n",
+		"source d: renames: unknown: schema-change topic d exists; give ingest status ingest's topics or topic-regex",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("status output lacks %q:\n%s", want, out.String())
+		}
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +26,9 @@ const renameTable = "(id INT PRIMARY KEY, v VARCHAR(20), n INT)"
 type renameOpts struct {
 	debezium bool // also run the real Debezium connector into its own namespaces
 	kills    bool // kill -9 ingest during the renames and capture right after them
+	// processes is the number of ingest processes in the group (default
+	// 1), partitions the partitions of every table topic (default 1).
+	processes, partitions int
 }
 
 // runRenames changes tables before and after every rename form (RENAME
@@ -37,6 +42,9 @@ type renameOpts struct {
 func runRenames(t *testing.T, o renameOpts) {
 	ctx := t.Context()
 	c := newCaptureEnv(t)
+	if o.partitions > 1 {
+		c.env = append(c.env, fmt.Sprintf("CAPTURE_TOPIC_CREATION_DEFAULT_PARTITIONS=%d", o.partitions))
+	}
 	db1 := c.dbName
 	db2 := c.db.CreateDatabase(t, "e2r")
 	db3 := c.db.CreateDatabase(t, "e2o") // not captured
@@ -44,18 +52,25 @@ func runRenames(t *testing.T, o renameOpts) {
 	for _, tb := range []string{"a", "s1", "s3", "x", "m", "o"} {
 		exec1(t, c, "CREATE TABLE "+tb+" "+renameTable)
 	}
+	// Keyed on a unique key, not a primary key (both producers key it on id).
+	exec1(t, c, "CREATE TABLE u (id INT NOT NULL, v VARCHAR(20), n INT, UNIQUE KEY (id))")
 	// Renamed into the captured databases later: its rows must be snapshotted.
 	exec1(t, c, "CREATE TABLE `"+db3+"`.i "+renameTable, "INSERT INTO `"+db3+"`.i VALUES (1, 'i1', 1), (2, 'i2', 2), (3, 'i3', 3)")
 	prefixes := []string{c.prefix}
 	if o.debezium {
 		dbzPrefix := "dbz_" + c.prefix
 		prefixes = append(prefixes, dbzPrefix)
+		extra := map[string]string{"database.include.list": db1 + "," + db2, "include.schema.changes": "true",
+			// Without these Debezium 3.5 stops at the first change of the
+			// table renamed into its include list: it kept no schema for it.
+			"schema.history.internal.store.only.captured.tables.ddl":    "false",
+			"schema.history.internal.store.only.captured.databases.ddl": "false"}
+		if o.partitions > 1 {
+			extra["topic.creation.default.partitions"] = fmt.Sprint(o.partitions)
+			extra["topic.creation.default.replication.factor"] = "1"
+		}
 		debezium.Run(t, debezium.Config{Database: db1, TopicPrefix: dbzPrefix, ServerID: 6700 + uint32(time.Now().UnixNano()%100000),
-			SnapshotMode: "no_data", Extra: map[string]string{"database.include.list": db1 + "," + db2, "include.schema.changes": "true",
-				// Without these Debezium 3.5 stops at the first change of the
-				// table renamed into its include list: it kept no schema for it.
-				"schema.history.internal.store.only.captured.tables.ddl":    "false",
-				"schema.history.internal.store.only.captured.databases.ddl": "false"}})
+			SnapshotMode: "no_data", Extra: extra})
 	}
 	cp := start(t, binary(t, "capture"), c.env, "capture.log")
 	waitLog(t, cp, "Connected to server", 30*time.Second)
@@ -73,11 +88,40 @@ func runRenames(t *testing.T, o renameOpts) {
 		"INGEST_FLUSH_INTERVAL=1s", "INGEST_METRICS_ADDR=127.0.0.1:0",
 	}
 	ingests := 0
+	var all []*proc
 	startIngest := func() *proc {
 		ingests++
-		return start(t, binary(t, "ingest"), ingestEnv, fmt.Sprintf("ingest-%d.log", ingests))
+		p := start(t, binary(t, "ingest"), ingestEnv, fmt.Sprintf("ingest-%d.log", ingests))
+		all = append(all, p)
+		return p
 	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		dir, err := os.MkdirTemp("", "binlake-"+t.Name()+"-")
+		if err != nil {
+			return
+		}
+		for i, p := range all {
+			_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("ingest-%d.log", i+1)), []byte(p.fullLog(t)), 0o644)
+		}
+		t.Logf("the ingest logs are kept in %s", dir)
+	})
 	ing := startIngest()
+	var others []*proc // the group's other members
+	for range o.processes - 1 {
+		others = append(others, startIngest())
+	}
+	t.Cleanup(func() {
+		for _, p := range others {
+			if p.exited() {
+				t.Errorf("an ingest process of the group exited: %v\n%s", p.err, p.output())
+			} else if strings.Contains(p.fullLog(t), "still waiting for the schema-change topic") {
+				t.Errorf("an ingest process waited on the schema-change topic:\n%s", p.output())
+			}
+		}
+	})
 	cat, err := rest.NewCatalog(ctx, "e2e", ice.URI, rest.WithAdditionalProps(ice.FileIOProps()))
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +142,7 @@ func runRenames(t *testing.T, o renameOpts) {
 	})
 
 	// Before the renames: 40 rows per table, some updated, some deleted.
-	for _, tb := range []string{"a", "s1", "s3", "x", "m", "o"} {
+	for _, tb := range []string{"a", "s1", "s3", "x", "m", "o", "u"} {
 		var vals []string
 		for i := 1; i <= 40; i++ {
 			vals = append(vals, fmt.Sprintf("(%d, '%s-%d', %d)", i, tb, i, i))
@@ -110,7 +154,7 @@ func runRenames(t *testing.T, o renameOpts) {
 	// Let ingest commit the old tables first, so that the renames move
 	// tables that hold rows and offsets.
 	for _, p := range prefixes {
-		for _, tb := range []string{"a", "s1", "s3", "x", "m", "o"} {
+		for _, tb := range []string{"a", "s1", "s3", "x", "m", "o", "u"} {
 			want := countRows(t, c.db.AdminDB(t, db1), tb)
 			testenv.CheckFor(t, 3*time.Minute, time.Second, func() error {
 				if ing.exited() {
@@ -131,7 +175,8 @@ func runRenames(t *testing.T, o renameOpts) {
 		"ALTER TABLE x ADD COLUMN w INT NULL, RENAME TO y",
 		"RENAME TABLE m TO `"+db2+"`.m2",
 		"RENAME TABLE o TO `"+db3+"`.o",
-		"RENAME TABLE `"+db3+"`.i TO i")
+		"RENAME TABLE `"+db3+"`.i TO i",
+		"RENAME TABLE u TO u2")
 	if o.kills {
 		waitLog(t, ing, "following a table rename", time.Minute)
 		ing.kill()
@@ -140,7 +185,7 @@ func runRenames(t *testing.T, o renameOpts) {
 		cp = start(t, binary(t, "capture"), c.env, "capture-2.log")
 	}
 	// After the renames, under the new names; a table took s1's old name.
-	for _, tb := range []string{"b", "s2", "s1", "y", "`" + db2 + "`.m2", "`" + db3 + "`.o", "i"} {
+	for _, tb := range []string{"b", "s2", "s1", "y", "`" + db2 + "`.m2", "`" + db3 + "`.o", "i", "u2"} {
 		var vals []string
 		for i := 101; i <= 120; i++ {
 			vals = append(vals, fmt.Sprintf("(%d, 'new-%d', %d)", i, i, i))
@@ -158,7 +203,7 @@ func runRenames(t *testing.T, o renameOpts) {
 
 	for _, p := range prefixes {
 		ns1, ns2 := p+"_"+db1, p+"_"+db2
-		for _, tb := range []string{"b", "s2", "s1", "y"} {
+		for _, tb := range []string{"b", "s2", "s1", "y", "u2"} {
 			waitJavaEqual(t, ing, cat, c.db.AdminDB(t, db1), ns1, tb)
 		}
 		waitJavaEqual(t, ing, cat, c.db.AdminDB(t, db2), ns2, "m2")
@@ -166,7 +211,7 @@ func runRenames(t *testing.T, o renameOpts) {
 			// Renamed in: capture snapshots it (Debezium does not; see capture/README.md).
 			waitJavaEqual(t, ing, cat, c.db.AdminDB(t, db1), ns1, "i")
 		}
-		for _, gone := range []string{"a", "s3", "x", "m"} {
+		for _, gone := range []string{"a", "s3", "x", "m", "u"} {
 			if ok, err := cat.CheckTableExists(ctx, table.Identifier{ns1, gone}); err != nil || ok {
 				t.Errorf("%s.%s: still in the lake after its rename (err %v)", ns1, gone, err)
 			}
@@ -189,7 +234,10 @@ func runRenames(t *testing.T, o renameOpts) {
 			t.Errorf("%v has %d rows, want the %d it had at the rename", id, got, oRows)
 		}
 	}
-	t.Logf("every renamed table equals MariaDB through the Java reader with producers %v", prefixes)
+	if strings.Contains(ing.fullLog(t), "still waiting for the schema-change topic") {
+		t.Errorf("ingest waited on the schema-change topic:\n%s", ing.output())
+	}
+	t.Logf("every renamed table equals MariaDB through the Java reader with producers %v, %d ingest process(es)", prefixes, 1+len(others))
 }
 
 // lakeRowCount counts the rows of a lake table read with iceberg-go (equality
@@ -247,8 +295,12 @@ func waitJavaEqual(t *testing.T, ing *proc, cat *rest.Catalog, db *sql.DB, ns, n
 }
 
 // TestRenames: every rename form through capture and through the real
-// Debezium connector, then ingest.
-func TestRenames(t *testing.T) { runRenames(t, renameOpts{debezium: true}) }
+// Debezium connector, then three ingest processes in one group over
+// 4-partition topics: every process follows the schema-change topics
+// itself, and none waits on another's partitions.
+func TestRenames(t *testing.T) {
+	runRenames(t, renameOpts{debezium: true, processes: 3, partitions: 4})
+}
 
 // TestRenamesKill9: the same through capture, with ingest and capture
 // killed (-9) while ingest follows the renames, and ingest again once the

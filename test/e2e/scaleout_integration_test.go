@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -45,9 +46,9 @@ var scaleTables = []struct {
 }
 
 // scaleDuration is how long the workload and the membership changes run:
-// BINLAKE_SCALEOUT_DURATION (a Go duration), default 2m, 45s with -short
+// BINLAKE_SCALEOUT_DURATION (a Go duration), default 2m, short with -short
 // (make test; make test-full runs the 2m).
-func scaleDuration(t *testing.T) time.Duration {
+func scaleDuration(t *testing.T, short time.Duration) time.Duration {
 	if s := os.Getenv("BINLAKE_SCALEOUT_DURATION"); s != "" {
 		d, err := time.ParseDuration(s)
 		if err != nil {
@@ -56,7 +57,7 @@ func scaleDuration(t *testing.T) time.Duration {
 		return d
 	}
 	if testing.Short() {
-		return 45 * time.Second
+		return short
 	}
 	return 2 * time.Minute
 }
@@ -121,20 +122,11 @@ func TestScaleOut(t *testing.T) {
 		"INGEST_METRICS_ADDR=127.0.0.1:0",
 		"INGEST_LOG_LEVEL=info",
 	}
-	bin := binary(t, "ingest")
-	started := 0
-	var logs []*proc
-	launch := func() *proc {
-		started++
-		p := start(t, bin, env, fmt.Sprintf("ingest-%d.log", started))
-		logs = append(logs, p)
-		return p
-	}
-	running := []*proc{launch(), launch(), launch()}
+	g := newScaleGroup(t, env, 3)
 
 	// The workload: one writer, paced, over every table; a primary-key
 	// change of pk every 3 s; one TRUNCATE of tr halfway.
-	dur := scaleDuration(t)
+	dur := scaleDuration(t, 45*time.Second)
 	wctx, stopWriter := context.WithTimeout(t.Context(), dur)
 	defer stopWriter()
 	var wg sync.WaitGroup
@@ -184,97 +176,10 @@ func TestScaleOut(t *testing.T) {
 		}
 	}()
 
-	// The nemesis: every 0.3–1 s one member leaves, picked at random among
-	// those that joined the group (logged an assignment; a process killed
-	// before it joined changes nothing): kill -9 and start another, SIGTERM
-	// and start another, or start one (a fourth member) and SIGTERM the
-	// oldest. A SIGTERMed member must exit 0 within a minute; that is
-	// checked in the background so the changes keep coming.
-	rng := rand.New(rand.NewPCG(31, uint64(time.Now().UnixNano())))
-	var leaves, kills, terms, joins int
-	joined := func(p *proc) bool { return strings.Contains(p.fullLog(t), "partitions assigned") }
-	// up: the member has been assigned partitions, or it started its
-	// consumer (and so sent its JoinGroup) at least 3 s ago. Waiting for an
-	// assignment every time would allow only a few changes a minute: each
-	// rebalance waits for every member to give up its partitions, which
-	// takes their revoke-time commits (and a killed member's session
-	// timeout).
-	up := func(p *proc) bool {
-		if joined(p) {
-			return true
-		}
-		l := p.fullLog(t)
-		return strings.Contains(l, "starting ingest") && time.Since(p.started) > 3*time.Second
-	}
-	var termWG sync.WaitGroup
-	t.Cleanup(termWG.Wait) // after the later members' kills, before the test ends
-	term := func(p *proc) {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		termWG.Add(1)
-		go func() {
-			defer termWG.Done()
-			select {
-			case <-p.done:
-				if p.err != nil {
-					t.Errorf("ingest exited with %v after SIGTERM; log:\n%s", p.err, p.output())
-				}
-			case <-time.After(60 * time.Second):
-				t.Errorf("ingest did not stop within 60s of SIGTERM; killing it; log:\n%s", p.output())
-				p.kill()
-			}
-		}()
-	}
-	for wctx.Err() == nil {
-		time.Sleep(time.Duration(300+rng.IntN(700)) * time.Millisecond) // pacing the nemesis
-		var ups []int
-		for i, p := range running {
-			if p.exited() {
-				t.Fatalf("ingest exited on its own: %v\n%s", p.err, p.output())
-			}
-			if up(p) {
-				ups = append(ups, i)
-			}
-		}
-		if len(ups) == 0 {
-			continue
-		}
-		i := ups[rng.IntN(len(ups))]
-		// kill -9 is rarer: the group holds every rebalance until a killed
-		// member's session times out (45 s, franz-go's default; ingest has
-		// no setting for it), while a SIGTERMed member leaves at once.
-		switch r := rng.IntN(8); {
-		case r == 0:
-			running[i].kill()
-			kills++
-			running[i] = launch()
-		case r < 5:
-			term(running[i])
-			terms++
-			running[i] = launch()
-		default:
-			if !up(running[0]) {
-				continue
-			}
-			running = append(running, launch())
-			term(running[0])
-			terms++
-			running = running[1:]
-		}
-		leaves++
-	}
+	// The nemesis: every 0.3–1 s one member leaves or joins (scaleGroup.churn).
+	g.churn(wctx, 300*time.Millisecond, time.Second)
 	wg.Wait()
-	assigned := 0
-	for _, p := range logs[3:] {
-		if strings.Contains(p.fullLog(t), "starting ingest") {
-			joins++
-		}
-		if joined(p) {
-			assigned++
-		}
-	}
-	changes := leaves + joins
-	t.Logf("workload: %d statements in %s; membership changes: %d (%d leaves: %d kill -9, %d SIGTERM; %d joins, %d of them assigned partitions before the workload ended), %d ingest processes in all",
-		stmts.Load(), dur, changes, leaves, kills, terms, joins, assigned, started)
+	changes := g.summary(t, fmt.Sprintf("workload: %d statements in %s", stmts.Load(), dur))
 	if changes < 30 {
 		t.Errorf("only %d membership changes during the workload; want at least 30", changes)
 	}
@@ -303,11 +208,7 @@ func TestScaleOut(t *testing.T) {
 			}
 		}
 		testenv.CheckFor(t, 5*time.Minute, time.Second, func() error {
-			for _, p := range running {
-				if p.exited() {
-					t.Fatalf("ingest exited: %v\n%s", p.err, p.output())
-				}
-			}
+			g.alive(t)
 			var behind []string
 			for i, tb := range scaleTables {
 				tbl, err := cat.LoadTable(t.Context(), table.Identifier{c.dbName, tb.name})
@@ -404,10 +305,7 @@ func TestScaleOut(t *testing.T) {
 		t.Logf("table %s: %d records on %d partitions, %d source rows; %s; %d failures %v", tb.name, len(recs[tp]), len(ends[tp]), rows, tiling, len(f), by)
 		failures = append(failures, f...)
 	}
-	for _, p := range running {
-		term(p)
-	}
-	termWG.Wait()
+	g.stop()
 	if len(failures) > 0 {
 		t.Fatalf("%d validator failures:\n%s", len(failures), validate.Report(failures, 40))
 	}
@@ -555,4 +453,191 @@ func addedDeleteFiles(tbl *table.Table) (equality, position int) {
 		position += n
 	}
 	return equality, position
+}
+
+// scaleGroup is one consumer group of ingest processes, started with the
+// same environment, that the scale-out tests grow, shrink and kill. Each
+// process logs to its own file (ingest-<n>.log); when the test fails the
+// logs are copied to a directory that outlives the test, named in the
+// test's output.
+type scaleGroup struct {
+	bin, dir string
+	env      []string
+	started  int
+	logs     []*proc
+	running  []*proc
+	termWG   sync.WaitGroup
+
+	leaves, kills, terms int
+	tt                   *testing.T
+}
+
+// newScaleGroup starts n ingest processes with env in one group (env
+// names the group).
+func newScaleGroup(t *testing.T, env []string, n int) *scaleGroup {
+	t.Helper()
+	g := &scaleGroup{bin: binary(t, "ingest"), env: env, tt: t}
+	// The logs' directory is removed after keepLogs (cleanups run last
+	// registered first), which runs after the processes' kills and after
+	// the SIGTERMed members have exited.
+	_ = t.TempDir()
+	t.Cleanup(func() { g.keepLogs(t) })
+	t.Cleanup(g.termWG.Wait)
+	for range n {
+		g.running = append(g.running, g.launch())
+	}
+	return g
+}
+
+// launch starts one more member.
+func (g *scaleGroup) launch() *proc {
+	g.started++
+	p := start(g.tt, g.bin, g.env, fmt.Sprintf("ingest-%d.log", g.started))
+	g.logs = append(g.logs, p)
+	return p
+}
+
+// joined: the member has logged an assignment.
+func (g *scaleGroup) joined(p *proc) bool {
+	return strings.Contains(p.fullLog(g.tt), "partitions assigned")
+}
+
+// up: the member has been assigned partitions, or it started its consumer
+// (and so sent its JoinGroup) at least 3 s ago. Waiting for an assignment
+// every time would allow only a few changes a minute: each rebalance waits
+// for every member to give up its partitions, which takes their
+// revoke-time commits (and a killed member's session timeout).
+func (g *scaleGroup) up(p *proc) bool {
+	if g.joined(p) {
+		return true
+	}
+	return strings.Contains(p.fullLog(g.tt), "starting ingest") && time.Since(p.started) > 3*time.Second
+}
+
+// term sends p SIGTERM; it must exit 0 within a minute, which is checked
+// in the background so the changes keep coming.
+func (g *scaleGroup) term(p *proc) {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	g.termWG.Add(1)
+	go func() {
+		defer g.termWG.Done()
+		select {
+		case <-p.done:
+			if p.err != nil {
+				g.tt.Errorf("ingest exited with %v after SIGTERM; log:\n%s", p.err, p.output())
+			}
+		case <-time.After(60 * time.Second):
+			g.tt.Errorf("ingest did not stop within 60s of SIGTERM; killing it; log:\n%s", p.output())
+			p.kill()
+		}
+	}()
+}
+
+// churn changes the group's membership until ctx is done, one change
+// every minPause to maxPause: one member leaves, picked at random among
+// those that are up (a process killed before it joined changes nothing):
+// kill -9 and start another, SIGTERM and start another, or start one (a
+// fourth member) and SIGTERM the oldest. A member that exits on its own
+// fails the test.
+func (g *scaleGroup) churn(ctx context.Context, minPause, maxPause time.Duration) {
+	rng := rand.New(rand.NewPCG(31, uint64(time.Now().UnixNano())))
+	for ctx.Err() == nil {
+		time.Sleep(minPause + time.Duration(rng.Int64N(int64(maxPause-minPause)+1))) // pacing the nemesis
+		var ups []int
+		for i, p := range g.running {
+			if p.exited() {
+				g.tt.Fatalf("ingest exited on its own: %v\n%s", p.err, p.output())
+			}
+			if g.up(p) {
+				ups = append(ups, i)
+			}
+		}
+		if len(ups) == 0 {
+			continue
+		}
+		i := ups[rng.IntN(len(ups))]
+		// kill -9 is rarer: the group holds every rebalance until a killed
+		// member's session times out, while a SIGTERMed member leaves at once.
+		switch r := rng.IntN(8); {
+		case r == 0:
+			g.running[i].kill()
+			g.kills++
+			g.running[i] = g.launch()
+		case r < 5:
+			g.term(g.running[i])
+			g.terms++
+			g.running[i] = g.launch()
+		default:
+			if !g.up(g.running[0]) {
+				continue
+			}
+			g.running = append(g.running, g.launch())
+			g.term(g.running[0])
+			g.terms++
+			g.running = g.running[1:]
+		}
+		g.leaves++
+	}
+}
+
+// summary logs the membership changes after what (the workload's
+// figures) and returns their number: leaves plus members started after
+// the first three that got as far as starting their consumer.
+func (g *scaleGroup) summary(t *testing.T, what string) int {
+	t.Helper()
+	joins, assigned := 0, 0
+	for _, p := range g.logs[min(3, len(g.logs)):] {
+		if strings.Contains(p.fullLog(t), "starting ingest") {
+			joins++
+		}
+		if g.joined(p) {
+			assigned++
+		}
+	}
+	changes := g.leaves + joins
+	t.Logf("%s; membership changes: %d (%d leaves: %d kill -9, %d SIGTERM; %d joins, %d of them assigned partitions before the workload ended), %d ingest processes in all",
+		what, changes, g.leaves, g.kills, g.terms, joins, assigned, g.started)
+	return changes
+}
+
+// alive fails the test if a running member has exited.
+func (g *scaleGroup) alive(t *testing.T) {
+	t.Helper()
+	for _, p := range g.running {
+		if p.exited() {
+			t.Fatalf("ingest exited: %v\n%s", p.err, p.output())
+		}
+	}
+}
+
+// stop sends every running member SIGTERM and waits until they exited.
+func (g *scaleGroup) stop() {
+	for _, p := range g.running {
+		g.term(p)
+	}
+	g.running = nil
+	g.termWG.Wait()
+}
+
+// keepLogs copies every member's log to a directory that outlives the
+// test when the test failed, and names it.
+func (g *scaleGroup) keepLogs(t *testing.T) {
+	if !t.Failed() || len(g.logs) == 0 {
+		return
+	}
+	dir, err := os.MkdirTemp("", "binlake-"+strings.ReplaceAll(t.Name(), "/", "_")+"-")
+	if err != nil {
+		t.Logf("keeping the ingest logs: %v", err)
+		return
+	}
+	for _, p := range g.logs {
+		b, err := os.ReadFile(p.log)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, filepath.Base(p.log)), b, 0o644)
+		}
+		if err != nil {
+			t.Logf("keeping %s: %v", p.log, err)
+		}
+	}
+	t.Logf("the %d ingest logs are kept in %s", len(g.logs), dir)
 }

@@ -223,16 +223,17 @@ func (p *Pipeline) renameTarget(ctx context.Context, names topicNames, topic str
 	return res.Ident, nil
 }
 
-// setSource records in table ident that it holds source table names, when
-// it does not say so already.
-func (p *Pipeline) setSource(ctx context.Context, ident table.Identifier, names topicNames) error {
+// setSource records in table ident that it holds source table names, named
+// so by the rename at mark, when it does not say so already.
+func (p *Pipeline) setSource(ctx context.Context, ident table.Identifier, names topicNames, mark nameMark) error {
 	want := p.sourceProps(names)
+	want[NameSinceProperty] = mark.String()
 	return retryCatalog(ctx, func() error {
 		tbl, err := p.cat.LoadTable(ctx, ident)
 		if err != nil {
 			return fmt.Errorf("loading table %v: %w", ident, err)
 		}
-		if tbl.Properties()[schemamap.SourceProperty] == want[schemamap.SourceProperty] {
+		if tbl.Properties()[schemamap.SourceProperty] == want[schemamap.SourceProperty] && tbl.Properties()[NameSinceProperty] == want[NameSinceProperty] {
 			return nil
 		}
 		tx := tbl.NewTransaction()

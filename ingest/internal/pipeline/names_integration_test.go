@@ -434,8 +434,8 @@ func TestRenameResumedAfterCrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &worker{p: p, topic: e.topic("a"), names: topicNames{"bl", e.db, "a"}, ident: namer.Natural(e.db, "a"), log: p.log}
-	if err := w.renameTable(ctx, topicNames{"bl", e.db, "b"}, e.topic("b")); err != nil {
+	mark := nameMark{decode.SourcePos{File: "mariadb-bin.000001", Pos: 4}, 0, 0}
+	if err := p.renameLake(ctx, p.log, topicNames{"bl", e.db, "a"}, e.topic("a"), topicNames{"bl", e.db, "b"}, e.topic("b"), mark); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := e.source("b"), namer.Source(e.db, "b"); got != want {

@@ -24,7 +24,9 @@
 //     its start: retention; above its end or under another topic ID: a
 //     recreated topic) stops ingest with an *OutsideLogError (logrange.go);
 //     the consumer never resets an offset on its own.
-//   - Table renames are followed from the schema-change topic (rename.go).
+//   - Table renames are followed from the schema-change topic (rename.go),
+//     and so are column renames, as Iceberg column renames that keep the
+//     field id (colrename.go, colhistory.go).
 //   - Truncates and change logs follow source order (batch.SourceOrder in
 //     every row's schemamap.SourceOrderColumn), whatever the partitioning
 //     and the number of ingest processes.
@@ -236,6 +238,16 @@ type Pipeline struct {
 	failed  chan struct{} // closed when a table fails
 
 	ren *renamer
+	// colRenames are the column renames noted from schema-change records
+	// for the table workers to apply (colrename.go).
+	colRenames columnRenames
+	colHistory columnHistory // the schema topics' column renames read from their start (colhistory.go)
+
+	// followers are the schema topics this process follows (follower.go),
+	// started under folCtx, the workers' context.
+	folMu     sync.Mutex
+	followers map[string]bool
+	folCtx    context.Context
 
 	// heldBy is, for a topic with dots in its names, the table that held
 	// its offsets at assignment (heldIdent); guarded by mu.
@@ -370,7 +382,15 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	// hold the stop.
 	wctx, wcancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer wcancel(nil)
+	// The followers stop with intake: a rename is repeated after a
+	// restart, and the workers' final commits do not wait for one.
+	fctx, fcancel := context.WithCancel(ctx)
+	defer fcancel()
+	p.folMu.Lock()
+	p.folCtx = fctx
+	p.folMu.Unlock()
 	pollErr := p.poll(ctx, wctx)
+	fcancel()
 	p.ready.Store(false)
 	failedBefore := p.firstErr() != nil
 
@@ -725,10 +745,8 @@ func (p *Pipeline) adjustOffsets(ctx context.Context, offsets map[string]map[int
 			// group's (or the start, with none) are kept. Its records are
 			// skipped, and the group offsets committed past them
 			// (worker.commitSkipped), if they are not changes; a change
-			// stops ingest before its offset is committed.
-			for part, o := range parts {
-				p.ren.setStart(topic, part, o.EpochOffset().Offset)
-			}
+			// stops ingest before its offset is committed. A schema
+			// topic's records are its followers' (follower.go).
 			continue
 		}
 		var tbl *table.Table
@@ -826,6 +844,9 @@ func (p *Pipeline) carriedOffsets(ctx context.Context, topic string, own table.I
 	}
 	for _, ns := range nss {
 		for ident, err := range p.cat.ListTables(ctx, ns) {
+			if errors.Is(err, catalog.ErrNoSuchNamespace) {
+				break // dropped since it was listed: it holds nothing
+			}
 			if err != nil {
 				return nil, fmt.Errorf("listing tables of %v for the offsets of %s: %w", ns, topic, err)
 			}
@@ -833,6 +854,9 @@ func (p *Pipeline) carriedOffsets(ctx context.Context, topic string, own table.I
 				continue
 			}
 			tbl, err := p.cat.LoadTable(ctx, ident)
+			if errors.Is(err, catalog.ErrNoSuchTable) || errors.Is(err, catalog.ErrNoSuchNamespace) {
+				continue
+			}
 			if err != nil {
 				return nil, fmt.Errorf("loading table %v for the offsets of %s: %w", ident, topic, err)
 			}

@@ -4,17 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/apache/iceberg-go/catalog"
-	"github.com/apache/iceberg-go/table"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/binlake/binlake/ingest/internal/decode"
@@ -25,28 +23,25 @@ import (
 // neither re-snapshots a renamed table, so the rows of a exist in Kafka
 // only on topic <prefix>.<db>.a. The lake table of a is renamed in the
 // catalog to b's name and keeps its stored offsets, so nothing is applied
-// twice and nothing is lost:
+// twice and nothing is lost. Each ingest process reads the schema topic
+// itself (follower.go, which says how a rename is carried out across the
+// processes of a group); here are the table workers' side and the
+// bookkeeping they share with their process's follower:
 //
-//   - The worker of the schema topic handles a rename record's pairs one
-//     after another (a swap RENAME TABLE a TO b, c TO a needs that order).
-//     For each pair it hands a renameJob to the old topic's worker with
-//     the old topic's last stable offsets read then (the cut): every change
-//     made before the rename is below it, since capture commits its Kafka
-//     transactions in binlog order and Debezium produces in binlog order.
-//   - The old topic's worker applies its records up to the cut, holding
-//     back those whose source position is after the rename (a table that
-//     took the old name), commits them to the old table, commits the next
-//     offsets of the old topic to the consumer group (synchronously: a
-//     restart resumes the old topic there, since no table under the old
-//     name holds its offsets any more), and renames the table.
-//   - A table worker buffers a change only once the schema topic has been
-//     handled up to the change's source position (awaitSchema): a rename
-//     before the change is then done, or is the job in hand of this
+//   - A table worker buffers a change only once its follower has handled
+//     the schema topic up to the change's source position (awaitSchema): a
+//     rename before the change is then done, or is the job in hand of this
 //     worker, so no change after a rename is ever committed to the old
 //     table, and b's first change finds the renamed table.
+//   - The old topic's worker, given the rename (renameJob), applies its
+//     partitions' records up to the cut, holding back those whose source
+//     position is after the rename (a table that took the old name),
+//     commits them to the old table, and once the follower has renamed
+//     the table starts over with the records held back.
 //
 // Each step can be repeated after a crash: the rename is done only while
-// the old table exists and the new one does not.
+// the old table had its name before the rename and the new one does not
+// exist (NameSinceProperty).
 
 // renameJob is one rename handed to the old topic's worker.
 type renameJob struct {
@@ -58,7 +53,12 @@ type renameJob struct {
 	start   map[int32]int64  // the old topic's log start offsets
 	held    map[int32]int64  // first offset per partition of a record held back
 	later   []msg            // the records held back, in order
-	done    chan error
+
+	// renamed is closed when the follower is done with the rename; err
+	// (set before) says why it failed, nil when the table was renamed or
+	// had nothing to rename.
+	renamed chan struct{}
+	err     error
 }
 
 // renamer is the pipeline's rename bookkeeping. Its mutex is a leaf: no
@@ -70,6 +70,7 @@ type renamer struct {
 	done    map[string]map[int32]int64  // schema topic → next offset handled per partition
 	busy    map[string]decode.SourcePos // schema topic → position of the record in hand
 	starts  map[string]map[int32]int64  // fetch start offsets chosen at assignment
+	active  map[string]*renameJob       // old topic → the rename its follower is at
 
 	lsoMu    sync.Mutex // serialises reads of lsoCache; never held with mu
 	lsoCache map[string]lsoRead
@@ -85,7 +86,7 @@ type lsoRead struct {
 
 func newRenamer() *renamer {
 	return &renamer{changed: make(chan struct{}), pending: map[string]int{}, done: map[string]map[int32]int64{},
-		busy: map[string]decode.SourcePos{}, starts: map[string]map[int32]int64{}, lsoCache: map[string]lsoRead{}}
+		busy: map[string]decode.SourcePos{}, starts: map[string]map[int32]int64{}, active: map[string]*renameJob{}, lsoCache: map[string]lsoRead{}}
 }
 
 // wait returns a channel closed at the next change.
@@ -145,6 +146,29 @@ func (r *renamer) finish(toTopic string) {
 		delete(r.pending, toTopic)
 	}
 	r.broadcastLocked()
+}
+
+// setActive makes job the rename of topic's table that workers take on.
+func (r *renamer) setActive(topic string, job *renameJob) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.active[topic] = job
+	r.broadcastLocked()
+}
+
+func (r *renamer) clearActive(topic string, job *renameJob) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.active[topic] == job {
+		delete(r.active, topic)
+	}
+	r.broadcastLocked()
+}
+
+func (r *renamer) activeFor(topic string) *renameJob {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.active[topic]
 }
 
 func (r *renamer) end(schemaTopic string) {
@@ -240,6 +264,9 @@ func tableTopic(prefix string, t tableName) string {
 // only the pairs whose new name the record's table changes carry count.
 func renamesOf(sc *decode.SchemaChange) []renamePair {
 	if pairs := parseRenames(sc.DDL, sc.Database); len(pairs) > 0 {
+		for i := range pairs {
+			pairs[i].Idx = i
+		}
 		ids := map[tableName]bool{}
 		for _, tc := range sc.Tables {
 			if n, ok := quotedName(tc.ID); ok {
@@ -266,7 +293,7 @@ func renamesOf(sc *decode.SchemaChange) []renamePair {
 		from, ok1 := quotedName(old + `"`)
 		to, ok2 := quotedName(`"` + nw)
 		if ok1 && ok2 {
-			out = append(out, renamePair{from, to, true})
+			out = append(out, renamePair{From: from, To: to, FromQualified: true, ToQualified: true, Idx: len(out)})
 		}
 	}
 	return out
@@ -301,88 +328,6 @@ func offsetsOf(ctx context.Context, list func(context.Context, ...string) (kadm.
 	return out, nil
 }
 
-// followRenames handles a schema-change record on w's topic (the schema
-// topic <prefix>): each rename it makes is carried out by the old topic's
-// worker before the record counts as handled.
-func (w *worker) followRenames(ctx context.Context, rec *kgo.Record, sc *decode.SchemaChange) error {
-	pairs := renamesOf(sc)
-	if len(pairs) == 0 {
-		return nil
-	}
-	p := w.p
-	prefix := rec.Topic
-	var toTopics []string
-	for _, pr := range pairs {
-		toTopics = append(toTopics, tableTopic(prefix, pr.To))
-	}
-	p.ren.begin(prefix, sc.Source, toTopics)
-	defer p.ren.end(prefix)
-	adm := kadm.NewClient(p.cl)
-	for i, pr := range pairs {
-		fromTopic, toTopic := tableTopic(prefix, pr.From), toTopics[i]
-		if !pr.FromQualified && pr.From.DB != "" {
-			if alt, ok := w.sessionTopic(ctx, adm, prefix, pr); ok {
-				fromTopic = alt
-			}
-		}
-		err := w.renameOne(ctx, adm, fromTopic, toTopic, pr, sc.Source)
-		p.ren.finish(toTopic)
-		if err != nil {
-			return fmt.Errorf("following the rename of %s to %s at %s/%d/%d: %w", fromTopic, toTopic, rec.Topic, rec.Partition, rec.Offset, err)
-		}
-	}
-	return nil
-}
-
-func (w *worker) renameOne(ctx context.Context, adm *kadm.Client, fromTopic, toTopic string, pr renamePair, pos decode.SourcePos) error {
-	p := w.p
-	// The DDL names the tables, so a topic with dots in its names needs
-	// no record to name them.
-	toNames, ok := namesFor(toTopic, pr.To.DB, pr.To.Table)
-	if !ok {
-		return fmt.Errorf("topic %q is not <prefix>.<db>.<table>", toTopic)
-	}
-	var err error
-	job := &renameJob{to: toNames, toTopic: toTopic, from: pr.From, pos: pos, cut: map[int32]int64{}, start: map[int32]int64{}, held: map[int32]int64{}, done: make(chan error, 1)}
-	if p.consumes(fromTopic) {
-		if job.cut, err = offsetsOf(ctx, adm.ListCommittedOffsets, fromTopic); err != nil {
-			return err
-		}
-		if job.start, err = offsetsOf(ctx, adm.ListStartOffsets, fromTopic); err != nil {
-			return err
-		}
-	}
-	w.log.Info("following a table rename", "from_topic", fromTopic, "to_topic", toTopic, "binlog_file", pos.File, "binlog_pos", pos.Pos, "cut", job.cut)
-	fw, err := p.worker(ctx, fromTopic)
-	if err != nil {
-		return err
-	}
-	if err := w.waitFor(ctx, func() (bool, error) {
-		select {
-		case fw.in <- msg{ctl: ctlRename, job: job}:
-			return true, nil
-		default:
-			return false, nil
-		}
-	}); err != nil {
-		return err
-	}
-	var jobErr error
-	if err := w.waitFor(ctx, func() (bool, error) {
-		select {
-		case jobErr = <-job.done:
-			return true, nil
-		case <-p.failed:
-			return false, p.firstErr()
-		default:
-			return false, nil
-		}
-	}); err != nil {
-		return err
-	}
-	return jobErr
-}
-
 // errStopped ends a worker whose queue was closed while it waited.
 var errStopped = errors.New("pipeline: worker stopped")
 
@@ -414,16 +359,17 @@ func (w *worker) waitFor(ctx context.Context, ready func() (bool, error)) error 
 			case ctlDrop:
 				// As in handle: a drop whose callback gave up waiting is
 				// stale, the partitions may be this member's again, and
-				// what is held and buffered is kept. Dropping the held
-				// records then lost those of partitions the batch had no
-				// record of (no rewind covers them).
+				// what is held and buffered is kept. A drop that is not
+				// lets go of what it held of the partitions revoked or
+				// rewound; dropping every held record lost those of kept
+				// partitions the batch had no record of (no rewind covers
+				// them).
 				if err := w.settle(); err != nil {
 					m.done <- err
 					return err
 				}
 				if m.ctx.Err() == nil {
-					w.drop()
-					w.held = nil
+					w.forgetDropped(w.drop())
 				}
 				m.done <- nil
 			default:
@@ -437,14 +383,21 @@ func (w *worker) waitFor(ctx context.Context, ready func() (bool, error)) error 
 	}
 }
 
-// schemaWaitWarning is how long awaitSchema waits before it says so.
-const schemaWaitWarning = 30 * time.Second
+// schemaWaitWarning is how long awaitSchema waits before it warns: a
+// rename before the change holds it until the old table is drained, which
+// takes the old table's owners a commit each (seconds; more while the
+// group rebalances), so only a much longer wait says something is wrong.
+// A wait over schemaWaitNote is logged at info when it ends.
+const (
+	schemaWaitWarning = 2 * time.Minute
+	schemaWaitNote    = 10 * time.Second
+)
 
-// awaitSchema waits, before w buffers a change at q, until every
-// schema-change record before q is handled: the schema topic's worker is
-// past q, or has handled the topic up to its last stable offset read after
-// the change was polled. A rename of w's own table that arrives meanwhile
-// is taken on at once (the schema worker waits for it).
+// awaitSchema waits, before w buffers a change at q, until this process's
+// follower of the schema topic has handled every schema-change record
+// before q: it is past q, or has handled the topic up to its last stable
+// offset read after the change was polled. A rename of w's own table that
+// the follower is at is taken on at once (the follower waits for it).
 func (w *worker) awaitSchema(ctx context.Context, q decode.SourcePos) error {
 	p := w.p
 	if w.schemaOf == nil {
@@ -457,22 +410,21 @@ func (w *worker) awaitSchema(ctx context.Context, q decode.SourcePos) error {
 	if schemaTopic == "" {
 		return nil // renames are not followed
 	}
+	p.follow(schemaTopic)
 	at := w.recAt
 	var lso lsoRead
 	waited, since, warned := false, time.Now(), false
-	return w.waitFor(ctx, func() (bool, error) {
-		if w.job != nil {
-			// The schema worker is at this topic's rename: a change
-			// before it has every schema record before it handled, one
-			// after it is held back by the job.
-			return true, nil
+	defer func() {
+		if d := time.Since(since); d > schemaWaitNote {
+			w.log.Info("waited for the schema-change topic", "schema_topic", schemaTopic, "waited", d.Round(100*time.Millisecond))
 		}
-		for i, m := range w.held {
-			if m.ctl == ctlRename {
-				w.job = m.job
-				w.held = slices.Delete(w.held, i, i+1)
-				return true, nil
-			}
+	}()
+	return w.waitFor(ctx, func() (bool, error) {
+		if w.adoptJob() {
+			// The follower is at this topic's rename: a change before it
+			// has every schema record before it handled, one after it is
+			// held back by the job.
+			return true, nil
 		}
 		if p.ren.past(schemaTopic, q) {
 			return true, nil
@@ -491,27 +443,83 @@ func (w *worker) awaitSchema(ctx context.Context, q decode.SourcePos) error {
 			w.log.Debug("waiting for the schema topic", "schema_topic", schemaTopic)
 		}
 		if !warned && time.Since(since) > schemaWaitWarning {
-			// The schema topic's worker runs in the process that owns
-			// its partition: a member of the group that does not cannot
-			// learn how far it got.
 			warned = true
-			w.log.Warn("still waiting for the schema-change topic to be handled up to this change: if another ingest process "+
-				"of this group was assigned it, renames cannot be followed across processes; run one ingest process per source "+
-				"whose renames are followed, or leave the schema-change topic out of topics / topic-regex",
+			w.log.Warn("still waiting for the schema-change topic to be handled up to this change: this process's reader of it "+
+				"is at a rename whose old table is not yet drained, or behind",
 				"schema_topic", schemaTopic, "waited", time.Since(since).Round(time.Second))
 		}
 		return false, nil
 	})
 }
 
-// checkRename finishes w's rename job once w has handled every record of
-// its topic below the cut.
+// adoptJob takes on the rename of w's topic this process's follower is at,
+// if w has none in hand; it reports whether w has one.
+func (w *worker) adoptJob() bool {
+	if w.job != nil {
+		return true
+	}
+	for i, m := range w.held {
+		if m.ctl == ctlRename {
+			w.held = slices.Delete(w.held, i, i+1)
+			w.takeJob(m.job)
+			return w.job != nil
+		}
+	}
+	if j := w.p.ren.activeFor(w.topic); j != nil {
+		w.takeJob(j)
+	}
+	return w.job != nil
+}
+
+func (w *worker) takeJob(j *renameJob) {
+	if j == nil || j == w.lastJob {
+		return
+	}
+	select {
+	case <-j.renamed:
+		return // over before this worker saw it
+	default:
+	}
+	w.job, w.lastJob = j, j
+	if w.ambiguous && w.ident == nil {
+		// No change record named the table yet; the rename does.
+		if names, ok := namesFor(w.topic, j.from.DB, j.from.Table); ok {
+			if err := w.setNames(names); err != nil {
+				w.log.Warn("naming the table from the rename", "error", err)
+			}
+		}
+	}
+}
+
+// jobRenamed is closed when the rename in hand is done; nil (never ready)
+// when none is in hand.
+func (w *worker) jobRenamed() <-chan struct{} {
+	if w.job == nil {
+		return nil
+	}
+	return w.job.renamed
+}
+
+// checkRename moves w's rename job on: once w has handled every record of
+// its partitions below the cut, what it buffered is committed to the old
+// table; once the follower has renamed the table, w starts over.
 func (w *worker) checkRename(ctx context.Context) error {
 	job := w.job
 	if job == nil {
 		return nil
 	}
+	select {
+	case <-job.renamed:
+		return w.finishRename(ctx)
+	default:
+	}
 	for part, cut := range job.cut {
+		if !w.p.owns(w.topic, part) {
+			continue // its owner, in this process or another, applies it
+		}
+		if _, ok := job.held[part]; ok {
+			continue
+		}
 		next := w.seen[part]
 		if s, ok := w.p.ren.start(w.topic, part); ok && s > next {
 			next = s
@@ -523,144 +531,35 @@ func (w *worker) checkRename(ctx context.Context) error {
 			return nil
 		}
 	}
-	return w.finishRename(ctx)
-}
-
-func (w *worker) finishRename(ctx context.Context) error {
-	job := w.job
-	p := w.p
-	if err := w.flush(ctx, "rename"); err != nil {
-		return err
+	if (w.buf != nil && w.buf.Pending() > 0) || w.flight != nil {
+		return w.flush(ctx, "rename")
 	}
-	// The old topic's next offsets go to the consumer group: the table that
-	// held them leaves this name, so a restart resumes there (see
-	// adjustOffsets). Records held back are after the rename: not past.
-	next := map[int32]kgo.EpochOffset{}
-	for part := range job.cut {
-		n := w.seen[part]
-		if s, ok := p.ren.start(w.topic, part); ok && s > n {
-			n = s
-		}
-		if s := job.start[part]; s > n {
-			n = s
-		}
-		if h, ok := job.held[part]; ok {
-			n = h
-		}
-		if n > 0 {
-			next[part] = kgo.EpochOffset{Epoch: -1, Offset: n}
-		}
-	}
-	if len(next) > 0 {
-		var cerr error
-		p.cl.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{w.topic: next}, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
-			cerr = err
-			if err == nil {
-				cerr = commitRespErr(resp)
-			}
-		})
-		if cerr != nil {
-			return fmt.Errorf("committing the offsets of %s before renaming its table: %w", w.topic, cerr)
-		}
-	}
-	if err := w.renameTable(ctx, job.to, job.toTopic); err != nil {
-		return err
-	}
-	// The old name starts over: a table that takes it (RENAME TABLE c TO a,
-	// CREATE TABLE a) is another table.
-	w.committer, w.schema, w.key, w.buf = nil, nil, nil, nil
-	w.job = nil
-	w.held = append(job.later, w.held...)
-	job.done <- nil
 	return nil
 }
 
-// renameTable renames w's table to the table name of source table
-// toNames (topic toTopic) when w's table exists and that one does not;
-// either way, after a retry of an ambiguous answer too, the outcome is
-// checked against the catalog. The renamed table's SourceProperty then
-// names its new source, so that its new name is found as that source's.
-func (w *worker) renameTable(ctx context.Context, toNames topicNames, toTopic string) error {
-	p := w.p
-	from := w.ident
-	if from == nil {
-		return fmt.Errorf("topic %s: the table to rename to %s.%s is not known: the topic has dots in its names and neither its records nor the rename name it", w.topic, toNames.db, toNames.table)
-	}
-	if w.committer == nil {
-		// w's name is resolved at its first change; a table renamed before
-		// any is resolved here.
-		if _, err := w.locate(ctx); err != nil {
-			return err
-		}
-		from = w.ident
-	}
-	to, err := p.renameTarget(ctx, toNames, toTopic, from, w.names)
-	if err != nil {
+// finishRename starts w over after the follower renamed its table: the
+// old name is another table's now (RENAME TABLE c TO a, CREATE TABLE a).
+func (w *worker) finishRename(ctx context.Context) error {
+	job := w.job
+	if err := w.settle(); err != nil {
 		return err
 	}
-	if slices.Equal(from, to) {
-		if ok, err := p.cat.CheckTableExists(ctx, from); err != nil || !ok {
-			return nil
-		}
-		w.log.Info("the table keeps its name: it is the new name's too")
-		return p.setSource(ctx, to, toNames)
+	if job.err != nil {
+		return job.err
 	}
-	renamed := false
-	exists := func(id table.Identifier) (bool, error) {
-		ok, err := p.cat.CheckTableExists(ctx, id)
-		if errors.Is(err, catalog.ErrNoSuchNamespace) || errors.Is(err, catalog.ErrNoSuchTable) {
-			return false, nil
-		}
-		return ok, err
+	if w.buf != nil && w.buf.Pending() > 0 {
+		// The old table holds every change before the rename (the
+		// follower saw to it): what is left is what another owner
+		// committed first.
+		w.log.Info("dropping records the renamed table holds already", "events", w.buf.Len())
+		w.p.buffered.Add(-w.buf.Bytes())
+		w.buf.Reset()
+		w.setBuffered()
 	}
-	err = retryCatalog(ctx, func() error {
-		fromOK, err := exists(from)
-		if err != nil {
-			return err
-		}
-		toOK, err := exists(to)
-		if err != nil {
-			return err
-		}
-		switch {
-		case !fromOK && toOK:
-			w.log.Info("table already renamed", "to", strings.Join(to, "."))
-			renamed = true
-			return nil
-		case !fromOK:
-			w.log.Info("no table to rename: the old table holds no change", "to", strings.Join(to, "."))
-			return nil
-		case toOK:
-			w.log.Warn("not renaming the table: a table under the new name exists", "to", strings.Join(to, "."))
-			return nil
-		}
-		if err := w.ensureNamespace(ctx, table.Identifier{to[0]}); err != nil {
-			return err
-		}
-		if _, err := p.cat.RenameTable(ctx, from, to); err != nil {
-			return fmt.Errorf("renaming table %v to %v: %w", from, to, err)
-		}
-		w.log.Info("renamed table", "to", strings.Join(to, "."))
-		renamed = true
-		return nil
-	})
-	if err != nil || !renamed {
-		return err
-	}
-	return p.setSource(ctx, to, toNames)
-}
-
-func (w *worker) ensureNamespace(ctx context.Context, ns table.Identifier) error {
-	w.p.createMu.Lock()
-	defer w.p.createMu.Unlock()
-	err := w.p.cat.CreateNamespace(ctx, ns, nil)
-	if err == nil || errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
-		return nil
-	}
-	if ok, cerr := w.p.cat.CheckNamespaceExists(ctx, ns); cerr == nil && ok {
-		return nil
-	}
-	return fmt.Errorf("creating namespace %v: %w", ns, err)
+	w.committer, w.schema, w.key, w.buf = nil, nil, nil, nil
+	w.job = nil
+	w.held = append(job.later, w.held...)
+	return nil
 }
 
 // commitRespErr returns the first partition error of an offset commit.
@@ -683,7 +582,7 @@ func commitRespErr(resp *kmsg.OffsetCommitResponse) error {
 // server resolved the old name in the session's. When no topic of the old
 // name exists in the new table's database but exactly one exists in
 // another database of the prefix, that one is the old table's.
-func (w *worker) sessionTopic(ctx context.Context, adm *kadm.Client, prefix string, pr renamePair) (string, bool) {
+func sessionTopic(ctx context.Context, log *slog.Logger, adm *kadm.Client, prefix string, pr renamePair) (string, bool) {
 	topics, err := adm.ListTopics(ctx)
 	if err != nil {
 		return "", false
@@ -701,6 +600,6 @@ func (w *worker) sessionTopic(ctx context.Context, adm *kadm.Client, prefix stri
 	if len(found) != 1 {
 		return "", false
 	}
-	w.log.Info("the renamed table's old name has no database; its topic is the only one of that name", "from_topic", found[0])
+	log.Info("the renamed table's old name has no database; its topic is the only one of that name", "from_topic", found[0])
 	return found[0], true
 }

@@ -15,6 +15,11 @@ type renamePair struct {
 	// FromQualified says the old name named its database; an unqualified
 	// one is in the session's database, which the event does not carry.
 	FromQualified bool
+	// ToQualified says the new name named its database.
+	ToQualified bool
+	// Idx is the pair's place in its statement (renamesOf): renames of one
+	// statement share its binlog position.
+	Idx int
 }
 
 // parseRenames returns the table renames of a DDL statement: RENAME
@@ -73,7 +78,7 @@ func parseRenames(ddl, db string) []renamePair {
 			if !ok {
 				return nil
 			}
-			out = append(out, renamePair{from, to, fromQ})
+			out = append(out, renamePair{From: from, To: to, FromQualified: fromQ, ToQualified: qualified})
 			if t.peek() != "," {
 				return out
 			}
@@ -119,7 +124,7 @@ func parseRenames(ddl, db string) []renamePair {
 				if !ok {
 					return nil
 				}
-				return []renamePair{{from, to, fromQ}}
+				return []renamePair{{From: from, To: to, FromQualified: fromQ, ToQualified: qualified}}
 			}
 			t.i++
 		}

@@ -80,13 +80,20 @@ type worker struct {
 	// held are messages received while waiting (see waitFor), handled
 	// before the queue.
 	held []msg
-	// job is the rename of this topic's table in progress.
-	job *renameJob
-	// schemaTopic marks the schema-change topic's worker, whose progress
-	// tables wait for (renamer.settled).
+	// job is the rename of this topic's table in progress; lastJob the
+	// last one taken on (a rename is taken on once).
+	job, lastJob *renameJob
+	// schemaTopic marks a schema-change topic's worker: its records are
+	// read by the followers (follower.go), and its offsets are theirs to
+	// commit.
 	schemaTopic bool
+	// chPos is the source position of the change in hand.
+	chPos decode.SourcePos
 	// recAt is when the poll returned the record in hand.
 	recAt time.Time
+	// changeAt is the source position of the change whose schema is being
+	// adopted: the column renames before it apply first (colrename.go).
+	changeAt decode.SourcePos
 	// schemaOf is the schema topic whose renames apply to this topic, ""
 	// when it is not consumed; nil until first needed.
 	schemaOf *string
@@ -193,7 +200,18 @@ func (w *worker) run(ctx context.Context) (err error) {
 			if err := w.settle(); err != nil {
 				return err
 			}
+		case <-w.jobRenamed():
+			if err := w.checkRename(ctx); err != nil {
+				return err
+			}
 		case <-tick.C:
+			// A rename of this table the follower is at: an idle worker
+			// commits what it holds before it, so that the rename can go on.
+			if w.adoptJob() {
+				if err := w.checkRename(ctx); err != nil {
+					return err
+				}
+			}
 			if w.buf != nil && w.buf.Full(time.Now()) {
 				if err := w.flushAsync(ctx, "age"); err != nil {
 					return err
@@ -236,9 +254,6 @@ func (w *worker) handle(ctx context.Context, m msg) error {
 		}
 		next := m.rec.Offset + 1
 		w.seen[m.rec.Partition] = max(w.seen[m.rec.Partition], next)
-		if w.schemaTopic || w.identErr != nil {
-			w.p.ren.handled(w.topic, m.rec.Partition, next)
-		}
 		return w.checkRename(ctx)
 	}
 	// A request sees the table as committed so far: like a commit made in
@@ -260,17 +275,11 @@ func (w *worker) handle(ctx context.Context, m msg) error {
 		// safe. Keeping the batch is: a commit skips what another owner
 		// committed first, and vice versa.
 		if m.ctx.Err() == nil {
-			w.drop()
+			w.forgetDropped(w.drop())
 		}
 	case ctlRename:
-		w.job = m.job
-		if w.ambiguous && w.ident == nil {
-			// No change record named the table yet; the rename does.
-			if names, ok := namesFor(w.topic, m.job.from.DB, m.job.from.Table); ok {
-				if err := w.setNames(names); err != nil {
-					return err
-				}
-			}
+		if w.job == nil {
+			w.takeJob(m.job)
 		}
 		return w.checkRename(ctx)
 	}
@@ -295,6 +304,7 @@ func (w *worker) add(ctx context.Context, rec *kgo.Record) error {
 	if ch.NotChange == "" && !ch.Tombstone && w.identErr == nil {
 		// Nothing is buffered ahead of the schema topic: a rename before
 		// this change must be known first (see rename.go).
+		w.chPos = ch.Source
 		if err := w.awaitSchema(ctx, ch.Source); err != nil {
 			return err
 		}
@@ -313,10 +323,11 @@ func (w *worker) add(ctx context.Context, rec *kgo.Record) error {
 		}
 	}
 	if ch.SchemaChange != nil {
-		w.schemaTopic = true
-		if err := w.followRenames(ctx, rec, ch.SchemaChange); err != nil {
-			return err
-		}
+		// The followers read it, and commit the topic's offsets past it
+		// once its renames are done: this worker, if the group assigned
+		// the topic here, neither handles nor commits it.
+		w.schemaTopic, w.skippedTo = true, nil
+		return nil
 	}
 	if ch.NotChange != "" {
 		// A schema change, transaction metadata or heartbeat record on a
@@ -360,6 +371,7 @@ func (w *worker) add(ctx context.Context, rec *kgo.Record) error {
 		if err := w.flush(ctx, "schema"); err != nil {
 			return err
 		}
+		w.changeAt = ch.Source // for the column renames before it (colrename.go)
 		if err := w.adopt(ctx, ch.Schema, key, keyless); err != nil {
 			return w.reject(ctx, rec, deadletter.StageMap, err)
 		}
@@ -551,6 +563,9 @@ func (w *worker) adopt(ctx context.Context, s *decode.Schema, key []string, keyl
 			return fmt.Errorf("table %v: %w", w.ident, err)
 		}
 	}
+	if err := w.followColumnRenames(ctx); err != nil {
+		return err
+	}
 	if key == nil && !keyless {
 		key = identifierNames(w.committer.Table().Schema())
 	}
@@ -577,6 +592,7 @@ func (w *worker) adopt(ctx context.Context, s *decode.Schema, key []string, keyl
 	if err != nil {
 		return err
 	}
+	ls, lkey = w.renamedThrough(ls, lkey)
 	m, err := mapping(ls, lkey, keyless)
 	if err != nil {
 		return fmt.Errorf("mapping the schema of %s (%s): %w", w.topic, s.ID, err)
@@ -707,6 +723,10 @@ func (w *worker) create(ctx context.Context, s *decode.Schema, key []string, key
 	for k, v := range w.p.sourceProps(w.names) {
 		props[k] = v
 	}
+	if w.chPos.Known() {
+		props[NameSinceProperty] = nameMark{w.chPos, -1, 0}.String()
+	}
+	w.columnRenameProps(props)
 	created, err := w.createTable(ctx, func(ident table.Identifier) error { return w.createAt(ctx, ident, m.Schema, spec, props) })
 	if err != nil || !created {
 		return err
@@ -788,12 +808,12 @@ func (w *worker) evolve(ctx context.Context, changes []schemamap.Change) error {
 // revoked or lost partitions are left to their next owner. It runs while
 // the revoke (or lost) callback waits for it, so no other revoke can run
 // during the rewind.
-func (w *worker) drop() {
+func (w *worker) drop() map[int32]int64 {
 	w.skippedTo = nil // no longer ours to commit
 	// Callers settle the commit in flight first: what it held is the
 	// table's, or the table has failed.
 	if w.buf == nil || w.buf.Pending() == 0 {
-		return
+		return nil
 	}
 	first := map[int32]int64{}
 	for _, ev := range w.buf.Events() {
@@ -806,7 +826,8 @@ func (w *worker) drop() {
 			first[pos.Partition] = pos.Offset
 		}
 	}
-	if kept := w.p.ownedOnly(w.topic, first); len(kept) > 0 {
+	kept := w.p.ownedOnly(w.topic, first)
+	if len(kept) > 0 {
 		eo := map[string]map[int32]kgo.EpochOffset{w.topic: {}}
 		for part, n := range kept {
 			eo[w.topic][part] = kgo.EpochOffset{Epoch: -1, Offset: n}
@@ -818,6 +839,45 @@ func (w *worker) drop() {
 	w.p.buffered.Add(-w.buf.Bytes())
 	w.buf.Reset()
 	w.setBuffered()
+	return kept
+}
+
+// forgetDropped lets go, after a drop, of the records w holds (waiting, or
+// held back by a rename) of partitions it no longer owns or that were
+// rewound to before them: they come again, to this worker or to their
+// next owner. Those of partitions kept and not rewound are kept: nothing
+// fetches them again. A rename's held-back partitions are recomputed, so
+// that a rewound partition's records before the rename are applied, not
+// held behind records after it that were let go.
+func (w *worker) forgetDropped(rewound map[int32]int64) {
+	gone := func(m msg) bool {
+		if m.rec == nil {
+			return false
+		}
+		part := m.rec.Partition
+		if !w.p.owns(w.topic, part) {
+			return true
+		}
+		from, ok := rewound[part]
+		return ok && m.rec.Offset >= from
+	}
+	w.held = slices.DeleteFunc(w.held, gone)
+	for part := range w.seen {
+		if !w.p.owns(w.topic, part) {
+			delete(w.seen, part)
+		} else if from, ok := rewound[part]; ok && w.seen[part] > from {
+			w.seen[part] = from
+		}
+	}
+	if job := w.job; job != nil {
+		job.later = slices.DeleteFunc(job.later, gone)
+		clear(job.held)
+		for _, m := range job.later {
+			if _, ok := job.held[m.rec.Partition]; !ok {
+				job.held[m.rec.Partition] = m.rec.Offset
+			}
+		}
+	}
 }
 
 func (w *worker) flush(ctx context.Context, reason string) error {
@@ -985,7 +1045,7 @@ func (p *Pipeline) commitLoop(ctx context.Context, c *commit.Committer, buf *bat
 // commitSkipped. A table's topic needs no note: its table holds its
 // offsets.
 func (w *worker) skip(rec *kgo.Record) {
-	if w.identErr == nil {
+	if w.identErr == nil || w.schemaTopic {
 		return
 	}
 	if w.skippedTo == nil {
