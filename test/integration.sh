@@ -3,7 +3,9 @@
 # the one stack, then the tests that must have it to themselves.
 #
 #   lane e2e:  ./test/e2e (the end-to-end tests, about half the time)
-#   lane rest: every other package, then the S3 Tables pass of test/e2e
+#   lane rest: every other package, then the rename tests of test/e2e
+#              (RENAME_TESTS, moved here to even the lanes out) and the
+#              S3 Tables pass of test/e2e
 #   then:      the tests in SERIAL_TESTS, alone: they act on the whole
 #              server (TestCapturePurgedBinlog purges the binlog up to
 #              the current file, which would pull it from under another
@@ -23,6 +25,7 @@ GO=${GO:-go}
 flags=("$@")
 S3TABLES_TESTS='^(TestIngestPipeline|TestIngestKill|TestIngestBothProducersTypes)$'
 SERIAL_TESTS='^(TestCapturePurgedBinlog)$'
+RENAME_TESTS='^(TestScaleOutRenames|TestScaleOutColumnRenames|TestRenames|TestRenamesKill9|TestRenamesCapture|TestColumnRenamesCapture|TestColumnRenamesDebezium)$'
 
 logs=$(mktemp -d /tmp/binlake-integration.XXXXXX)
 mapfile -t others < <($GO list ./... | grep -v '/test/e2e$')
@@ -39,8 +42,9 @@ lane() { # name, then the commands, each a single string run by bash
 q() { printf '%q ' "$@"; }
 
 echo "integration: two lanes side by side (logs in $logs)"
-lane e2e "$(q "$GO" test "${flags[@]}" -skip "$SERIAL_TESTS" ./test/e2e)" &
+lane e2e "$(q "$GO" test "${flags[@]}" -skip "$SERIAL_TESTS|$RENAME_TESTS" ./test/e2e)" &
 lane rest "$(q "$GO" test "${flags[@]}" "${others[@]}")" \
+	"$(q "$GO" test "${flags[@]}" -run "$RENAME_TESTS" ./test/e2e)" \
 	"BINLAKE_TEST_CATALOG=s3tables $(q "$GO" test "${flags[@]}" -run "$S3TABLES_TESTS" ./test/e2e)" &
 wait
 lane serial "$(q "$GO" test "${flags[@]}" -run "$SERIAL_TESTS" ./test/e2e)"
