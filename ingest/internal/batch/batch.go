@@ -106,6 +106,7 @@ func (l Limits) withDefaults() Limits {
 type Buffer struct {
 	columns []string
 	key     []string
+	ids     []int // the columns' table field ids (SetFieldIDs), nil when unknown
 	// appendOnly: every event is a row to append (a table without a
 	// primary key kept as a change log); nothing is collapsed or deleted.
 	appendOnly bool
@@ -164,13 +165,51 @@ func NewAppend(columns []string, limits Limits) *Buffer {
 // Empty returns an empty buffer with b's row layout and limits: the one a
 // table fills while b is being committed.
 func (b *Buffer) Empty() *Buffer {
-	return &Buffer{columns: b.columns, key: b.key, appendOnly: b.appendOnly, limits: b.limits}
+	return &Buffer{columns: b.columns, key: b.key, ids: b.ids, appendOnly: b.appendOnly, limits: b.limits}
 }
 
 // SameLayout reports whether b and o lay rows out alike: the same columns,
-// key and kind, so that one can take the other's place.
+// key, field ids and kind, so that one can take the other's place.
 func (b *Buffer) SameLayout(o *Buffer) bool {
-	return b.appendOnly == o.appendOnly && slices.Equal(b.columns, o.columns) && slices.Equal(b.key, o.key)
+	return b.appendOnly == o.appendOnly && slices.Equal(b.columns, o.columns) && slices.Equal(b.key, o.key) && slices.Equal(b.ids, o.ids)
+}
+
+// SetFieldIDs records the table field id of each column (0: none), as the
+// table had them when the layout was made. A commit against a table whose
+// columns were renamed since (by another writer) finds each column by its
+// id, not by a name that may now be another column's.
+func (b *Buffer) SetFieldIDs(ids []int) { b.ids = ids }
+
+// ColumnsIn returns the row layout's column and key names as the columns
+// are named in sch: a column whose field id sch holds under another name
+// takes that name.
+func (b *Buffer) ColumnsIn(sch interface {
+	FindColumnName(int) (string, bool)
+}) (columns, key []string) {
+	if len(b.ids) != len(b.columns) {
+		return b.columns, b.key
+	}
+	renamed := map[string]string{}
+	columns = slices.Clone(b.columns)
+	for i, id := range b.ids {
+		if id <= 0 {
+			continue
+		}
+		if name, ok := sch.FindColumnName(id); ok && name != columns[i] {
+			renamed[columns[i]] = name
+			columns[i] = name
+		}
+	}
+	if len(renamed) == 0 {
+		return b.columns, b.key
+	}
+	key = slices.Clone(b.key)
+	for i, k := range key {
+		if n, ok := renamed[k]; ok {
+			key[i] = n
+		}
+	}
+	return columns, key
 }
 
 // AppendOnly reports whether the buffer was made by [NewAppend].

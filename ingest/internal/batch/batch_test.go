@@ -3,6 +3,7 @@ package batch
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -631,5 +632,32 @@ func TestStaleAfterTruncateInItsPartition(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"5=v120"}, rows(c.Upserts)); diff != "" {
 		t.Errorf("upserts (-want +got):\n%s", diff)
+	}
+}
+
+// TestColumnsIn: a buffer laid out before another writer renamed (and
+// swapped) columns names them as the table does now, by field id; its key
+// follows; columns without an id keep their names.
+func TestColumnsIn(t *testing.T) {
+	b, err := New([]string{"id", "p", "q", "o", "_order"}, []string{"id"}, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.SetFieldIDs([]int{1, 2, 3, 4, 0})
+	now := iceberg.NewSchema(5,
+		iceberg.NestedField{ID: 1, Name: "ident", Type: iceberg.PrimitiveTypes.Int32, Required: true},
+		iceberg.NestedField{ID: 2, Name: "q", Type: iceberg.PrimitiveTypes.Int32},
+		iceberg.NestedField{ID: 3, Name: "p", Type: iceberg.PrimitiveTypes.Int32},
+		iceberg.NestedField{ID: 4, Name: "o2", Type: iceberg.PrimitiveTypes.Int32},
+		iceberg.NestedField{ID: 6, Name: "o", Type: iceberg.PrimitiveTypes.Int32})
+	cols, key := b.ColumnsIn(now)
+	if want := []string{"ident", "q", "p", "o2", "_order"}; !slices.Equal(cols, want) {
+		t.Errorf("columns %v, want %v", cols, want)
+	}
+	if want := []string{"ident"}; !slices.Equal(key, want) {
+		t.Errorf("key %v, want %v", key, want)
+	}
+	if got := b.Columns(); !slices.Equal(got, []string{"id", "p", "q", "o", "_order"}) {
+		t.Errorf("the buffer's own layout changed: %v", got)
 	}
 }

@@ -460,7 +460,10 @@ func (c *Committer) attempt(ctx context.Context, tbl *table.Table, buf *batch.Bu
 		out.tbl = tbl
 		return out, stageCommit, nil
 	}
-	conv, err := batch.NewConverter(tbl.Schema(), buf.Columns(), buf.Key(), nil)
+	// By field id: another writer may have renamed columns since the
+	// buffer's layout was made (column renames, several processes).
+	cols, key := buf.ColumnsIn(tbl.Schema())
+	conv, err := batch.NewConverter(tbl.Schema(), cols, key, nil)
 	if err != nil {
 		return out, stageWrite, err
 	}

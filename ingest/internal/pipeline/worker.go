@@ -626,6 +626,16 @@ func (w *worker) adopt(ctx context.Context, s *decode.Schema, key []string, keyl
 	} else if w.buf, err = batch.New(keyedColumns(ls.Columns), lkey, w.p.cfg.Limits); err != nil {
 		return fmt.Errorf("table %v: %w", w.ident, err)
 	}
+	// The columns as the table names them now, by field id: a commit
+	// after another process renamed one finds it by its id.
+	sch := w.committer.Table().Schema()
+	ids := make([]int, len(w.buf.Columns()))
+	for i, c := range w.buf.Columns() {
+		if f, ok := sch.FindFieldByName(c); ok {
+			ids[i] = f.ID
+		}
+	}
+	w.buf.SetFieldIDs(ids)
 	w.schema, w.key = s, key // as the records give them: compared with the next record's
 	return nil
 }
