@@ -25,7 +25,7 @@ GO=${GO:-go}
 flags=("$@")
 S3TABLES_TESTS='^(TestIngestPipeline|TestIngestKill|TestIngestBothProducersTypes)$'
 SERIAL_TESTS='^(TestCapturePurgedBinlog)$'
-RENAME_TESTS='^(TestScaleOutRenames|TestScaleOutColumnRenames|TestRenames|TestRenamesKill9|TestRenamesCapture|TestColumnRenamesCapture|TestColumnRenamesDebezium)$'
+RENAME_TESTS='^(TestRenames|TestRenamesKill9|TestRenamesCapture|TestColumnRenamesCapture|TestColumnRenamesDebezium)$'
 
 logs=$(mktemp -d /tmp/binlake-integration.XXXXXX)
 mapfile -t others < <($GO list ./... | grep -v '/test/e2e$')
