@@ -325,9 +325,12 @@ func (w *worker) add(ctx context.Context, rec *kgo.Record) error {
 	if ch.SchemaChange != nil {
 		// The followers read it, and commit the topic's offsets past it
 		// once its renames are done: this worker, if the group assigned
-		// the topic here, neither handles nor commits it.
+		// the topic here, neither handles nor commits it (skip notes
+		// nothing on a schema topic); it is logged as skipped below.
 		w.schemaTopic, w.skippedTo = true, nil
-		return nil
+		if ch.NotChange == "" {
+			return nil
+		}
 	}
 	if ch.NotChange != "" {
 		// A schema change, transaction metadata or heartbeat record on a
