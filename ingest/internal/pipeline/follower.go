@@ -376,15 +376,11 @@ func (f *follower) followRenames(ctx context.Context, rec *kgo.Record, sc *decod
 	}
 	p := f.p
 	prefix := f.topic
-	var toTopics []string
-	for _, pr := range pairs {
-		toTopics = append(toTopics, tableTopic(prefix, pr.To))
-	}
-	p.ren.begin(prefix, sc.Source, toTopics)
+	p.ren.begin(prefix, sc.Source)
 	defer p.ren.end(prefix)
 	adm := kadm.NewClient(p.cl)
 	for i, pr := range pairs {
-		fromTopic, toTopic := tableTopic(prefix, pr.From), toTopics[i]
+		fromTopic, toTopic := tableTopic(prefix, pr.From), tableTopic(prefix, pr.To)
 		// Only a rename into a named database can have its old name in
 		// another (the session's, which the event does not carry): one
 		// with both names unqualified is within the event's database, and
@@ -397,7 +393,6 @@ func (f *follower) followRenames(ctx context.Context, rec *kgo.Record, sc *decod
 			}
 		}
 		err := f.renameOne(ctx, adm, fromTopic, toTopic, pr, nameMark{sc.Source, rec.Offset, i})
-		p.ren.finish(toTopic)
 		if err != nil {
 			return fmt.Errorf("following the rename of %s to %s at %s/%d/%d: %w", fromTopic, toTopic, rec.Topic, rec.Partition, rec.Offset, err)
 		}
@@ -431,7 +426,7 @@ func (f *follower) renameOne(ctx context.Context, adm *kadm.Client, fromTopic, t
 		}
 		return err
 	}
-	job := &renameJob{to: toNames, toTopic: toTopic, from: pr.From, pos: mark.pos, cut: map[int32]int64{}, start: map[int32]int64{},
+	job := &renameJob{from: pr.From, pos: mark.pos, cut: map[int32]int64{}, start: map[int32]int64{},
 		held: map[int32]int64{}, renamed: make(chan struct{})}
 	var err error
 	if p.consumes(fromTopic) {

@@ -273,15 +273,15 @@ func TestSettledEmptyPartition(t *testing.T) {
 		offsets:  map[int32]int64{0: 12, 1: 0, 2: 2, 3: 5},
 		logStart: map[int32]int64{0: 0, 1: 0, 2: 0, 3: 5}, // 3: its records deleted
 	}
-	if !r.settled(st, "", q, lso) {
+	if !r.settled(st, q, lso) {
 		t.Errorf("not settled with every record handled and partitions 1 and 3 empty")
 	}
 	lso.logStart[3] = 4
-	if r.settled(st, "", q, lso) {
+	if r.settled(st, q, lso) {
 		t.Errorf("settled with partition 3's record at offset 4 not handled")
 	}
 	r.handled(st, 3, 5)
-	if !r.settled(st, "", q, lso) {
+	if !r.settled(st, q, lso) {
 		t.Errorf("not settled once partition 3's record is handled")
 	}
 }

@@ -45,14 +45,12 @@ import (
 
 // renameJob is one rename handed to the old topic's worker.
 type renameJob struct {
-	to      topicNames // the new name's prefix, database and table
-	toTopic string
-	from    tableName        // the old name, by the DDL
-	pos     decode.SourcePos // the rename's binlog position
-	cut     map[int32]int64  // the old topic's last stable offsets at the rename
-	start   map[int32]int64  // the old topic's log start offsets
-	held    map[int32]int64  // first offset per partition of a record held back
-	later   []msg            // the records held back, in order
+	from  tableName        // the old name, by the DDL
+	pos   decode.SourcePos // the rename's binlog position
+	cut   map[int32]int64  // the old topic's last stable offsets at the rename
+	start map[int32]int64  // the old topic's log start offsets
+	held  map[int32]int64  // first offset per partition of a record held back
+	later []msg            // the records held back, in order
 
 	// renamed is closed when the follower is done with the rename; err
 	// (set before) says why it failed, nil when the table was renamed or
@@ -66,7 +64,6 @@ type renameJob struct {
 type renamer struct {
 	mu      sync.Mutex
 	changed chan struct{}               // closed and replaced on every change
-	pending map[string]int              // unfinished renames by new topic
 	done    map[string]map[int32]int64  // schema topic → next offset handled per partition
 	busy    map[string]decode.SourcePos // schema topic → position of the record in hand
 	starts  map[string]map[int32]int64  // fetch start offsets chosen at assignment
@@ -85,7 +82,7 @@ type lsoRead struct {
 }
 
 func newRenamer() *renamer {
-	return &renamer{changed: make(chan struct{}), pending: map[string]int{}, done: map[string]map[int32]int64{},
+	return &renamer{changed: make(chan struct{}), done: map[string]map[int32]int64{},
 		busy: map[string]decode.SourcePos{}, starts: map[string]map[int32]int64{}, active: map[string]*renameJob{}, lsoCache: map[string]lsoRead{}}
 }
 
@@ -129,22 +126,11 @@ func (r *renamer) handled(topic string, part int32, next int64) {
 	r.broadcastLocked()
 }
 
-func (r *renamer) begin(schemaTopic string, pos decode.SourcePos, toTopics []string) {
+// begin notes that the schema topic's follower is at a record at pos.
+func (r *renamer) begin(schemaTopic string, pos decode.SourcePos) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.busy[schemaTopic] = pos
-	for _, t := range toTopics {
-		r.pending[t]++
-	}
-	r.broadcastLocked()
-}
-
-func (r *renamer) finish(toTopic string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.pending[toTopic]--; r.pending[toTopic] <= 0 {
-		delete(r.pending, toTopic)
-	}
 	r.broadcastLocked()
 }
 
@@ -210,19 +196,16 @@ func (r *renamer) lso(ctx context.Context, adm *kadm.Client, schemaTopic string,
 	return c, nil
 }
 
-// settled reports whether table topic toTopic may create its table for a
-// change at q: no rename into it is pending, and the schema topic has been
-// handled past q (busy with a later statement) or up to lso. A partition
+// settled reports whether a table worker may buffer a change at q: the
+// schema topic has been handled past q (busy with a later statement) or
+// up to lso. A partition
 // that holds no record (its log starts at its last stable offset: never
 // written, or all deleted) is handled without any record reaching the
 // worker; a partition's fetch start counts only when it is an offset, not
 // the group's "from the start" sentinel.
-func (r *renamer) settled(schemaTopic, toTopic string, q decode.SourcePos, lso lsoRead) bool {
+func (r *renamer) settled(schemaTopic string, q decode.SourcePos, lso lsoRead) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if toTopic != "" && r.pending[toTopic] > 0 {
-		return false
-	}
 	if pos, ok := r.busy[schemaTopic]; ok && q.Known() && pos.Compare(q) > 0 {
 		return true
 	}
@@ -435,7 +418,7 @@ func (w *worker) awaitSchema(ctx context.Context, q decode.SourcePos) error {
 				return false, err
 			}
 		}
-		if p.ren.settled(schemaTopic, "", q, lso) {
+		if p.ren.settled(schemaTopic, q, lso) {
 			return true, nil
 		}
 		if !waited {
