@@ -69,8 +69,8 @@ const maxColumnRenameAttempts = 10
 type columnRenameNote struct {
 	pos     decode.SourcePos
 	renames []columnRename
-	// history marks a note read from the schema topic's start
-	// (colhistory.go), not handled live by this process.
+	// history marks a note of a record below the group's offset when the
+	// follower started (follower.run), not handled live by this process.
 	history bool
 }
 
@@ -305,11 +305,6 @@ func (w *worker) followColumnRenames(ctx context.Context) error {
 	q := w.changeAt
 	if !q.Known() || w.committer == nil {
 		return nil
-	}
-	if prefix := w.names.prefix; prefix != "" && p.consumes(prefix) {
-		if err := p.awaitColumnHistory(ctx, prefix); err != nil {
-			return err
-		}
 	}
 	if at := renamedAt(w.committer.Table().Properties()); len(p.colRenames.between(w.topic, at, q)) == 0 {
 		return nil

@@ -120,6 +120,9 @@ type follower struct {
 	p     *Pipeline
 	topic string
 	log   *slog.Logger
+	// live is, by partition, the group's offset when the follower started:
+	// the records below it are history (see run).
+	live map[int32]int64
 }
 
 // follow starts this process's follower of schema topic st, once.
@@ -169,23 +172,28 @@ func (f *follower) run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reading the group's offsets of %s: %w", f.topic, err)
 	}
+	// The topic is read from its start: the records below the group's
+	// offset (history) had their renames done, but a column rename among
+	// them may not have reached its table yet (it is applied at the
+	// table's next schema change), so their column renames are noted
+	// again; their table renames are not repeated.
 	from := map[int32]kgo.Offset{}
+	f.live = map[int32]int64{}
 	for part, s := range starts {
-		off := s
+		f.live[part] = s
 		if c, ok := committed.Lookup(f.topic, part); ok && c.Err == nil && c.At > s {
-			off = c.At
+			f.live[part] = c.At
 		}
-		from[part] = kgo.NewOffset().At(off)
-		p.ren.setStart(f.topic, part, off)
+		from[part] = kgo.NewOffset().At(s)
+		p.ren.setStart(f.topic, part, s)
 	}
-	f.log.Info("following the schema-change topic outside the group's assignment", "from", starts)
+	f.log.Info("following the schema-change topic outside the group's assignment", "from", starts, "live_from", f.live)
 	cl, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(p.cfg.Brokers...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{f.topic: from}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords(),
-		// A committed offset that retention removed: the records before
-		// the log's start were handled by the process that committed it.
+		// A log start that retention moved meanwhile.
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 	}, p.cfg.ClientOpts...)...)
 	if err != nil {
@@ -269,7 +277,9 @@ func (f *follower) handleInOrder(ctx context.Context, queues map[int32][]schemaR
 	p := f.p
 	done := func(r *kgo.Record) {
 		p.ren.handled(f.topic, r.Partition, r.Offset+1)
-		pending[r.Partition] = r.Offset + 1
+		if r.Offset >= f.live[r.Partition] { // the group's offset never goes back
+			pending[r.Partition] = r.Offset + 1
+		}
 	}
 	for {
 		var best int32 = -1
@@ -360,6 +370,10 @@ func (f *follower) decode(ctx context.Context, r *kgo.Record) (schemaRecord, err
 }
 
 func (f *follower) handle(ctx context.Context, r *kgo.Record, sc *decode.SchemaChange) error {
+	if r.Offset < f.live[r.Partition] {
+		f.p.noteColumns(f.topic, sc, false) // history (see run)
+		return nil
+	}
 	f.p.noteColumnRenames(f.topic, sc)
 	return f.followRenames(ctx, r, sc)
 }

@@ -26,7 +26,7 @@
 //     the consumer never resets an offset on its own.
 //   - Table renames are followed from the schema-change topic (rename.go),
 //     and so are column renames, as Iceberg column renames that keep the
-//     field id (colrename.go, colhistory.go).
+//     field id (colrename.go; follower.go notes them).
 //   - Truncates and change logs follow source order (batch.SourceOrder in
 //     every row's schemamap.SourceOrderColumn), whatever the partitioning
 //     and the number of ingest processes.
@@ -241,7 +241,6 @@ type Pipeline struct {
 	// colRenames are the column renames noted from schema-change records
 	// for the table workers to apply (colrename.go).
 	colRenames columnRenames
-	colHistory columnHistory // the schema topics' column renames read from their start (colhistory.go)
 
 	// followers are the schema topics this process follows (follower.go),
 	// started under folCtx, the workers' context.
