@@ -8,10 +8,8 @@ import (
 	"iter"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -149,26 +147,16 @@ func TestBenchMaintainEquality(t *testing.T) {
 	}
 	t.Logf("table %v: %d rows, %d upsert commits written", ident, rows, commits)
 
-	start := time.Now()
-	name := ns + ".t"
-	cmd := exec.Command(bin, "maintain", "-catalog-uri", ice.URI, "-s3-endpoint", ice.S3Endpoint, "-s3-region", ice.Region,
-		"-maintain-tables", name, "-maintain-steps", "compact", "-compact-delete-file-threshold", "1", "-compact-min-input-files", "2")
-	cmd.Args = append(cmd.Args, strings.Fields(os.Getenv("BINLAKE_MAINTAIN_EQ_ARGS"))...)
-	cmd.Env = os.Environ()
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("ingest maintain: %v\n%s", err, tail(out))
+	m := runMaintain(bin, ice, ns+".t", append([]string{"-maintain-steps", "compact"}, strings.Fields(os.Getenv("BINLAKE_MAINTAIN_EQ_ARGS"))...)...)
+	out, secs, rss := m.out, m.seconds, m.rssMiB
+	if m.err != nil {
+		t.Fatalf("ingest maintain: %v\n%s", m.err, tail(out))
 	}
-	secs := time.Since(start).Seconds()
 	t.Logf("ingest maintain:\n%s", tail(out))
 	if p := os.Getenv("BINLAKE_MAINTAIN_EQ_LOG"); p != "" {
 		if err := os.WriteFile(p, out, 0o644); err != nil {
 			t.Error(err)
 		}
-	}
-	var rss float64
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		rss = float64(ru.Maxrss) / 1024 // KiB on Linux
 	}
 	fmt.Printf("MAINTAIN_EQ rows=%d commits=%d delete_keys=%d maintain_s=%.1f peak_rss_mib=%.0f\n", rows, commits, deleteKeys, secs, rss)
 	if os.Getenv("BINLAKE_MAINTAIN_EQ_ARGS") != "" {

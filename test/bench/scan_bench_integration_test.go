@@ -228,17 +228,11 @@ func scanMode(t *testing.T, r scanRun) scanResult {
 	res.java = timeJava(t, name, r.warm, r.rows, r.readTimeout)
 	res.duck = timeDuckDB(t, r.ident, r.rows, r.readTimeout)
 
-	mstart := time.Now()
-	maintain := exec.Command(r.bin, "maintain", "-catalog-uri", r.ice.URI, "-s3-endpoint", r.ice.S3Endpoint, "-s3-region", r.ice.Region,
-		"-maintain-tables", name, "-compact-delete-file-threshold", "1", "-compact-min-input-files", "2")
-	maintain.Env = os.Environ()
-	if out, err := maintain.CombinedOutput(); err != nil {
-		t.Fatalf("%s: ingest maintain: %v\n%s", r.mode, err, tail(out))
+	m := runMaintain(r.bin, r.ice, name)
+	if m.err != nil {
+		t.Fatalf("%s: ingest maintain: %v\n%s", r.mode, m.err, tail(m.out))
 	}
-	res.maintain = time.Since(mstart).Seconds()
-	if ru, ok := maintain.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		res.maintainRSS = float64(ru.Maxrss) / 1024 // KiB on Linux
-	}
+	res.maintain, res.maintainRSS = m.seconds, m.rssMiB
 	res.compacted = countFiles(t, r.cat, r.ident)
 	res.javaCompacted = timeJava(t, name, r.warm, r.rows, r.readTimeout)
 	res.duckCompacted = timeDuckDB(t, r.ident, r.rows, r.readTimeout)
@@ -512,4 +506,32 @@ func ratio(a, b float64) string {
 		return secs(min(a, b, -1))
 	}
 	return fmt.Sprintf("%.2f", a/b)
+}
+
+// maintainRun is one `ingest maintain` run: its output, wall time and
+// peak RSS.
+type maintainRun struct {
+	out     []byte
+	seconds float64
+	rssMiB  float64
+	err     error
+}
+
+// runMaintain runs bin's `ingest maintain` of table name (compacting every
+// data file that carries a delete) against the stack's catalog, with the
+// extra flags given; a later -maintain-steps wins over an earlier one.
+func runMaintain(bin string, ice testenv.Iceberg, name string, extra ...string) maintainRun {
+	start := time.Now()
+	cmd := exec.Command(bin, append([]string{"maintain", "-catalog-uri", ice.URI, "-s3-endpoint", ice.S3Endpoint, "-s3-region", ice.Region,
+		"-maintain-tables", name, "-compact-delete-file-threshold", "1", "-compact-min-input-files", "2"}, extra...)...)
+	cmd.Env = os.Environ()
+	var r maintainRun
+	r.out, r.err = cmd.CombinedOutput()
+	r.seconds = time.Since(start).Seconds()
+	if cmd.ProcessState != nil {
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			r.rssMiB = float64(ru.Maxrss) / 1024 // KiB on Linux
+		}
+	}
+	return r
 }
