@@ -318,6 +318,11 @@ var errStopped = errors.New("pipeline: worker stopped")
 // meanwhile and holding back records and renames, which the worker handles
 // after the wait, in order.
 func (w *worker) waitFor(ctx context.Context, ready func() (bool, error)) error {
+	// Most calls (awaitSchema, once per change) need no wait: no ticker
+	// for them.
+	if ok, err := ready(); err != nil || ok {
+		return err
+	}
 	t := time.NewTicker(200 * time.Millisecond)
 	defer t.Stop()
 	for {
