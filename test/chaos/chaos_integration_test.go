@@ -144,10 +144,17 @@ func TestChaos(t *testing.T) {
 	h.waitCaptureLog(2*time.Minute, "msg=resuming", "capture has read its start position")
 	ctx, stopWriter := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(1)
 	go func() { defer wg.Done(); h.w.run(ctx, t) }()
-	go func() { defer wg.Done(); h.supervise(ctx) }()
 	defer func() { stopWriter(); wg.Wait() }()
+	// The supervisor outlives the writer: a process that exits during the
+	// last fault or the verification is restarted, as Kubernetes would,
+	// and the exit is reported below.
+	supCtx, cancelSupervisor := context.WithCancel(t.Context())
+	supDone := make(chan struct{})
+	go func() { defer close(supDone); h.supervise(supCtx) }()
+	stopSupervisor := sync.OnceFunc(func() { cancelSupervisor(); <-supDone })
+	defer stopSupervisor()
 
 	h.waitFlowing()
 	kinds := h.nemesis(faults)
@@ -157,6 +164,7 @@ func TestChaos(t *testing.T) {
 	wg.Wait()
 	h.w.gate.Lock() // nothing writes from here on
 	lost, dup, bad, changes := h.verify()
+	stopSupervisor()
 	for _, m := range h.members {
 		for _, c := range m.crashes() {
 			t.Errorf("crash: %s", c)

@@ -235,7 +235,11 @@ func (f *follower) run(ctx context.Context) error {
 				stable[fp.Partition] = fp.LastStableOffset
 			}
 			for _, r := range fp.Records {
-				sr, err := f.decode(ctx, r)
+				var sr schemaRecord
+				err := f.retrying(ctx, "decoding a schema-change record", func() (err error) {
+					sr, err = f.decode(ctx, r)
+					return err
+				})
 				if err != nil {
 					derr = err
 					return
@@ -247,7 +251,11 @@ func (f *follower) run(ctx context.Context) error {
 		if derr != nil {
 			return derr
 		}
-		if err := f.handleInOrder(ctx, queues, fetched, stable, pending); err != nil {
+		// A record whose handling failed stays first in its queue: it is
+		// handled again after a pause (a catalog or broker outage).
+		if err := f.retrying(ctx, "following the schema-change topic", func() error {
+			return f.handleInOrder(ctx, queues, fetched, stable, pending)
+		}); err != nil {
 			return err
 		}
 		if len(pending) > 0 && time.Since(lastCommit) >= positionCommitInterval {
@@ -422,7 +430,7 @@ func (f *follower) renameOne(ctx context.Context, adm *kadm.Client, fromTopic, t
 	p := f.p
 	toNames, ok := namesFor(toTopic, pr.To.DB, pr.To.Table)
 	if !ok {
-		return fmt.Errorf("topic %q is not <prefix>.<db>.<table>", toTopic)
+		return fmt.Errorf("topic %q: %w", toTopic, errNotTableTopic)
 	}
 	fromNames, ok := namesFor(fromTopic, pr.From.DB, pr.From.Table)
 	if parts := strings.Split(fromTopic, "."); !ok && len(parts) == 3 {
@@ -431,7 +439,7 @@ func (f *follower) renameOne(ctx context.Context, adm *kadm.Client, fromTopic, t
 		fromNames, ok = topicNames{parts[0], parts[1], parts[2]}, true
 	}
 	if !ok {
-		return fmt.Errorf("topic %q is not <prefix>.<db>.<table>", fromTopic)
+		return fmt.Errorf("topic %q: %w", fromTopic, errNotTableTopic)
 	}
 	log := f.log.With("from_topic", fromTopic, "to_topic", toTopic, "binlog_file", mark.pos.File, "binlog_pos", mark.pos.Pos)
 	if why, err := p.renameDone(ctx, fromNames, fromTopic, toNames, toTopic, mark); err != nil || why != "" {
@@ -458,25 +466,47 @@ func (f *follower) renameOne(ctx context.Context, adm *kadm.Client, fromTopic, t
 		close(job.renamed)
 	}()
 	p.nudge(fromTopic, job)
-	next, err := f.waitDrained(ctx, log, job, fromNames, fromTopic, mark)
-	if err != nil {
-		job.err = err
-		return err
-	}
-	if len(next) > 0 {
-		// The table leaves the old name: a restart resumes the old topic
-		// here (adjustOffsets), not at its start.
-		err := retryCatalog(ctx, func() error { return commitGroupSync(ctx, p.cl, fromTopic, next) })
+	// The job stays open while an outage lasts: its error stops the
+	// workers that hold records for it.
+	err = f.retrying(ctx, "renaming the table", func() error {
+		next, err := f.waitDrained(ctx, log, job, fromNames, fromTopic, mark)
 		if err != nil {
-			job.err = fmt.Errorf("committing the offsets of %s before renaming its table: %w", fromTopic, err)
-			return job.err
+			return err
+		}
+		if len(next) > 0 {
+			// The table leaves the old name: a restart resumes the old
+			// topic here (adjustOffsets), not at its start.
+			if err := commitGroupSync(ctx, p.cl, fromTopic, next); err != nil {
+				return fmt.Errorf("committing the offsets of %s before renaming its table: %w", fromTopic, err)
+			}
+		}
+		return p.renameLake(ctx, log, fromNames, fromTopic, toNames, toTopic, mark)
+	})
+	job.err = err
+	return err
+}
+
+// errNotTableTopic is a rename whose topic does not name a table.
+var errNotTableTopic = errors.New("the topic is not <prefix>.<db>.<table>")
+
+// retrying runs fn until it succeeds, fails for good (a record's own
+// fault, a topic that names no table) or ctx ends, pausing between
+// attempts as commitLoop does: a catalog, registry or broker outage stops
+// the follower, and the renames waiting for it, only while it lasts.
+func (f *follower) retrying(ctx context.Context, what string, fn func() error) error {
+	for round := 1; ; round++ {
+		err := fn()
+		if err == nil || ctx.Err() != nil || recordFault(err) || errors.Is(err, errNotTableTopic) {
+			return err
+		}
+		pause := min(time.Duration(round)*2*time.Second, 30*time.Second)
+		f.log.Warn(what+" failed, retrying", "round", round, "in", pause, "error", err)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(pause):
 		}
 	}
-	if err := p.renameLake(ctx, log, fromNames, fromTopic, toNames, toTopic, mark); err != nil {
-		job.err = err
-		return err
-	}
-	return nil
 }
 
 // renameDone reports whether the rename is done already: the new name's
