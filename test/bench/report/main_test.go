@@ -1,21 +1,29 @@
 package main
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
-const sampleLog = `=== RUN   TestBenchPeer
+// sampleLog is a make bench log: BENCHRUN and BENCHDONE lines around each
+// target, the benchmark lines, and go test's and make's other lines.
+const sampleLog = `BENCHRUN target=bench-peer start=2026-12-05T09:52:54Z commit=5e16152 load=1.40
+eval "$(deploy/local/stack.sh env)" && BINLAKE_REQUIRE_STACK=1 go test -run TestBenchPeer -v ./test/bench
+=== RUN   TestBenchPeer
 INGEST mode=equality rows=1000000 seconds=13.71 rows_per_s=72936 ratio_to_equality=1.00 commits=10 rss_mib=479 index_mib=0.0
     peer_bench_integration_test.go:160: a log line
 PEER name=iceberg-kafka-connect rows=1000000 seconds=62.62 rows_per_s=15971 commits=7 rss_mib=1008 first_to_last_rows_per_s=22499
 RATIO name=iceberg-kafka-connect mode=equality ratio=4.57 first_to_last=n/a
 RATIO this is not a benchmark line
-FRESHNESS rate=15790 flush=10 p50=5.62 p99=14.77 max=14.77 lag_max=309565 commits=67
-SCALE binary=capture tables=16 partitions=1 events=200000 cpu_s_per_m=13.64 rss_mib=140
 --- PASS: TestBenchPeer (142.52s)
+BENCHDONE target=bench-peer end=2026-12-05T09:55:20Z exit=0
+BENCHRUN target=bench-freshness start=2026-12-05T09:55:21Z commit=5e16152 load=2.10
+FRESHNESS rate=15790 flush=10 p50=5.62 p99=14.77 max=14.77 lag_max=309565 commits=67
+BENCHDONE target=bench-freshness end=2026-12-05T10:01:02Z exit=1
+SCALE binary=capture tables=16 partitions=1 events=200000 cpu_s_per_m=13.64 rss_mib=140
 `
 
 func TestParse(t *testing.T) {
@@ -41,30 +49,143 @@ func TestParse(t *testing.T) {
 	}
 }
 
-func TestRun(t *testing.T) {
-	dir := t.TempDir()
-	in := filepath.Join(dir, "bench.log")
-	if err := os.WriteFile(in, []byte(sampleLog), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(dir, "report")
-	var stdout strings.Builder
-	if err := run([]string{"-in", in, "-out", out}, &stdout); err != nil {
-		t.Fatal(err)
-	}
-	md, err := os.ReadFile(filepath.Join(out, "README.md"))
+func TestParseRuns(t *testing.T) {
+	lines, runs, err := parseRuns(strings.NewReader(sampleLog))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"## PEER", "append-only", "| equality | 1000000 | 13.71 |", "![", "SCALE binary=capture"} {
-		if !strings.Contains(string(md), want) {
-			t.Errorf("report lacks %q", want)
+	if len(runs) != 2 {
+		t.Fatalf("%d runs, want 2", len(runs))
+	}
+	if got, want := *runs[1], (run{target: "bench-freshness", start: "2026-12-05T09:55:21Z", end: "2026-12-05T10:01:02Z", exit: "1", commit: "5e16152", load: "2.10"}); got != want {
+		t.Errorf("run %+v, want %+v", got, want)
+	}
+	r := report{lines: lines, runs: runs}
+	for i, want := range []string{
+		"`make bench-peer`, 2026-12-05T09:52:54Z", "`make bench-peer`, 2026-12-05T09:52:54Z", "`make bench-peer`, 2026-12-05T09:52:54Z",
+		"`make bench-freshness`, 2026-12-05T09:55:21Z",
+		// After bench-freshness's BENCHDONE a line is no run's: its kind names the target, no date.
+		"`make bench-scale`, not recorded",
+	} {
+		if got := r.from(lines[i]); got != want {
+			t.Errorf("line %d (%s) from %q, want %q", i, lines[i].kind, got, want)
 		}
+	}
+}
+
+// writeLog writes log into a new directory and returns its path.
+func writeLog(t *testing.T, log string) string {
+	t.Helper()
+	in := filepath.Join(t.TempDir(), "bench.log")
+	if err := os.WriteFile(in, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+func read(t *testing.T, file string) string {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestRun(t *testing.T) {
+	in := writeLog(t, sampleLog)
+	out := filepath.Join(t.TempDir(), "report")
+	var stdout strings.Builder
+	if err := runMain([]string{"-in", in, "-out", out}, &stdout); err != nil {
+		t.Fatal(err)
+	}
+	md := read(t, filepath.Join(out, "README.md"))
+	for _, want := range []string{
+		"## PEER", "append-only", "| equality | 1000000 | 13.71 |", "![", "SCALE binary=capture",
+		"| `make bench-freshness` | 2026-12-05T09:55:21Z | 2026-12-05T10:01:02Z | 1 | 5e16152 | 2.10 |",
+		"From `make bench-peer`, 2026-12-05T09:52:54Z:\n\n| mode | rows |",
+		"](ratios.png)",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, "next `make bench`") {
+		t.Error("the report in bench-report/ says it is the repository's page")
 	}
 	for _, png := range []string{"ratios.png", "throughput.png", "freshness.png", "cpu.png", "rss.png"} {
 		if _, err := os.Stat(filepath.Join(out, png)); err != nil {
 			t.Errorf("chart %s: %v", png, err)
 		}
+	}
+}
+
+// TestRunPage writes the repository's page as make bench does: beside the
+// report, with its charts in charts/ next to it and linked from it.
+func TestRunPage(t *testing.T) {
+	in := writeLog(t, sampleLog)
+	dir := t.TempDir()
+	page := filepath.Join(dir, "test", "bench", "BENCHMARKS.md")
+	var stdout strings.Builder
+	if err := runMain([]string{"-in", in, "-out", filepath.Join(dir, "bench-report"), "-page", page}, &stdout); err != nil {
+		t.Fatal(err)
+	}
+	md := read(t, page)
+	for _, want := range []string{
+		"the next `make bench` writes it again",
+		"## Runs", "## Targets",
+		"| freshness p99 ≤ flush interval + 2 s (12 s) at 15790 changes/s | 14.77 s | missed | `make bench-freshness` | 2026-12-05T09:55:21Z |",
+		"From `make bench-freshness`, 2026-12-05T09:55:21Z:",
+		"![Peak RSS (dots: limits)](charts/rss.png)",
+		"# make bench-peer, 2026-12-05T09:52:54Z\nINGEST mode=equality",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("page lacks %q:\n%s", want, md)
+		}
+	}
+	for _, png := range []string{"ratios.png", "throughput.png", "freshness.png", "cpu.png", "rss.png"} {
+		if _, err := os.Stat(filepath.Join(dir, "test", "bench", "charts", png)); err != nil {
+			t.Errorf("page chart %s: %v", png, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "bench-report", "README.md")); err != nil {
+		t.Errorf("the report beside the page: %v", err)
+	}
+}
+
+// TestRunWithoutRuns reads a log with no BENCHRUN lines (put together by
+// hand): each line is credited to the make target that prints its kind and
+// to the date given with -date.
+func TestRunWithoutRuns(t *testing.T) {
+	var log strings.Builder
+	for _, l := range strings.Split(sampleLog, "\n") {
+		if !strings.HasPrefix(l, "BENCH") {
+			log.WriteString(l + "\n")
+		}
+	}
+	in := writeLog(t, log.String())
+	dir := t.TempDir()
+	page := filepath.Join(dir, "BENCHMARKS.md")
+	var stdout strings.Builder
+	if err := runMain([]string{"-in", in, "-out", filepath.Join(dir, "r"), "-page", page, "-charts", filepath.Join(dir, "c"), "-date", "2026-12-05"}, &stdout); err != nil {
+		t.Fatal(err)
+	}
+	md := read(t, page)
+	for _, want := range []string{"From `make bench-peer`, 2026-12-05:", "From `make bench-freshness`, 2026-12-05:", "From `make bench-scale`, 2026-12-05:", "](c/ratios.png)"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("page lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, "## Runs") {
+		t.Error("a runs table with no runs")
+	}
+}
+
+func TestRunNoLines(t *testing.T) {
+	in := writeLog(t, "ok  \tgithub.com/binlake/binlake/test/bench\t1.2s\n")
+	err := runMain([]string{"-in", in, "-out", t.TempDir()}, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "no benchmark lines") {
+		t.Fatalf("err %v, want no benchmark lines", err)
 	}
 }
 
@@ -95,8 +216,13 @@ func TestTargets(t *testing.T) {
 			t.Errorf("%s: figure %q met %v, want %q %v", what, g.figure, g.met, want.figure, want.met)
 		}
 	}
-	table := targetTable(targets(lines))
-	for _, want := range []string{"| freshness p99 ≤ flush interval + 2 s (12 s) at 15790 changes/s | 14.77 s | missed |", "| capture peak RSS ≤ 256 MiB | 140 MiB (SCALE) | met |", "| capture streaming ≥ 20× Debezium | no line | not measured |"} {
+	table := report{}.targetTable(targets(lines))
+	for _, want := range []string{
+		"| freshness p99 ≤ flush interval + 2 s (12 s) at 15790 changes/s | 14.77 s | missed | `make bench-freshness` | 2026-12-05T09:55:21Z |",
+		"| capture peak RSS ≤ 256 MiB | 140 MiB (SCALE) | met | `make bench-scale` | not recorded |",
+		"| ingest peak RSS ≤ 1 GiB | 479 MiB (INGEST) | met | `make bench-peer` | 2026-12-05T09:52:54Z |",
+		"| capture streaming ≥ 20× Debezium | no line | not measured | – | – |",
+	} {
 		if !strings.Contains(table, want) {
 			t.Errorf("target table lacks %q:\n%s", want, table)
 		}
