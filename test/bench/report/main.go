@@ -20,7 +20,9 @@
 // ingest). The report goes to <out>/README.md with its charts beside it
 // and, with -page, to that page too, its charts in -charts (default: the
 // page's directory's charts/), linked relative to the page: `make bench`
-// writes the repository's test/bench/BENCHMARKS.md this way.
+// writes the repository's test/bench/BENCHMARKS.md this way. Whatever the
+// page it replaces holds below keepMarker (the history of earlier runs,
+// written by hand) is carried over to the new page.
 package main
 
 import (
@@ -129,6 +131,41 @@ func runMain(args []string, stdout io.Writer) error {
 	return nil
 }
 
+// relDir is to relative to from, either given relative to the working
+// directory or absolute.
+func relDir(from, to string) (string, error) {
+	f, err := filepath.Abs(from)
+	if err != nil {
+		return "", err
+	}
+	t, err := filepath.Abs(to)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Rel(f, t)
+}
+
+// keepMarker starts the part of the page that make bench carries over
+// from the page it replaces: the history of earlier runs, written by hand.
+const keepMarker = "<!-- make bench keeps everything below this line -->"
+
+// keptPart returns the part of the page in file from keepMarker on, ""
+// when the file or the marker is missing.
+func keptPart(file string) (string, error) {
+	old, err := os.ReadFile(file)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading the page it replaces: %w", err)
+	}
+	_, kept, found := strings.Cut(string(old), keepMarker)
+	if !found {
+		return "", nil
+	}
+	return "\n" + keepMarker + kept, nil
+}
+
 // report is what one log gives.
 type report struct {
 	title, source string
@@ -151,14 +188,22 @@ func (r report) write(file, chartDir string) error {
 	if err != nil {
 		return fmt.Errorf("drawing the charts: %w", err)
 	}
-	rel, err := filepath.Rel(filepath.Dir(file), chartDir)
+	rel, err := relDir(filepath.Dir(file), chartDir)
 	if err != nil {
 		return fmt.Errorf("linking the charts: %w", err)
 	}
 	for i := range charts {
 		charts[i].file = filepath.ToSlash(filepath.Join(rel, charts[i].file))
 	}
-	if err := os.WriteFile(file, []byte(r.markdown(charts)), 0o644); err != nil {
+	md := r.markdown(charts)
+	if r.page {
+		kept, err := keptPart(file)
+		if err != nil {
+			return err
+		}
+		md += kept
+	}
+	if err := os.WriteFile(file, []byte(md), 0o644); err != nil {
 		return fmt.Errorf("writing the report: %w", err)
 	}
 	return nil
@@ -253,7 +298,8 @@ func (r report) markdown(charts []chart) string {
 		fmt.Fprintf(&b, "This page is written by `make bench` (`test/bench/report`, from the %d benchmark lines of `%s`) on %s; "+
 			"the next `make bench` writes it again, with its charts in the directory beside it. "+
 			"Every figure comes with the command that printed it and the date that run started. "+
-			"`make bench-short` does not write this page: its small counts make figures that are not comparable.\n\n",
+			"`make bench-short` does not write this page: its small counts make figures that are not comparable. "+
+			"Earlier runs, if any, are in the history at the end, which `make bench` carries over.\n\n",
 			len(r.lines), r.source, now)
 	} else {
 		fmt.Fprintf(&b, "Written %s from %d benchmark lines of `%s`.\n\n", now, len(r.lines), r.source)

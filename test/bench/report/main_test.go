@@ -153,6 +153,31 @@ func TestRunPage(t *testing.T) {
 	}
 }
 
+// TestRunPageKeepsHistory rewrites a page that ends in a history kept by
+// hand: the new page has the new figures and the same history.
+func TestRunPageKeepsHistory(t *testing.T) {
+	in := writeLog(t, sampleLog)
+	dir := t.TempDir()
+	page := filepath.Join(dir, "BENCHMARKS.md")
+	history := keepMarker + "\n\n## History\n\n`make bench-capture`, 2026-12-02: ratio=13.18\n"
+	if err := os.WriteFile(page, []byte("# old\n\nratio=1.00 of an old run\n\n"+history), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := runMain([]string{"-in", in, "-out", filepath.Join(dir, "r"), "-page", page}, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	md := read(t, page)
+	if strings.Contains(md, "of an old run") {
+		t.Error("the old page's figures above the marker were kept")
+	}
+	if !strings.HasSuffix(md, "```\n\n"+history) {
+		t.Errorf("the page does not end in the history it had:\n%s", md)
+	}
+	if strings.Count(md, keepMarker) != 1 {
+		t.Errorf("%d markers", strings.Count(md, keepMarker))
+	}
+}
+
 // TestRunWithoutRuns reads a log with no BENCHRUN lines (put together by
 // hand): each line is credited to the make target that prints its kind and
 // to the date given with -date.
