@@ -295,12 +295,12 @@ func (r report) markdown(charts []chart) string {
 	now := time.Now().UTC().Format(time.RFC3339)
 	fmt.Fprintf(&b, "# %s\n\n", r.title)
 	if r.page {
-		fmt.Fprintf(&b, "This page is written by `make bench` (`test/bench/report`, from the %d benchmark lines of `%s`) on %s; "+
+		b.WriteString(wrap(fmt.Sprintf("This page is written by `make bench` (`test/bench/report`, from the %d benchmark lines of `%s`) on %s; "+
 			"the next `make bench` writes it again, with its charts in the directory beside it. "+
 			"Every figure comes with the command that printed it and the date that run started. "+
 			"`make bench-short` does not write this page: its small counts make figures that are not comparable. "+
-			"Earlier runs, if any, are in the history at the end, which `make bench` carries over.\n\n",
-			len(r.lines), r.source, now)
+			"Earlier runs, if any, are in the history at the end, which `make bench` carries over.",
+			len(r.lines), r.source, now), 110) + "\n\n")
 	} else {
 		fmt.Fprintf(&b, "Written %s from %d benchmark lines of `%s`.\n\n", now, len(r.lines), r.source)
 	}
@@ -357,8 +357,13 @@ func (r report) markdown(charts []chart) string {
 	return b.String()
 }
 
-// table renders lines of one kind and run as a Markdown table under the
-// command and date that printed them.
+// maxRow is the longest table row the report writes: the docs test
+// (test/docs) allows no line over 400 characters.
+const maxRow = 300
+
+// table renders lines of one kind and run as Markdown under the command
+// and date that printed them: one table, or several when the columns would
+// make a row longer than maxRow, each repeating the first column.
 func table(from string, of []line) string {
 	var b strings.Builder
 	var cols []string
@@ -369,15 +374,54 @@ func table(from string, of []line) string {
 			}
 		}
 	}
-	fmt.Fprintf(&b, "From %s:\n\n| %s |\n|%s\n", from, strings.Join(cols, " | "), strings.Repeat(" --- |", len(cols)))
-	for _, l := range of {
-		cells := make([]string, len(cols))
-		for i, c := range cols {
-			cells[i] = l.vals[c]
+	width := func(c string) int { // the column's widest cell, with its " | "
+		w := len(c)
+		for _, l := range of {
+			w = max(w, len(l.vals[c]))
 		}
-		fmt.Fprintf(&b, "| %s |\n", strings.Join(cells, " | "))
+		return w + 3
 	}
-	b.WriteString("\n")
+	fmt.Fprintf(&b, "From %s:\n\n", from)
+	for rest := cols; len(rest) > 0; {
+		part, used := []string{rest[0]}, 2+width(rest[0])
+		if len(cols) > 0 && rest[0] != cols[0] {
+			part, used = []string{cols[0], rest[0]}, 2+width(cols[0])+width(rest[0])
+		}
+		rest = rest[1:]
+		for len(rest) > 0 && used+width(rest[0]) <= maxRow {
+			part, used, rest = append(part, rest[0]), used+width(rest[0]), rest[1:]
+		}
+		fmt.Fprintf(&b, "| %s |\n|%s\n", strings.Join(part, " | "), strings.Repeat(" --- |", len(part)))
+		for _, l := range of {
+			cells := make([]string, len(part))
+			for i, c := range part {
+				cells[i] = l.vals[c]
+			}
+			fmt.Fprintf(&b, "| %s |\n", strings.Join(cells, " | "))
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// wrap breaks text into lines of at most width bytes at spaces (a word
+// longer than width gets a line of its own).
+func wrap(text string, width int) string {
+	var b strings.Builder
+	n := 0
+	for i, w := range strings.Fields(text) {
+		switch {
+		case i == 0:
+		case n+1+len(w) > width:
+			b.WriteString("\n")
+			n = 0
+		default:
+			b.WriteString(" ")
+			n++
+		}
+		b.WriteString(w)
+		n += len(w)
+	}
 	return b.String()
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -175,6 +176,76 @@ func TestRunPageKeepsHistory(t *testing.T) {
 	}
 	if strings.Count(md, keepMarker) != 1 {
 		t.Errorf("%d markers", strings.Count(md, keepMarker))
+	}
+}
+
+// TestPageLines writes the page from the 2026-12-05 make bench's lines
+// (its SCAN lines are the widest) and holds it to the docs test's rules
+// (test/docs): no line outside code blocks over 400 characters.
+func TestPageLines(t *testing.T) {
+	log := sampleLog + `SCAN mode=equality ingest_rows_per_s=156980 read_s=409.24 read_compacted_s=2.09 ratio=196.19 delete_files=100 index_mib=0.0 rss_mib=955 duckdb_read_s=timeout duckdb_read_compacted_s=0.95 duckdb_ratio=timeout data_files=110 compacted_data_files=1 compacted_delete_files=0 commits=110 maintain_s=211.53 maintain_rss_mib=8395 ingest_vs_equality=1.00
+SCAN mode=position ingest_rows_per_s=75126 read_s=21.94 read_compacted_s=1.62 ratio=13.54 delete_files=190 index_mib=61.2 rss_mib=891 duckdb_read_s=2.87 duckdb_read_compacted_s=0.87 duckdb_ratio=3.28 data_files=110 compacted_data_files=1 compacted_delete_files=0 commits=110 maintain_s=13.61 maintain_rss_mib=802 ingest_vs_equality=0.48
+`
+	in := writeLog(t, log)
+	dir := t.TempDir()
+	page := filepath.Join(dir, "BENCHMARKS.md")
+	if err := runMain([]string{"-in", in, "-out", filepath.Join(dir, "r"), "-page", page}, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	md := read(t, page)
+	code := false
+	for i, l := range strings.Split(md, "\n") {
+		if strings.HasPrefix(l, "```") {
+			code = !code
+			continue
+		}
+		if !code && len(l) > maxRow {
+			t.Errorf("line %d: %d bytes: %.80s…", i+1, len(l), l)
+		}
+	}
+	for _, want := range []string{"maintain_rss_mib", "| 8395 |", "ingest_vs_equality"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+}
+
+// TestTableSplits splits a line too wide for one table into tables that
+// each fit and each start with the first column.
+func TestTableSplits(t *testing.T) {
+	raw := "SCAN mode=equality"
+	for i := range 40 {
+		raw += fmt.Sprintf(" column_%02d=value_%02d", i, i)
+	}
+	lines, err := parse(strings.NewReader(raw + "\n"))
+	if err != nil || len(lines) != 1 {
+		t.Fatalf("parse: %v, %d lines", err, len(lines))
+	}
+	md := table("`make bench-scan`, 2026-12-05", lines)
+	var headers int
+	for _, l := range strings.Split(md, "\n") {
+		if len(l) > maxRow {
+			t.Errorf("row of %d bytes: %.60s…", len(l), l)
+		}
+		if strings.HasPrefix(l, "| mode |") {
+			headers++
+		}
+	}
+	if headers < 2 {
+		t.Errorf("%d tables, want the columns split over at least 2:\n%s", headers, md)
+	}
+	for i := range 40 {
+		if n := strings.Count(md, fmt.Sprintf("column_%02d", i)); n != 1 {
+			t.Errorf("column_%02d appears %d times, want once", i, n)
+		}
+	}
+}
+
+// TestWrap breaks at spaces, never over the width.
+func TestWrap(t *testing.T) {
+	got := wrap("aaa bbb ccc dddddddddd e", 7)
+	if want := "aaa bbb\nccc\ndddddddddd\ne"; got != want {
+		t.Errorf("wrap = %q, want %q", got, want)
 	}
 }
 
