@@ -171,29 +171,39 @@ bench-scale: stack-up
 	eval "$$($(STACK) env)" && BINLAKE_REQUIRE_STACK=1 BINLAKE_BENCH=1 $(GO) test -tags integration -count=1 -timeout 60m -run TestBenchScale -v ./test/bench | grep -E '^(SCALE|--- |ok|FAIL)|bench_integration_test'
 
 ## bench: every benchmark in one run (capture, snapshot, large transaction, ingest + its peer, freshness, scale,
-## scan), each line printed and kept in bench-report/bench.log, then a Markdown report with PNG charts in
-## bench-report/ (git-ignored; test/bench/report). bench-peer prints bench-ingest's lines, so bench-ingest is not
-## run again. A failing benchmark does not stop the others; make bench fails at the end. 52 minutes here on
-## 2026-12-05 (bench-scan 31 of them; README.md, "The latest make bench").
-## bench-short: the same plumbing at small counts (about 10 minutes here; figures not comparable), into bench-report/short/.
+## scan), each line printed and kept in bench-report/bench.log between a BENCHRUN line (target, start time,
+## commit, load) and a BENCHDONE line (end time, exit status); then test/bench/report writes a Markdown report
+## with PNG charts into bench-report/ (git-ignored) and the repository's benchmark page,
+## test/bench/BENCHMARKS.md, its charts in test/bench/charts/ (commit them: README.md shows one). bench-peer
+## prints bench-ingest's lines, so bench-ingest is not run again. A failing benchmark does not stop the others;
+## make bench fails at the end. 52 minutes here on 2026-12-05 (bench-scan 31 of them; test/bench/BENCHMARKS.md).
+## bench-short: the same plumbing at small counts (about 10 minutes here; figures not comparable), into
+## bench-report/short/ only: it never writes the page.
 BENCH_TARGETS       := bench-capture bench-snapshot bench-large-txn bench-peer bench-freshness bench-scale bench-scan
 BENCH_SHORT_TARGETS := bench-snapshot bench-large-txn bench-peer bench-freshness bench-scale bench-scan
 BENCH_SHORT_ENV     := BINLAKE_SNAPSHOT_BENCH_ROWS=100000 BINLAKE_BENCH_TXN_MB=64 BINLAKE_PEER_EVENTS=100000 \
 	BINLAKE_FRESHNESS_RATE=2000 BINLAKE_FRESHNESS_SECONDS=30 BINLAKE_SCALE_EVENTS=20000 \
 	BINLAKE_SCAN_ROWS=20000 BINLAKE_SCAN_ROUNDS=5
+# The lines around each target in the log, which the report credits every figure with (see test/bench/report).
+BENCH_RUN_LINE  = echo "BENCHRUN target=$$t start=$$(date -u +%Y-%m-%dT%H:%M:%SZ) commit=$$(git rev-parse --short HEAD 2>/dev/null || echo unknown) load=$$(cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo unknown)"
+BENCH_DONE_LINE = echo "BENCHDONE target=$$t end=$$(date -u +%Y-%m-%dT%H:%M:%SZ) exit=$$rc"
 bench: stack-up
 	@mkdir -p bench-report && : >bench-report/bench.log
 	@fail=; for t in $(BENCH_TARGETS); do \
+	  $(BENCH_RUN_LINE) | tee -a bench-report/bench.log; \
 	  $(MAKE) --no-print-directory $$t 2>&1 | tee -a bench-report/bench.log; \
-	  [[ $${PIPESTATUS[0]} == 0 ]] || fail="$$fail $$t"; \
+	  rc=$${PIPESTATUS[0]}; [[ $$rc == 0 ]] || fail="$$fail $$t"; \
+	  $(BENCH_DONE_LINE) | tee -a bench-report/bench.log; \
 	done; \
-	$(GO) run ./test/bench/report -in bench-report/bench.log -out bench-report; \
+	$(GO) run ./test/bench/report -in bench-report/bench.log -out bench-report -page test/bench/BENCHMARKS.md; \
 	if [[ -n $$fail ]]; then echo "bench: failed:$$fail" >&2; exit 1; fi
 bench-short: stack-up
 	@mkdir -p bench-report/short && : >bench-report/short/bench.log
 	@fail=; for t in $(BENCH_SHORT_TARGETS); do \
+	  $(BENCH_RUN_LINE) | tee -a bench-report/short/bench.log; \
 	  $(BENCH_SHORT_ENV) $(MAKE) --no-print-directory $$t 2>&1 | tee -a bench-report/short/bench.log; \
-	  [[ $${PIPESTATUS[0]} == 0 ]] || fail="$$fail $$t"; \
+	  rc=$${PIPESTATUS[0]}; [[ $$rc == 0 ]] || fail="$$fail $$t"; \
+	  $(BENCH_DONE_LINE) | tee -a bench-report/short/bench.log; \
 	done; \
 	$(GO) run ./test/bench/report -title "binlake benchmarks (short counts: plumbing only)" -in bench-report/short/bench.log -out bench-report/short; \
 	if [[ -n $$fail ]]; then echo "bench-short: failed:$$fail" >&2; exit 1; fi

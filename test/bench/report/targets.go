@@ -11,6 +11,7 @@ type target struct {
 	what   string
 	figure string // what the lines gave, "" when they hold none
 	met    bool
+	src    *line // the line the figure comes from, nil when none
 }
 
 // targets checks every target the lines can speak to: ingest against the
@@ -30,10 +31,10 @@ func targets(lines []line) []target {
 		}
 		return ls
 	}
-	atLeast := func(what string, v, bound float64, ok bool) {
+	atLeast := func(what string, v, bound float64, src *line) {
 		t := target{what: what}
-		if ok {
-			t.figure, t.met = trim(v), v >= bound
+		if src != nil {
+			t.figure, t.met, t.src = trim(v), v >= bound, src
 		}
 		out = append(out, t)
 	}
@@ -43,21 +44,25 @@ func targets(lines []line) []target {
 		bound float64
 	}{{"ratio", 8}, {"first_to_last", 5}} {
 		if len(ratios) == 0 {
-			atLeast(fmt.Sprintf("ingest %s ≥ %g× the Iceberg Kafka Connect sink", key.name, key.bound), 0, key.bound, false)
+			atLeast(fmt.Sprintf("ingest %s ≥ %g× the Iceberg Kafka Connect sink", key.name, key.bound), 0, key.bound, nil)
 		}
 		for _, r := range ratios {
 			v, err := strconv.ParseFloat(r.vals[key.name], 64) // n/a: not measured
+			var src *line
+			if err == nil {
+				src = &r
+			}
 			atLeast(fmt.Sprintf("ingest (%s) %s ≥ %g× the Iceberg Kafka Connect sink", r.vals["mode"], key.name, key.bound),
-				v, key.bound, err == nil)
+				v, key.bound, src)
 		}
 	}
 	for _, k := range []struct{ kind, what string }{{"CAPTURE", "capture streaming ≥ 20× Debezium"}, {"SNAPSHOT", "capture snapshotting ≥ 20× Debezium"}} {
 		ls := of(k.kind)
 		if len(ls) == 0 {
-			atLeast(k.what, 0, 20, false)
+			atLeast(k.what, 0, 20, nil)
 		}
 		for _, l := range ls {
-			atLeast(k.what, l.num("ratio"), 20, true)
+			atLeast(k.what, l.num("ratio"), 20, &l)
 		}
 	}
 	fresh := of("FRESHNESS")
@@ -67,20 +72,21 @@ func targets(lines []line) []target {
 	for _, l := range fresh {
 		bound := l.num("flush") + 2
 		out = append(out, target{what: fmt.Sprintf("freshness p99 ≤ flush interval + 2 s (%s s) at %s changes/s", trim(bound), l.vals["rate"]),
-			figure: l.vals["p99"] + " s", met: l.num("p99") <= bound})
+			figure: l.vals["p99"] + " s", met: l.num("p99") <= bound, src: &l})
 	}
 	// Peak RSS by binary: the largest rss_mib of each binary's lines.
 	peak := func(what string, bound float64, pick func(line) (float64, string, bool)) {
 		var top float64
 		var from string
+		var src *line
 		for _, l := range lines {
-			if v, src, ok := pick(l); ok && v >= top {
-				top, from = v, src
+			if v, name, ok := pick(l); ok && v >= top {
+				top, from, src = v, name, &l
 			}
 		}
 		t := target{what: what}
 		if from != "" {
-			t.figure, t.met = fmt.Sprintf("%s MiB (%s)", trim(top), from), top <= bound
+			t.figure, t.met, t.src = fmt.Sprintf("%s MiB (%s)", trim(top), from), top <= bound, src
 		}
 		out = append(out, t)
 	}
@@ -120,19 +126,23 @@ func trim(v float64) string {
 	return s
 }
 
-// targetTable renders targets as a Markdown table.
-func targetTable(ts []target) string {
+// targetTable renders targets as a Markdown table, each figure with the
+// command and the date of the run that printed it.
+func (r report) targetTable(ts []target) string {
 	var b strings.Builder
-	b.WriteString("## Targets\n\n| target | figure | |\n| --- | --- | --- |\n")
+	b.WriteString("## Targets\n\n| target | figure | | command | run |\n| --- | --- | --- | --- | --- |\n")
 	for _, t := range ts {
-		verdict, fig := "missed", t.figure
+		verdict, fig, cmd, when := "missed", t.figure, "–", "–"
 		if t.met {
 			verdict = "met"
+		}
+		if t.src != nil {
+			cmd, when = "`"+r.command(*t.src)+"`", r.when(*t.src)
 		}
 		if fig == "" {
 			fig, verdict = "no line", "not measured"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s |\n", t.what, fig, verdict)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", t.what, fig, verdict, cmd, when)
 	}
 	b.WriteString("\n")
 	return b.String()
