@@ -26,6 +26,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/binlake/binlake/capture/internal/binlog"
+	"github.com/binlake/binlake/capture/internal/config"
+	"github.com/binlake/binlake/capture/internal/envflag"
 	"github.com/binlake/binlake/capture/internal/filter"
 	"github.com/binlake/binlake/capture/internal/progress"
 	"github.com/binlake/binlake/capture/internal/publish"
@@ -33,6 +35,7 @@ import (
 	"github.com/binlake/binlake/capture/internal/schemahist"
 	"github.com/binlake/binlake/capture/internal/signal"
 	"github.com/binlake/binlake/capture/internal/snapshot"
+	"github.com/binlake/binlake/capture/internal/source"
 	"github.com/binlake/binlake/capture/internal/stream"
 	"github.com/binlake/binlake/schemas/debezium"
 )
@@ -46,11 +49,11 @@ var errHelp = flag.ErrHelp
 // bindFlags is the flag set of capture: every setting of Config (each with
 // its environment variable) and --check-config. The configuration table of
 // capture/README.md is rendered from it (TestConfigurationTable).
-func bindFlags(getenv func(string) string) (*envFlags, *Config, *bool) {
-	ef := &envFlags{fs: flag.NewFlagSet("capture", flag.ContinueOnError), prefix: "CAPTURE_", getenv: getenv}
-	cfg := &Config{}
-	cfg.bind(ef)
-	checkOnly := ef.fs.Bool("check-config", false, "validate the configuration and exit")
+func bindFlags(getenv func(string) string) (*envflag.Set, *config.Config, *bool) {
+	ef := envflag.New(flag.NewFlagSet("capture", flag.ContinueOnError), "CAPTURE_", getenv)
+	cfg := &config.Config{}
+	cfg.Bind(ef)
+	checkOnly := ef.FlagSet().Bool("check-config", false, "validate the configuration and exit")
 	return ef, cfg, checkOnly
 }
 
@@ -64,7 +67,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runStatus(ctx, args[1:], getenv, stdout)
 	}
 	ef, cfg, checkOnly := bindFlags(getenv)
-	fs := ef.fs
+	fs := ef.FlagSet()
 	fs.SetOutput(stdout)
 	fs.Usage = func() {
 		fmt.Fprintf(stdout, "Usage: capture [flags]\n       capture snapshot --tables db.t1,db.t2 [flags]   (ad-hoc snapshot: see capture snapshot --help)\n\n"+
@@ -72,7 +75,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			"Every flag can also be set through the environment variable shown; secrets only through the environment.\n\n")
 		fs.PrintDefaults()
 	}
-	if err := ef.parse(args[1:]); err != nil {
+	if err := ef.Parse(args[1:]); err != nil {
 		return err
 	}
 	if err := cfg.Validate(); err != nil {
@@ -91,7 +94,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		logOut = term
 	}
 	logger := newLogger(logOut, cfg.LogFormat, cfg.LogLevel)
-	logger.Info("starting capture", cfg.redacted()...)
+	logger.Info("starting capture", cfg.Redacted()...)
 	err := capture(ctx, *cfg, logger, term)
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 		logger.Info("stopped")
@@ -110,7 +113,7 @@ func newLogger(w io.Writer, format, level string) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-func capture(ctx context.Context, cfg Config, logger *slog.Logger, term *progress.Terminal) error {
+func capture(ctx context.Context, cfg config.Config, logger *slog.Logger, term *progress.Terminal) error {
 	var ready atomic.Bool
 	reg := prometheus.NewRegistry()
 	metrics := registerMetrics(reg, ready.Load)
@@ -267,15 +270,15 @@ func (s resumeSource) Tables(ctx context.Context) ([]snapshot.TableID, error) {
 
 var _ resume.Source = resumeSource{}
 
-func stream1(ctx context.Context, cfg Config, logger *slog.Logger, metrics *stream.Metrics, ready *atomic.Bool) error {
-	src, err := newSource(&cfg)
+func stream1(ctx context.Context, cfg config.Config, logger *slog.Logger, metrics *stream.Metrics, ready *atomic.Bool) error {
+	src, err := source.New(cfg.Source())
 	if err != nil {
 		return err
 	}
-	if !src.dialer.Mode().Verified() {
-		logger.Warn("the source's certificate is not verified: set mysql-tls=verify_identity (or verify_ca) and mysql-tls-ca-file", "mysql_tls", src.dialer.Mode())
+	if !src.TLSMode().Verified() {
+		logger.Warn("the source's certificate is not verified: set mysql-tls=verify_identity (or verify_ca) and mysql-tls-ca-file", "mysql_tls", src.TLSMode())
 	}
-	db, err := src.openDB(map[string]string{"time_zone": "'+00:00'"}, false)
+	db, err := src.OpenDB(map[string]string{"time_zone": "'+00:00'"}, false)
 	if err != nil {
 		return err
 	}
@@ -311,7 +314,7 @@ func stream1(ctx context.Context, cfg Config, logger *slog.Logger, metrics *stre
 		return err
 	}
 
-	registryOpts, err := cfg.Registry.clientOpts()
+	registryOpts, err := cfg.Registry.ClientOpts()
 	if err != nil {
 		return err
 	}
@@ -320,15 +323,15 @@ func stream1(ctx context.Context, cfg Config, logger *slog.Logger, metrics *stre
 		return err
 	}
 	if err := startupRetry(ctx, logger, "the schema registry", cfg.StartupTimeout, registryRefusal, registry.Ping); err != nil {
-		return fmt.Errorf("%w (check schema-registry-url %s)", err, redactURL(cfg.RegistryURL))
+		return fmt.Errorf("%w (check schema-registry-url %s)", err, config.RedactURL(cfg.RegistryURL))
 	}
 
-	kafkaOpts, err := cfg.Kafka.clientOpts(ctx, "binlake-capture")
+	kafkaOpts, err := cfg.Kafka.ClientOpts(ctx, "binlake-capture")
 	if err != nil {
 		return err
 	}
 	var pub *publish.Publisher
-	err = startupRetry(ctx, logger, "Kafka", cfg.StartupTimeout, cfg.Kafka.refusal, func(ctx context.Context) (err error) {
+	err = startupRetry(ctx, logger, "Kafka", cfg.StartupTimeout, cfg.Kafka.Refusal, func(ctx context.Context) (err error) {
 		pub, err = publish.New(ctx, publish.Config{
 			Brokers:            strings.Split(cfg.KafkaBrokers, ","),
 			ID:                 cfg.ID,
@@ -345,7 +348,7 @@ func stream1(ctx context.Context, cfg Config, logger *slog.Logger, metrics *stre
 		return err
 	})
 	if err != nil {
-		err, _ = cfg.Kafka.explain(err)
+		err, _ = cfg.Kafka.Explain(err)
 		return fmt.Errorf("kafka %s: %w", cfg.KafkaBrokers, err)
 	}
 	defer pub.Close()
@@ -408,7 +411,7 @@ func stream1(ctx context.Context, cfg Config, logger *slog.Logger, metrics *stre
 		Filter:          filt,
 		KeyColumns:      cfg.KeyColumns,
 		Tombstones:      cfg.TombstonesOnDelete,
-		SkipTruncate:    cfg.skipTruncate(),
+		SkipTruncate:    cfg.SkipTruncate(),
 		PositionKey:     cfg.ID,
 		HistoryTopic:    cfg.HistoryTopic,
 		CommitInterval:  cfg.CommitInterval,
@@ -469,7 +472,7 @@ func stream1(ctx context.Context, cfg Config, logger *slog.Logger, metrics *stre
 		incCfg.Signals = sigCh
 	}
 	st.EnableIncremental(incCfg)
-	reader, err := binlog.Open(ctx, src.binlogConfig(binlog.Config{
+	reader, err := binlog.Open(ctx, src.BinlogConfig(binlog.Config{
 		Flavor: flavor, ServerID: uint32(cfg.ServerID), HeartbeatPeriod: cfg.HeartbeatInterval, EventBuffer: cfg.EventBuffer, Logger: logger,
 	}), start)
 	if err != nil {
@@ -500,8 +503,8 @@ func ptr(s string) *string { return &s }
 // character_set_results=binary, so that string values arrive in the
 // column's own character set, as in the binlog, and the one converter
 // (mysqltype) decodes both paths alike.
-func openSnapshotDB(src *source) (*sql.DB, error) {
-	db, err := src.openDB(map[string]string{"time_zone": "'+00:00'", "character_set_results": "binary"}, true)
+func openSnapshotDB(src *source.Source) (*sql.DB, error) {
+	db, err := src.OpenDB(map[string]string{"time_zone": "'+00:00'", "character_set_results": "binary"}, true)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/binlake/binlake/capture/internal/config"
+	"github.com/binlake/binlake/capture/internal/envflag"
 	"github.com/binlake/binlake/capture/internal/signal"
 )
 
@@ -32,12 +34,12 @@ var snapshotActions = map[string]string{
 func runSnapshotCommand(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("capture snapshot", flag.ContinueOnError)
 	fs.SetOutput(stdout)
-	ef := &envFlags{fs: fs, prefix: "CAPTURE_", getenv: getenv}
-	var cfg Config
-	cfg.bind(ef)
+	ef := envflag.New(fs, "CAPTURE_", getenv)
+	var cfg config.Config
+	cfg.Bind(ef)
 	var tables, action string
 	// The command's own settings: CAPTURE_SNAPSHOT_TABLES, CAPTURE_SNAPSHOT_ACTION.
-	cmdFlags := &envFlags{fs: fs, prefix: "CAPTURE_SNAPSHOT_", getenv: getenv}
+	cmdFlags := envflag.New(fs, "CAPTURE_SNAPSHOT_", getenv)
 	cmdFlags.String(&tables, "tables", "", "comma-separated tables to snapshot, db.table (Debezium data-collections: regexes matching whole names)")
 	cmdFlags.String(&action, "action", "execute", "execute (execute-snapshot), stop (stop-snapshot of --tables, or of everything when empty), pause or resume")
 	fs.Usage = func() {
@@ -52,13 +54,13 @@ func runSnapshotCommand(ctx context.Context, args []string, getenv func(string) 
 	if fs.NArg() > 0 {
 		return fmt.Errorf("capture snapshot: unexpected arguments %q (tables go in --tables)", fs.Args())
 	}
-	if err := errors.Join(append(ef.errs, cmdFlags.errs...)...); err != nil {
+	if err := errors.Join(ef.Err(), cmdFlags.Err()); err != nil {
 		return err
 	}
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("invalid configuration: %w", err)
 	}
-	kafka, _ := cfg.signalChannels()
+	kafka, _ := cfg.SignalChannels()
 	if !kafka {
 		return errors.New("capture snapshot: no signal topic is configured; enable the kafka signal channel as for the running capture: " +
 			"CAPTURE_SIGNAL_ENABLED_CHANNELS=kafka (and CAPTURE_SIGNAL_KAFKA_TOPIC, default <prefix>-signal)")
@@ -87,7 +89,7 @@ func runSnapshotCommand(ctx context.Context, args []string, getenv func(string) 
 	}
 
 	// The Kafka security settings (TLS, SASL) are capture's.
-	opts, err := cfg.Kafka.clientOpts(ctx, "binlake-capture")
+	opts, err := cfg.Kafka.ClientOpts(ctx, "binlake-capture")
 	if err != nil {
 		return err
 	}
@@ -107,12 +109,12 @@ func runSnapshotCommand(ctx context.Context, args []string, getenv func(string) 
 		err = resp.Err
 	}
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-		err, _ = cfg.Kafka.explain(err)
+		err, _ = cfg.Kafka.Explain(err)
 		return fmt.Errorf("creating signal topic %s: %w", cfg.SignalKafkaTopic, err)
 	}
 	off, err := signal.Send(sctx, cl, cfg.SignalKafkaTopic, cfg.TopicPrefix, value)
 	if err != nil {
-		err, _ = cfg.Kafka.explain(err)
+		err, _ = cfg.Kafka.Explain(err)
 		return err
 	}
 	fmt.Fprintf(stdout, "signal %s (id %s) written to %s at offset %d for the capture with topic prefix %s",

@@ -13,6 +13,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/binlake/binlake/capture/internal/config"
+	"github.com/binlake/binlake/capture/internal/kafkasec"
 	"github.com/binlake/binlake/capture/internal/publish"
 	"github.com/binlake/binlake/capture/internal/signal"
 	"github.com/binlake/binlake/capture/internal/stream"
@@ -63,34 +65,6 @@ func TestSnapshotCommandErrors(t *testing.T) {
 	}
 }
 
-func TestSignalSettings(t *testing.T) {
-	for _, tc := range []struct {
-		channels, topic string
-		wantErr         string
-		wantTopic       string
-	}{
-		{"", "", "", ""},
-		{"kafka", "", "", "db1-signal"},
-		{" kafka ", "sig", "", "sig"},
-		{"source,kafka", "", "source channel is not supported", ""},
-		{"jmx", "", "not supported", ""},
-		{"carrier-pigeon", "", "want kafka", ""},
-		{"", "sig", "does not include kafka", ""},
-	} {
-		c := Config{TopicPrefix: "db1", SignalEnabledChannels: tc.channels, SignalKafkaTopic: tc.topic}
-		err := c.validateSignals()
-		if tc.wantErr != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Errorf("channels %q topic %q: error %v, want %q", tc.channels, tc.topic, err, tc.wantErr)
-			}
-			continue
-		}
-		if err != nil || c.SignalKafkaTopic != tc.wantTopic {
-			t.Errorf("channels %q topic %q: topic %q err %v, want topic %q", tc.channels, tc.topic, c.SignalKafkaTopic, err, tc.wantTopic)
-		}
-	}
-}
-
 // TestSignalsOverSASL checks that `capture snapshot` and capture's signal
 // reader connect with the Kafka security settings, as the publisher does:
 // against a broker that requires SCRAM-SHA-512 (in-process, kfake), the
@@ -106,9 +80,9 @@ func TestSignalsOverSASL(t *testing.T) {
 	defer cancel()
 	brokers := strings.Join(fake.ListenAddrs(), ",")
 
-	cfg := Config{KafkaBrokers: brokers, TopicPrefix: "p", SignalEnabledChannels: "kafka", SignalKafkaTopic: "p-signal",
-		Kafka: KafkaSecurity{SASLMechanism: SASLScramSHA512, SASLUsername: "capture", SASLPassword: "s3cret"}}
-	opts, err := cfg.Kafka.clientOpts(ctx, "binlake-capture")
+	cfg := config.Config{KafkaBrokers: brokers, TopicPrefix: "p", SignalEnabledChannels: "kafka", SignalKafkaTopic: "p-signal",
+		Kafka: kafkasec.KafkaSecurity{SASLMechanism: kafkasec.SASLScramSHA512, SASLUsername: "capture", SASLPassword: "s3cret"}}
+	opts, err := cfg.Kafka.ClientOpts(ctx, "binlake-capture")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +129,7 @@ func TestSignalsOverSASL(t *testing.T) {
 // TestIncrementalSnapshotSettings: ad-hoc snapshots read with the
 // snapshot settings of the initial one.
 func TestIncrementalSnapshotSettings(t *testing.T) {
-	cfg := Config{SnapshotChunkRows: 7, SnapshotReadAhead: 5}
+	cfg := config.Config{SnapshotChunkRows: 7, SnapshotReadAhead: 5}
 	var state stream.State
 	ic, rd, _, err := incrementalSetup(t.Context(), cfg, &state, false, nil, nil, nil, nil, slog.New(slog.DiscardHandler))
 	if err != nil || rd != nil {

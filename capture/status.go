@@ -18,6 +18,7 @@ import (
 	"github.com/binlake/binlake/capture/internal/binlog"
 	"github.com/binlake/binlake/capture/internal/publish"
 	"github.com/binlake/binlake/capture/internal/snapshot"
+	"github.com/binlake/binlake/capture/internal/source"
 	"github.com/binlake/binlake/capture/internal/stream"
 )
 
@@ -70,7 +71,7 @@ func snapStatus(p *snapshot.Progress, paused bool) *snapshotStatus {
 // not asked and not disturbed). It takes capture's settings and its own.
 func runStatus(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	ef, cfg, _ := bindFlags(getenv)
-	fs := ef.fs
+	fs := ef.FlagSet()
 	fs.Init("capture status", flag.ContinueOnError)
 	fs.SetOutput(stdout)
 	format := fs.String("format", "table", "output: table or json")
@@ -83,7 +84,7 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 			"capture. It takes capture's settings (with their environment variables) and these:\n\n")
 		fs.PrintDefaults()
 	}
-	if err := ef.parse(args[1:]); err != nil {
+	if err := ef.Parse(args[1:]); err != nil {
 		return err
 	}
 	if err := cfg.Validate(); err != nil {
@@ -92,7 +93,7 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 	if *format != "table" && *format != "json" {
 		return fmt.Errorf("invalid configuration: format %q: want table or json", *format)
 	}
-	opts, err := cfg.Kafka.clientOpts(ctx, "binlake-capture-status")
+	opts, err := cfg.Kafka.ClientOpts(ctx, "binlake-capture-status")
 	if err != nil {
 		return err
 	}
@@ -112,11 +113,11 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 	if err != nil {
 		return fmt.Errorf("the stored position of %s: %w", cfg.ID, err)
 	}
-	src, err := newSource(cfg)
+	src, err := source.New(cfg.Source())
 	if err != nil {
 		return err
 	}
-	db, err := src.openDB(nil, false)
+	db, err := src.OpenDB(nil, false)
 	if err != nil {
 		return err
 	}
@@ -213,10 +214,10 @@ func lagBytes(ctx context.Context, db *sql.DB, stored, current binlog.Position) 
 
 // firstEventTime is the binlog time of the first event after p that
 // carries one (zero: none came within 10 s).
-func firstEventTime(ctx context.Context, src *source, flavor binlog.Flavor, p binlog.Position) (time.Time, error) {
+func firstEventTime(ctx context.Context, src *source.Source, flavor binlog.Flavor, p binlog.Position) (time.Time, error) {
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	r, err := binlog.Open(rctx, src.binlogConfig(binlog.Config{
+	r, err := binlog.Open(rctx, src.BinlogConfig(binlog.Config{
 		Flavor: flavor, ServerID: 1<<31 + rand.Uint32N(1<<30), HeartbeatPeriod: time.Second, EventBuffer: 4,
 		Logger: slog.New(slog.DiscardHandler)}), p)
 	if err != nil {

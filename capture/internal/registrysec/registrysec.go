@@ -1,4 +1,7 @@
-package main
+// Package registrysec holds capture's schema registry security settings
+// (basic auth or a bearer token, and the CA of an https registry): their
+// flags, their validation and the registry client's options.
+package registrysec
 
 import (
 	"crypto/tls"
@@ -9,6 +12,9 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/sr"
+
+	"github.com/binlake/binlake/capture/internal/envflag"
+	"github.com/binlake/binlake/capture/internal/kafkasec"
 )
 
 // RegistrySecurity is how capture authenticates to the schema registry and
@@ -27,7 +33,9 @@ type RegistrySecurity struct {
 	CAFile string
 }
 
-func (r *RegistrySecurity) bind(f *envFlags) {
+// Bind binds the settings to f: the user and CA file as flags with
+// CAPTURE_* variables, the password and token as secrets.
+func (r *RegistrySecurity) Bind(f *envflag.Set) {
 	f.String(&r.Username, "schema-registry-username", "", "schema registry basic-auth user; the password comes from CAPTURE_SCHEMA_REGISTRY_PASSWORD or CAPTURE_SCHEMA_REGISTRY_PASSWORD_FILE")
 	f.Secret(&r.Password, "schema-registry-password", "the schema registry basic-auth password (with schema-registry-username)")
 	f.Secret(&r.Token, "schema-registry-token", "a bearer token for the schema registry, instead of basic auth")
@@ -89,16 +97,16 @@ func loopbackHost(host string) bool {
 }
 
 func (r *RegistrySecurity) tlsConfig() (*tls.Config, error) {
-	pool, err := loadCAs("schema-registry-ca-file", r.CAFile)
+	pool, err := kafkasec.LoadCAs("schema-registry-ca-file", r.CAFile)
 	if err != nil {
 		return nil, err
 	}
 	return &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool}, nil
 }
 
-// clientOpts are the registry client's options for these settings (none
+// ClientOpts are the registry client's options for these settings (none
 // for the zero value). Call Validate first.
-func (r *RegistrySecurity) clientOpts() ([]sr.ClientOpt, error) {
+func (r *RegistrySecurity) ClientOpts() ([]sr.ClientOpt, error) {
 	var opts []sr.ClientOpt
 	if r.Username != "" {
 		opts = append(opts, sr.BasicAuth(r.Username, r.Password))
