@@ -29,6 +29,7 @@ import (
 	"github.com/binlake/binlake/capture/internal/config"
 	"github.com/binlake/binlake/capture/internal/envflag"
 	"github.com/binlake/binlake/capture/internal/filter"
+	"github.com/binlake/binlake/capture/internal/pprofsrv"
 	"github.com/binlake/binlake/capture/internal/progress"
 	"github.com/binlake/binlake/capture/internal/publish"
 	"github.com/binlake/binlake/capture/internal/resume"
@@ -36,6 +37,7 @@ import (
 	"github.com/binlake/binlake/capture/internal/signal"
 	"github.com/binlake/binlake/capture/internal/snapshot"
 	"github.com/binlake/binlake/capture/internal/source"
+	"github.com/binlake/binlake/capture/internal/startup"
 	"github.com/binlake/binlake/capture/internal/stream"
 	"github.com/binlake/binlake/schemas/debezium"
 )
@@ -136,7 +138,7 @@ func capture(ctx context.Context, cfg config.Config, logger *slog.Logger, term *
 		})
 	}
 	if cfg.PprofAddr != "" {
-		srv, err := servePprof(cfg.PprofAddr)
+		srv, err := pprofsrv.Serve(cfg.PprofAddr)
 		if err != nil {
 			return err
 		}
@@ -241,7 +243,7 @@ func sourceRefusal(err error) bool {
 		}
 		return true
 	}
-	return !unreachable(err) && !errors.Is(err, mysql.ErrInvalidConn) && !errors.Is(err, driver.ErrBadConn)
+	return !startup.Unreachable(err) && !errors.Is(err, mysql.ErrInvalidConn) && !errors.Is(err, driver.ErrBadConn)
 }
 
 // registryRefusal reports whether an error reaching the schema registry
@@ -251,7 +253,7 @@ func registryRefusal(err error) bool {
 	if errors.As(err, &re) {
 		return re.StatusCode < 500
 	}
-	return !unreachable(err)
+	return !startup.Unreachable(err)
 }
 
 // resumeSource answers the resume policy's questions from the source.
@@ -287,7 +289,7 @@ func stream1(ctx context.Context, cfg config.Config, logger *slog.Logger, metric
 
 	// Start-up checks: one line per problem, naming the fix.
 	var server binlog.Server
-	err = startupRetry(ctx, logger, "the source", cfg.StartupTimeout, sourceRefusal, func(ctx context.Context) (err error) {
+	err = startup.Retry(ctx, logger, "the source", cfg.StartupTimeout, sourceRefusal, func(ctx context.Context) (err error) {
 		server, err = binlog.Inspect(ctx, db)
 		return err
 	})
@@ -322,7 +324,7 @@ func stream1(ctx context.Context, cfg config.Config, logger *slog.Logger, metric
 	if err != nil {
 		return err
 	}
-	if err := startupRetry(ctx, logger, "the schema registry", cfg.StartupTimeout, registryRefusal, registry.Ping); err != nil {
+	if err := startup.Retry(ctx, logger, "the schema registry", cfg.StartupTimeout, registryRefusal, registry.Ping); err != nil {
 		return fmt.Errorf("%w (check schema-registry-url %s)", err, config.RedactURL(cfg.RegistryURL))
 	}
 
@@ -331,7 +333,7 @@ func stream1(ctx context.Context, cfg config.Config, logger *slog.Logger, metric
 		return err
 	}
 	var pub *publish.Publisher
-	err = startupRetry(ctx, logger, "Kafka", cfg.StartupTimeout, cfg.Kafka.Refusal, func(ctx context.Context) (err error) {
+	err = startup.Retry(ctx, logger, "Kafka", cfg.StartupTimeout, cfg.Kafka.Refusal, func(ctx context.Context) (err error) {
 		pub, err = publish.New(ctx, publish.Config{
 			Brokers:            strings.Split(cfg.KafkaBrokers, ","),
 			ID:                 cfg.ID,

@@ -1,7 +1,8 @@
-// Package kafkasec holds capture's Kafka security settings (TLS, SASL and
-// Amazon MSK IAM): their flags, their validation, the franz-go options they
-// make, and the hint that names the setting to check when a broker refuses
-// them. Every capture command that talks to Kafka connects with them.
+// Package kafkasec holds capture's Kafka security settings (TLS, SASL
+// and Amazon MSK IAM): their flags and variables, their validation, the
+// franz-go options they make, and the hints that name the setting to
+// change when a broker refuses them. ingest's package of the same name is
+// this one with the names changed (TestKafkaSecurityMatchesCapture).
 package kafkasec
 
 import (
@@ -65,15 +66,14 @@ type KafkaSecurity struct {
 	SASLUsername string
 	SASLPassword string
 
-	// awsRegionEnv is AWS_REGION (or AWS_DEFAULT_REGION) as read at Bind
+	// awsRegionEnv is AWS_REGION (or AWS_DEFAULT_REGION) as read at bind
 	// time: MSK IAM signs for it when the broker names hold no region.
 	awsRegionEnv string
 	// awsCredentials replaces the AWS default chain (tests).
 	awsCredentials aws.CredentialsProvider
 }
 
-// Bind binds the settings to f: flags with CAPTURE_* variables, and the
-// password as a secret.
+// Bind adds the settings to f.
 func (k *KafkaSecurity) Bind(f *envflag.Set) {
 	f.Bool(&k.TLS, "kafka-tls", false, "connect to Kafka over TLS (MSK: port 9094, and 9096 SCRAM / 9098 IAM which need it)")
 	f.String(&k.TLSCAFile, "kafka-tls-ca-file", "", "PEM file of the CAs that sign the brokers' certificates (default: the system roots)")

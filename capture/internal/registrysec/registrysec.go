@@ -1,6 +1,8 @@
 // Package registrysec holds capture's schema registry security settings
-// (basic auth or a bearer token, and the CA of an https registry): their
-// flags, their validation and the registry client's options.
+// (basic auth, a bearer token, a CA bundle): their flags and variables,
+// their validation and the franz-go sr client options they make. ingest's
+// package of the same name is this one with the names changed
+// (TestKafkaSecurityMatchesCapture).
 package registrysec
 
 import (
@@ -33,8 +35,7 @@ type RegistrySecurity struct {
 	CAFile string
 }
 
-// Bind binds the settings to f: the user and CA file as flags with
-// CAPTURE_* variables, the password and token as secrets.
+// Bind adds the settings to f.
 func (r *RegistrySecurity) Bind(f *envflag.Set) {
 	f.String(&r.Username, "schema-registry-username", "", "schema registry basic-auth user; the password comes from CAPTURE_SCHEMA_REGISTRY_PASSWORD or CAPTURE_SCHEMA_REGISTRY_PASSWORD_FILE")
 	f.Secret(&r.Password, "schema-registry-password", "the schema registry basic-auth password (with schema-registry-username)")
