@@ -63,7 +63,7 @@ func bindFlags(getenv func(string) string) (*envflag.Set, *config.Config, *bool)
 // together. main only provides the process environment.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) > 1 && args[1] == "snapshot" {
-		return runSnapshotCommand(ctx, args, getenv, stdout)
+		return runSnapshot(ctx, args, getenv, stdout)
 	}
 	if len(args) > 1 && args[1] == "status" {
 		return runStatus(ctx, args[1:], getenv, stdout)
