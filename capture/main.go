@@ -13,6 +13,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/binlake/binlake/capture/internal/cmd/status"
 )
 
 func main() {
@@ -22,7 +24,7 @@ func main() {
 	if err != nil {
 		if err != errHelp {
 			fmt.Fprintln(os.Stderr, "capture:", err)
-			if errors.Is(err, errStale) {
+			if errors.Is(err, status.ErrStale) {
 				os.Exit(3) // capture status: behind its max-lag, or nothing stored
 			}
 			os.Exit(1)
