@@ -1,11 +1,10 @@
-package main
+package run
 
 import (
 	"bytes"
 	"context"
-	"errors"
+	"flag"
 	"log/slog"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -13,56 +12,29 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/binlake/binlake/capture/internal/cmd/snapshot"
 	"github.com/binlake/binlake/capture/internal/config"
-	"github.com/binlake/binlake/capture/internal/kafkasec"
+	"github.com/binlake/binlake/capture/internal/envflag"
 	"github.com/binlake/binlake/capture/internal/publish"
 	"github.com/binlake/binlake/capture/internal/signal"
 	"github.com/binlake/binlake/capture/internal/stream"
 )
 
-func TestSnapshotCommandFlagsDocumented(t *testing.T) {
-	readme, err := os.ReadFile("README.md")
-	if err != nil {
+// captureConfig is capture's configuration from the environment e,
+// validated, as main hands it to Run.
+func captureConfig(t *testing.T, e map[string]string) config.Config {
+	t.Helper()
+	fs := flag.NewFlagSet("capture", flag.ContinueOnError)
+	fs.SetOutput(&bytes.Buffer{})
+	var cfg config.Config
+	cfg.Bind(envflag.New(fs, "CAPTURE_", func(k string) string { return e[k] }))
+	if err := fs.Parse(nil); err != nil {
 		t.Fatal(err)
 	}
-	var out bytes.Buffer
-	if err := run(t.Context(), []string{"capture", "snapshot", "--help"}, env(nil), &out, &out); !errors.Is(err, errHelp) {
-		t.Fatalf("capture snapshot --help: %v", err)
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
 	}
-	n := 0
-	for _, line := range strings.Split(out.String(), "\n") {
-		if !strings.HasPrefix(line, "  -") {
-			continue
-		}
-		n++
-		if name := strings.Fields(line)[0][1:]; !strings.Contains(string(readme), "`--"+name+"`") {
-			t.Errorf("README does not document --%s", name)
-		}
-	}
-	if n < 10 || !strings.Contains(out.String(), "-tables") {
-		t.Fatalf("help lists %d flags:\n%s", n, out.String())
-	}
-}
-
-func TestSnapshotCommandErrors(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		env  map[string]string
-		want string
-	}{
-		{[]string{"--tables", "db.t1"}, map[string]string{"CAPTURE_TOPIC_PREFIX": "p"}, "no signal topic is configured"},
-		{nil, map[string]string{"CAPTURE_TOPIC_PREFIX": "p", "CAPTURE_SIGNAL_ENABLED_CHANNELS": "kafka"}, "--tables is required"},
-		{[]string{"--tables", "db.(t1"}, map[string]string{"CAPTURE_TOPIC_PREFIX": "p", "CAPTURE_SIGNAL_ENABLED_CHANNELS": "kafka"}, "db.(t1"},
-		{[]string{"--action", "explode"}, map[string]string{"CAPTURE_TOPIC_PREFIX": "p", "CAPTURE_SIGNAL_ENABLED_CHANNELS": "kafka"}, "want execute, stop, pause or resume"},
-		{[]string{"db.t1"}, map[string]string{"CAPTURE_TOPIC_PREFIX": "p", "CAPTURE_SIGNAL_ENABLED_CHANNELS": "kafka"}, "unexpected arguments"},
-		{[]string{"--tables", "db.t1"}, map[string]string{"CAPTURE_SIGNAL_ENABLED_CHANNELS": "kafka"}, "CAPTURE_TOPIC_PREFIX"},
-	} {
-		var out bytes.Buffer
-		err := run(t.Context(), append([]string{"capture", "snapshot"}, tc.args...), env(tc.env), &out, &out)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("capture snapshot %v with %v: error %v, want one containing %q", tc.args, tc.env, err, tc.want)
-		}
-	}
+	return cfg
 }
 
 // TestSignalsOverSASL checks that `capture snapshot` and capture's signal
@@ -80,8 +52,10 @@ func TestSignalsOverSASL(t *testing.T) {
 	defer cancel()
 	brokers := strings.Join(fake.ListenAddrs(), ",")
 
-	cfg := config.Config{KafkaBrokers: brokers, TopicPrefix: "p", SignalEnabledChannels: "kafka", SignalKafkaTopic: "p-signal",
-		Kafka: kafkasec.KafkaSecurity{SASLMechanism: kafkasec.SASLScramSHA512, SASLUsername: "capture", SASLPassword: "s3cret"}}
+	cfg := captureConfig(t, map[string]string{
+		"CAPTURE_KAFKA_BROKERS": brokers, "CAPTURE_TOPIC_PREFIX": "p", "CAPTURE_SIGNAL_ENABLED_CHANNELS": "kafka",
+		"CAPTURE_KAFKA_SASL_MECHANISM": "scram-sha-512", "CAPTURE_KAFKA_SASL_USERNAME": "capture", "CAPTURE_KAFKA_SASL_PASSWORD": "s3cret",
+	})
 	opts, err := cfg.Kafka.ClientOpts(ctx, "binlake-capture")
 	if err != nil {
 		t.Fatal(err)
@@ -104,13 +78,8 @@ func TestSignalsOverSASL(t *testing.T) {
 	}
 	defer rd.Close()
 
-	var out bytes.Buffer
-	err = run(ctx, []string{"capture", "snapshot", "--tables", "db.t1"}, env(map[string]string{
-		"CAPTURE_KAFKA_BROKERS": brokers, "CAPTURE_TOPIC_PREFIX": "p", "CAPTURE_SIGNAL_ENABLED_CHANNELS": "kafka",
-		"CAPTURE_KAFKA_SASL_MECHANISM": "scram-sha-512", "CAPTURE_KAFKA_SASL_USERNAME": "capture", "CAPTURE_KAFKA_SASL_PASSWORD": "s3cret",
-	}), &out, &out)
-	if err != nil {
-		t.Fatalf("capture snapshot: %v\n%s", err, out.String())
+	if _, err := snapshot.Send(ctx, snapshot.Config{Capture: cfg, Tables: []string{"db.t1"}, Action: "execute"}); err != nil {
+		t.Fatalf("capture snapshot: %v", err)
 	}
 
 	recs := make(chan signal.Record, 1)
