@@ -4,6 +4,11 @@
 // Run `capture --help` for its settings; every flag also has an environment
 // variable (CAPTURE_*), and secrets are read only from the environment or
 // from files.
+//
+// Package main only parses the flags and the environment, validates them
+// and hands over to the command's package: internal/cmd/run (capture),
+// internal/cmd/status (capture status) and internal/cmd/snapshot (capture
+// snapshot), each a Config in and a result or an error out.
 package main
 
 import (

@@ -1,8 +1,7 @@
-// Package startup retries what capture needs at start-up (the source, the
-// schema registry, Kafka) while it is unreachable, bounded by
-// startup-timeout, and gives up at once on a refusal. ingest's package of
-// the same name is this one with the names changed
-// (TestKafkaSecurityMatchesCapture).
+// Package startup retries what capture needs at start-up while it is
+// unreachable, bounded by startup-timeout, and gives up at once on a
+// refusal. Both binaries hold this package, kept equal with the names
+// changed (TestKafkaSecurityMatchesCapture).
 package startup
 
 import (
