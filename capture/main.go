@@ -4,6 +4,11 @@
 // Run `capture --help` for its settings; every flag also has an environment
 // variable (CAPTURE_*), and secrets are read only from the environment or
 // from files.
+//
+// Package main only parses the flags and the environment, validates them
+// and hands over to the command's package: internal/cmd/run (capture),
+// internal/cmd/status (capture status) and internal/cmd/snapshot (capture
+// snapshot), each a Config in and a result or an error out.
 package main
 
 import (
@@ -13,6 +18,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/binlake/binlake/capture/internal/cmd/status"
 )
 
 func main() {
@@ -22,7 +29,7 @@ func main() {
 	if err != nil {
 		if err != errHelp {
 			fmt.Fprintln(os.Stderr, "capture:", err)
-			if errors.Is(err, errStale) {
+			if errors.Is(err, status.ErrStale) {
 				os.Exit(3) // capture status: behind its max-lag, or nothing stored
 			}
 			os.Exit(1)

@@ -1,4 +1,8 @@
-package main
+// Package envflag binds each setting of a binary to a command-line flag and
+// to an environment variable named after it, with secrets read only from
+// the environment or from a file. capture's commands and its settings
+// packages (config, kafkasec, registrysec) bind through it.
+package envflag
 
 import (
 	"errors"
@@ -10,39 +14,60 @@ import (
 	"time"
 )
 
-// envFlags binds each setting to a flag and to an environment variable named
+// Set binds each setting to a flag and to an environment variable named
 // after it (prefix + upper-case name, dashes and dots as underscores). The
 // precedence is flag > environment > default. Secrets have no flag: they come
 // from an environment variable or from the file named by <VAR>_FILE.
-type envFlags struct {
+type Set struct {
 	fs     *flag.FlagSet
 	prefix string
 	getenv func(string) string
 	errs   []error
 	// secrets lists the Secret settings (their variable and usage), for
 	// the documentation: they have no flag.
-	secrets []secretSetting
+	secrets []Secret
 }
 
-type secretSetting struct{ env, usage string }
+// Secret is a setting read only from the environment (or a file): its
+// variable and its usage text.
+type Secret struct{ Env, Usage string }
 
-func (f *envFlags) envName(name string) string {
+// New binds settings to fs, their variables named prefix + the flag name
+// (upper case, dashes and dots as underscores) and read with getenv.
+func New(fs *flag.FlagSet, prefix string, getenv func(string) string) *Set {
+	return &Set{fs: fs, prefix: prefix, getenv: getenv}
+}
+
+// FlagSet is the flag set the settings are bound to.
+func (f *Set) FlagSet() *flag.FlagSet { return f.fs }
+
+// Getenv reads an environment variable through the Set's getenv.
+func (f *Set) Getenv(name string) string { return f.getenv(name) }
+
+// Secrets lists the Secret settings, for the documentation: they have no
+// flag.
+func (f *Set) Secrets() []Secret { return f.secrets }
+
+// Err is the errors of the environment variables read so far (nil: none).
+func (f *Set) Err() error { return errors.Join(f.errs...) }
+
+func (f *Set) envName(name string) string {
 	r := strings.NewReplacer("-", "_", ".", "_")
 	return f.prefix + strings.ToUpper(r.Replace(name))
 }
 
-func (f *envFlags) usage(name, usage string) string {
+func (f *Set) usage(name, usage string) string {
 	return fmt.Sprintf("%s (env %s)", usage, f.envName(name))
 }
 
-func (f *envFlags) String(p *string, name, def, usage string) {
+func (f *Set) String(p *string, name, def, usage string) {
 	if v := f.getenv(f.envName(name)); v != "" {
 		def = v
 	}
 	f.fs.StringVar(p, name, def, f.usage(name, usage))
 }
 
-func (f *envFlags) Bool(p *bool, name string, def bool, usage string) {
+func (f *Set) Bool(p *bool, name string, def bool, usage string) {
 	if v := f.getenv(f.envName(name)); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
@@ -54,7 +79,7 @@ func (f *envFlags) Bool(p *bool, name string, def bool, usage string) {
 	f.fs.BoolVar(p, name, def, f.usage(name, usage))
 }
 
-func (f *envFlags) Int(p *int, name string, def int, usage string) {
+func (f *Set) Int(p *int, name string, def int, usage string) {
 	if v := f.getenv(f.envName(name)); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {
@@ -66,7 +91,7 @@ func (f *envFlags) Int(p *int, name string, def int, usage string) {
 	f.fs.IntVar(p, name, def, f.usage(name, usage))
 }
 
-func (f *envFlags) Duration(p *time.Duration, name string, def time.Duration, usage string) {
+func (f *Set) Duration(p *time.Duration, name string, def time.Duration, usage string) {
 	if v := f.getenv(f.envName(name)); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil {
@@ -78,10 +103,10 @@ func (f *envFlags) Duration(p *time.Duration, name string, def time.Duration, us
 	f.fs.DurationVar(p, name, def, f.usage(name, usage))
 }
 
-// parse parses args (the command's arguments after its name) and returns
+// Parse parses args (the command's arguments after its name) and returns
 // the first flag error or the errors of the environment variables read. A
 // command takes no positional arguments: one is a mistyped setting.
-func (f *envFlags) parse(args []string) error {
+func (f *Set) Parse(args []string) error {
 	if err := f.fs.Parse(args); err != nil {
 		return err
 	}
@@ -93,9 +118,9 @@ func (f *envFlags) parse(args []string) error {
 
 // Secret reads a secret from <PREFIX><NAME> or from the file named by
 // <PREFIX><NAME>_FILE. It never has a flag, so it never shows in `ps`.
-func (f *envFlags) Secret(p *string, name, usage string) {
+func (f *Set) Secret(p *string, name, usage string) {
 	key := f.envName(name)
-	f.secrets = append(f.secrets, secretSetting{key, usage})
+	f.secrets = append(f.secrets, Secret{key, usage})
 	if v := f.getenv(key); v != "" {
 		*p = v
 		return

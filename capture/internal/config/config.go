@@ -1,4 +1,8 @@
-package main
+// Package config is capture's configuration: every setting of the capture
+// command (which capture status and capture snapshot take too), its flag
+// and environment variable, and Validate, which checks the settings
+// against each other and fills the derived defaults.
+package config
 
 import (
 	"errors"
@@ -8,16 +12,20 @@ import (
 	"strings"
 	"time"
 
+	"github.com/binlake/binlake/capture/internal/envflag"
 	"github.com/binlake/binlake/capture/internal/filter"
+	"github.com/binlake/binlake/capture/internal/kafkasec"
 	"github.com/binlake/binlake/capture/internal/mysqltls"
 	"github.com/binlake/binlake/capture/internal/mysqltype"
+	"github.com/binlake/binlake/capture/internal/registrysec"
 	"github.com/binlake/binlake/capture/internal/schemahist"
 	"github.com/binlake/binlake/capture/internal/snapshot"
+	"github.com/binlake/binlake/capture/internal/source"
 	"github.com/binlake/binlake/schemas/debezium"
 )
 
 // Config is capture's whole configuration. Each field's flag, environment
-// variable and default are in bind; README's configuration table lists them.
+// variable and default are in Bind; README's configuration table lists them.
 type Config struct {
 	// Source.
 	MySQLAddr     string
@@ -45,8 +53,8 @@ type Config struct {
 
 	// Kafka and the registry.
 	KafkaBrokers       string
-	Kafka              KafkaSecurity    // TLS and SASL (MSK)
-	Registry           RegistrySecurity // schema registry credentials and CA
+	Kafka              kafkasec.KafkaSecurity       // TLS and SASL (MSK)
+	Registry           registrysec.RegistrySecurity // schema registry credentials and CA
 	RegistryURL        string
 	OffsetsTopic       string
 	HistoryTopic       string
@@ -98,7 +106,8 @@ type Config struct {
 	StartupTimeout      time.Duration
 }
 
-func (c *Config) bind(f *envFlags) {
+// Bind binds every setting to f, with its CAPTURE_* variable and default.
+func (c *Config) Bind(f *envflag.Set) {
 	f.String(&c.MySQLAddr, "mysql-addr", "127.0.0.1:3306", "source MySQL/MariaDB server, host:port")
 	f.String(&c.MySQLUser, "mysql-user", "binlake_capture", "replication user (grants: REPLICATION SLAVE, REPLICATION CLIENT, SELECT)")
 	f.Secret(&c.MySQLPassword, "mysql-password", "the replication user's password")
@@ -119,9 +128,9 @@ func (c *Config) bind(f *envFlags) {
 	f.String(&c.TopicPrefix, "topic-prefix", "", "Debezium topic.prefix: change topics are <prefix>.<db>.<table> (required)")
 	f.String(&c.ID, "id", "", "capture id: its Kafka transactional id is binlake-capture-<id> and its position is stored under it (default: the topic prefix)")
 	f.String(&c.KafkaBrokers, "kafka-brokers", "127.0.0.1:9092", "comma-separated Kafka seed brokers")
-	c.Kafka.bind(f)
+	c.Kafka.Bind(f)
 	f.String(&c.RegistryURL, "schema-registry-url", "http://127.0.0.1:8081", "Confluent-compatible schema registry URL (Apicurio: .../apis/ccompat/v7)")
-	c.Registry.bind(f)
+	c.Registry.Bind(f)
 	f.String(&c.OffsetsTopic, "offsets-topic", "__binlake-capture-offsets", "compacted topic holding capture positions")
 	f.String(&c.HistoryTopic, "schema-history-topic", "", "topic holding table definitions as they change (default __binlake-schema-history.<prefix>)")
 	f.Int(&c.TopicPartitions, "topic-creation-default-partitions", 1, "partitions of change topics capture creates")
@@ -291,8 +300,8 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// skipTruncate reports whether truncates are not emitted.
-func (c *Config) skipTruncate() bool {
+// SkipTruncate reports whether truncates are not emitted.
+func (c *Config) SkipTruncate() bool {
 	for _, op := range strings.Split(c.SkippedOperations, ",") {
 		if strings.TrimSpace(op) == "t" {
 			return true
@@ -301,14 +310,14 @@ func (c *Config) skipTruncate() bool {
 	return false
 }
 
-// redacted is the configuration as logged: no secrets.
-func (c *Config) redacted() []any {
+// Redacted is the configuration as logged: no secrets.
+func (c *Config) Redacted() []any {
 	return []any{
 		"mysql_addr", c.MySQLAddr, "mysql_user", c.MySQLUser, "mysql_password_set", c.MySQLPassword != "",
 		"mysql_tls", c.MySQLTLS.Mode, "mysql_allow_insecure_auth", c.MySQLTLS.AllowInsecureAuth,
 		"topic_prefix", c.TopicPrefix, "id", c.ID, "kafka_brokers", c.KafkaBrokers,
 		"kafka_tls", c.Kafka.TLS, "kafka_sasl_mechanism", c.Kafka.SASLMechanism, "kafka_sasl_username", c.Kafka.SASLUsername,
-		"schema_registry_url", redactURL(c.RegistryURL), "schema_registry_username", c.Registry.Username, "schema_registry_password_set", c.Registry.Password != "", "schema_registry_token_set", c.Registry.Token != "", "schema_registry_ca_file", c.Registry.CAFile,
+		"schema_registry_url", RedactURL(c.RegistryURL), "schema_registry_username", c.Registry.Username, "schema_registry_password_set", c.Registry.Password != "", "schema_registry_token_set", c.Registry.Token != "", "schema_registry_ca_file", c.Registry.CAFile,
 		"offsets_topic", c.OffsetsTopic, "schema_history_topic", c.HistoryTopic,
 		"server_id", c.ServerID, "flavor", c.Flavor, "snapshot_mode", c.SnapshotMode, "signal_kafka_topic", c.SignalKafkaTopic, "snapshot_chunk_rows", c.SnapshotChunkRows, "snapshot_read_ahead", c.SnapshotReadAhead, "commit_interval", c.CommitInterval,
 		"field_name_adjustment_mode", c.Naming.Field, "schema_name_adjustment_mode", c.Naming.Schema,
@@ -316,12 +325,17 @@ func (c *Config) redacted() []any {
 	}
 }
 
-// redactURL hides user info in a URL.
-func redactURL(u string) string {
+// RedactURL hides user info in a URL.
+func RedactURL(u string) string {
 	if at := strings.LastIndex(u, "@"); at >= 0 {
 		if scheme := strings.Index(u, "://"); scheme >= 0 && scheme < at {
 			return u[:scheme+3] + "REDACTED@" + u[at+1:]
 		}
 	}
 	return u
+}
+
+// Source is where the source server is and how to log in to it.
+func (c *Config) Source() source.Config {
+	return source.Config{Addr: c.MySQLAddr, User: c.MySQLUser, Password: c.MySQLPassword, TLS: c.MySQLTLS}
 }

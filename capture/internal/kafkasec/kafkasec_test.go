@@ -1,4 +1,4 @@
-package main
+package kafkasec
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -21,19 +22,23 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl"
+
+	"github.com/binlake/binlake/capture/internal/envflag"
 )
 
-// kafkaSec binds the Kafka security settings from args and env, as run does.
+// kafkaSec binds the Kafka security settings from args and env, as capture does.
 func kafkaSec(t *testing.T, args []string, e map[string]string) (*KafkaSecurity, error) {
 	t.Helper()
 	var k KafkaSecurity
-	ef := newTestFlags(&bytes.Buffer{}, e)
-	k.bind(ef)
-	if err := ef.fs.Parse(args); err != nil {
+	fs := flag.NewFlagSet("capture", flag.ContinueOnError)
+	fs.SetOutput(&bytes.Buffer{})
+	ef := envflag.New(fs, "CAPTURE_", func(name string) string { return e[name] })
+	k.Bind(ef)
+	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
 	}
-	if len(ef.errs) > 0 {
-		return nil, ef.errs[0]
+	if err := ef.Err(); err != nil {
+		return nil, err
 	}
 	return &k, nil
 }
@@ -102,25 +107,11 @@ func TestKafkaSecurityValidate(t *testing.T) {
 	}
 }
 
-// TestKafkaSecurityPasswordHasNoFlag checks the SASL password is a secret.
-func TestKafkaSecurityPasswordHasNoFlag(t *testing.T) {
-	var out bytes.Buffer
-	if err := run(t.Context(), []string{"capture", "--help"}, env(nil), &out, &out); err == nil {
-		t.Fatal("--help returned no error")
-	}
-	if strings.Contains(out.String(), "-kafka-sasl-password") {
-		t.Error("the Kafka SASL password has a flag")
-	}
-	if !strings.Contains(out.String(), "-kafka-sasl-mechanism") || !strings.Contains(out.String(), "CAPTURE_KAFKA_TLS_CA_FILE") {
-		t.Errorf("help lacks the Kafka security flags:\n%s", out.String())
-	}
-}
-
 // clientFor builds a franz-go client from the settings' options and returns
 // its configured SASL mechanisms and TLS configuration.
 func clientFor(t *testing.T, k *KafkaSecurity) ([]sasl.Mechanism, *tls.Config) {
 	t.Helper()
-	opts, err := k.clientOpts(t.Context(), "binlake-capture")
+	opts, err := k.ClientOpts(t.Context(), "binlake-capture")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +232,7 @@ func TestKafkaSecurityAgainstKfake(t *testing.T) {
 		if err := k.Validate(fake.ListenAddrs()); err != nil {
 			t.Fatal(err)
 		}
-		opts, err := k.clientOpts(t.Context(), "binlake-capture")
+		opts, err := k.ClientOpts(t.Context(), "binlake-capture")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -283,7 +274,7 @@ func TestKafkaSecurityAgainstKfake(t *testing.T) {
 	}
 	// Refusals: Ping returns the first broker's connection error.
 	refused := func(k KafkaSecurity) error {
-		opts, err := k.clientOpts(t.Context(), "binlake-capture")
+		opts, err := k.ClientOpts(t.Context(), "binlake-capture")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -309,7 +300,7 @@ func TestKafkaSecurityAgainstKfake(t *testing.T) {
 	noCert.TLSCertFile, noCert.TLSKeyFile = "", ""
 	if err := refused(noCert); err == nil || !strings.Contains(err.Error(), "certificate required") {
 		t.Errorf("no client certificate: %v, want the broker's TLS alert", err)
-	} else if err, ok := noCert.explain(err); !ok || !strings.Contains(err.Error(), "set kafka-tls-cert-file and kafka-tls-key-file") {
+	} else if err, ok := noCert.Explain(err); !ok || !strings.Contains(err.Error(), "set kafka-tls-cert-file and kafka-tls-key-file") {
 		t.Errorf("no client certificate: explained as %v (%v), want the certificate settings named", err, ok)
 	}
 	untrusted := with(SASLScramSHA256, "scram256", "pass-256")
@@ -317,7 +308,7 @@ func TestKafkaSecurityAgainstKfake(t *testing.T) {
 	var unknownCA x509.UnknownAuthorityError
 	if err := refused(untrusted); !errors.As(err, &unknownCA) {
 		t.Errorf("broker certificate from an unknown CA: %v, want x509.UnknownAuthorityError", err)
-	} else if err, ok := untrusted.explain(err); !ok || !strings.Contains(err.Error(), "set kafka-tls-ca-file") {
+	} else if err, ok := untrusted.Explain(err); !ok || !strings.Contains(err.Error(), "set kafka-tls-ca-file") {
 		t.Errorf("unknown CA: explained as %v (%v), want kafka-tls-ca-file named", err, ok)
 	}
 }
@@ -343,7 +334,7 @@ func TestKafkaSecurityExplain(t *testing.T) {
 		{"unreachable", &net.OpError{Op: "dial", Err: errors.New("connection refused")}, ""},
 		{"other", errors.New("boom"), ""},
 	} {
-		got, refused := k.explain(c.err)
+		got, refused := k.Explain(c.err)
 		switch {
 		case refused != (c.want != ""):
 			t.Errorf("%s: refused = %v", c.name, refused)

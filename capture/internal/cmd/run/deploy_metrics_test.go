@@ -1,4 +1,4 @@
-package main
+package run
 
 import (
 	"sync/atomic"
@@ -11,19 +11,19 @@ import (
 
 // TestDeployMetricsExist: every capture, Go and process series that the
 // Grafana dashboard and the Prometheus rules query is one capture exports
-// (registerMetrics is what run registers), so a renamed metric fails here
+// (RegisterMetrics is what Run registers), so a renamed metric fails here
 // rather than leaving an empty panel or a silent alert.
 func TestDeployMetricsExist(t *testing.T) {
 	var rec promref.Recorder
-	registerMetrics(&rec, func() bool { return true })
-	promref.CheckQueried(t, "..", "capture", &rec, 10)
+	RegisterMetrics(&rec, func() bool { return true })
+	promref.CheckQueried(t, "../../../..", "capture", &rec, 10)
 }
 
 // TestReadyMetric: capture_ready follows the readiness that /readyz reports.
 func TestReadyMetric(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	var ready atomic.Bool
-	registerMetrics(reg, ready.Load)
+	RegisterMetrics(reg, ready.Load)
 	for _, want := range []float64{0, 1} {
 		ready.Store(want == 1)
 		if got := promref.GaugeValue(t, reg, "capture_ready"); got != want {
