@@ -43,8 +43,8 @@ var pending = map[string]struct {
 	lines, cells int
 	why          string
 }{
-	"capture/README.md": {10, 11, "proof tables and flag usage text, issue 34"},
-	"ingest/README.md":  {39, 39, "proof tables and flag usage text, issue 34"},
+	"capture/README.md": {9, 9, "proof tables and flag usage text, issue 34"},
+	"ingest/README.md":  {36, 36, "proof tables and flag usage text, issue 34"},
 }
 
 // repo is the repository's root and its tracked files.
