@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestFlagTable(t *testing.T) {
@@ -68,5 +69,59 @@ func TestSection(t *testing.T) {
 	b, _ := os.ReadFile(path)
 	if string(b) != "intro\n<!-- begin s -->\nnew row\n<!-- end s -->\nrest\n" {
 		t.Errorf("after the update the file is %q", b)
+	}
+}
+
+// TestFlagTableLongUsage: whatever a usage text holds, no generated line
+// runs past 400 characters nor a table cell past 300 (the docs test's
+// limits, test/docs), and the text the table shortens is kept whole in the
+// notes under it, linked from its row.
+func TestFlagTableLongUsage(t *testing.T) {
+	long := strings.Repeat("a clause that goes on, and on (with: a colon; inside) ", 12)
+	cases := map[string]string{
+		"clause":   "how a key's old row is removed: " + long,
+		"noclause": long,
+		"word":     strings.Repeat("x", 450) + " then words",
+		"short":    "fits in its cell: nothing moves",
+	}
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	for name, usage := range cases {
+		fs.String(name, "", usage+" (env X_"+strings.ToUpper(name)+")")
+	}
+	got := FlagTable(fs, []Secret{{Env: "X_SECRET", Usage: "the secret; " + long}})
+	for i, l := range strings.Split(got, "\n") {
+		if n := utf8.RuneCountInString(l); n > 400 {
+			t.Errorf("line %d has %d characters: %.80s…", i+1, n, l)
+		}
+		if strings.HasPrefix(l, "|") {
+			for _, c := range strings.Split(l, " | ") {
+				if n := utf8.RuneCountInString(c); n > 300 {
+					t.Errorf("line %d has a cell of %d characters: %.80s…", i+1, n, c)
+				}
+			}
+		}
+	}
+	for _, want := range []string{
+		"| `--clause` | `X_CLAUSE` |  | how a key's old row is removed … ([in full](#setting-clause)) |\n",
+		"| `--short` | `X_SHORT` |  | fits in its cell: nothing moves |\n",
+		"| (secret) | `X_SECRET`, `X_SECRET_FILE` | | the secret … ([in full](#setting-x-secret)) |\n",
+		"- <a id=\"setting-clause\"></a>`--clause`: how a key's old row is removed:",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("table lacks %q:\n%s", want, got)
+		}
+	}
+	// Every shortened text is in the notes, whole once the lines are joined.
+	notes := strings.Join(strings.Fields(got[strings.Index(got, "in full:"):]), " ")
+	for name, usage := range cases {
+		if name == "short" {
+			if strings.Contains(notes, "`--short`") {
+				t.Error("a usage that fits its cell has a note too")
+			}
+			continue
+		}
+		if w := strings.Join(strings.Fields(usage), " "); !strings.Contains(strings.ReplaceAll(notes, " ", ""), strings.ReplaceAll(w, " ", "")) {
+			t.Errorf("the notes lack the whole usage of --%s", name)
+		}
 	}
 }

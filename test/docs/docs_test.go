@@ -19,7 +19,6 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"unicode"
@@ -30,22 +29,6 @@ const (
 	maxLine = 400 // characters on a line outside fenced code blocks
 	maxCell = 300 // characters in one table cell
 )
-
-// pending holds the files whose long lines and cells are known and not
-// yet fixed, each with how many it may have at most (lines over maxLine,
-// cells over maxCell) and why. A count may only go down: a file over its
-// count fails, and a file under it fails too until its count here is
-// lowered to what it has, so that a fix is kept. capture/README.md and
-// ingest/README.md hold long rows in their proof tables and in the
-// configuration tables rendered from the flags' usage text (test/doccheck),
-// both being rewritten while the commands move into packages (issue 34).
-var pending = map[string]struct {
-	lines, cells int
-	why          string
-}{
-	"capture/README.md": {10, 11, "proof tables and flag usage text, issue 34"},
-	"ingest/README.md":  {39, 39, "proof tables and flag usage text, issue 34"},
-}
 
 // repo is the repository's root and its tracked files.
 type repo struct {
@@ -192,38 +175,16 @@ func TestDocLineLength(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var long, wide []string
 		for _, l := range prose(string(text)) {
 			if n := utf8.RuneCountInString(l.text); n > maxLine {
-				long = append(long, fmt.Sprintf("%s:%d: %d characters (at most %d outside code blocks): %.60s…", f, l.n, n, maxLine, l.text))
+				t.Errorf("%s:%d: %d characters (at most %d outside code blocks): %.60s…", f, l.n, n, maxLine, l.text)
 			}
 			if strings.HasPrefix(strings.TrimSpace(l.text), "|") {
 				for _, c := range cells(l.text) {
 					if n := utf8.RuneCountInString(c); n > maxCell {
-						wide = append(wide, fmt.Sprintf("%s:%d: a table cell of %d characters (at most %d): %.60s…", f, l.n, n, maxCell, c))
+						t.Errorf("%s:%d: a table cell of %d characters (at most %d): %.60s…", f, l.n, n, maxCell, c)
 					}
 				}
-			}
-		}
-		p, known := pending[f]
-		if !known {
-			for _, m := range slices.Concat(long, wide) {
-				t.Error(m)
-			}
-			continue
-		}
-		for _, c := range []struct {
-			what     string
-			got, max int
-			all      []string
-		}{{"lines", len(long), p.lines, long}, {"cells", len(wide), p.cells, wide}} {
-			switch {
-			case c.got > c.max:
-				t.Errorf("%s: %d long %s, more than the %d it is allowed while pending (%s):\n%s", f, c.got, c.what, c.max, p.why, strings.Join(c.all, "\n"))
-			case c.got < c.max:
-				t.Errorf("%s: %d long %s, fewer than the %d pending allows: lower it to %d in docs_test.go so the fix is kept", f, c.got, c.what, c.max, c.got)
-			default:
-				t.Logf("%s: %d long %s, pending (%s)", f, c.got, c.what, p.why)
 			}
 		}
 	}
