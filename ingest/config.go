@@ -5,14 +5,17 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"net/url"
 	"regexp"
 	"strings"
 	"time"
 
 	"github.com/binlake/binlake/ingest/internal/commit"
+	"github.com/binlake/binlake/ingest/internal/envflag"
+	"github.com/binlake/binlake/ingest/internal/kafkasec"
 	"github.com/binlake/binlake/ingest/internal/keyindex"
+	"github.com/binlake/binlake/ingest/internal/lake"
 	"github.com/binlake/binlake/ingest/internal/pipeline"
+	"github.com/binlake/binlake/ingest/internal/registrysec"
 	"github.com/binlake/binlake/ingest/internal/schemamap"
 )
 
@@ -20,9 +23,9 @@ import (
 // variable and default are in bind.
 type Config struct {
 	// Kafka.
-	KafkaBrokers string           // comma-separated seed brokers
-	Kafka        KafkaSecurity    // TLS and SASL (MSK)
-	Registry     RegistrySecurity // schema registry credentials and CA
+	KafkaBrokers string                       // comma-separated seed brokers
+	Kafka        kafkasec.KafkaSecurity       // TLS and SASL (MSK)
+	Registry     registrysec.RegistrySecurity // schema registry credentials and CA
 	GroupID      string
 	// GroupSessionTimeout is how long the group waits for a member that
 	// stopped heartbeating (a killed process) before giving its partitions
@@ -35,7 +38,7 @@ type Config struct {
 	RegistryURL string
 
 	// Iceberg.
-	CatalogConfig
+	lake.CatalogConfig
 	NamespaceWithPrefix bool
 	MergeSources        bool     // let sources of different topic prefixes write one table
 	TableNameMap        []string // db.table=namespace.table entries, see schemamap.ParseNameMap
@@ -73,16 +76,16 @@ type Config struct {
 	StartupTimeout      time.Duration
 }
 
-func (c *Config) bind(f *envFlags) {
+func (c *Config) bind(f *envflag.Set) {
 	f.String(&c.KafkaBrokers, "kafka-brokers", "127.0.0.1:9092", "comma-separated Kafka seed brokers")
-	c.Kafka.bind(f)
+	c.Kafka.Bind(f)
 	f.String(&c.GroupID, "group-id", "binlake-ingest", "Kafka consumer group; its offsets are advisory (the tables hold the real ones)")
 	f.Duration(&c.GroupSessionTimeout, "group-session-timeout", 45*time.Second, "how long the group waits for a member that stopped heartbeating (a killed process) before giving its partitions to the others; the broker bounds it with group.min.session.timeout.ms (6s) and group.max.session.timeout.ms (30m)")
 	f.String(&c.Topics, "topics", "", "comma-separated change topics <prefix>.<db>.<table> to consume (or use -topic-regex)")
 	f.String(&c.TopicRegex, "topic-regex", "", "regex matching whole change topic names to consume, e.g. 'dbserver1\\.inventory\\..*'")
 	f.String(&c.RegistryURL, "schema-registry-url", "http://127.0.0.1:8081", "Confluent-compatible schema registry URL (Apicurio: .../apis/ccompat/v7); JSON records need none")
-	c.Registry.bind(f)
-	c.CatalogConfig.bind(f)
+	c.Registry.Bind(f)
+	c.CatalogConfig.Bind(f)
 	f.Bool(&c.NamespaceWithPrefix, "namespace-with-prefix", false, "name namespaces <prefix>_<db> instead of <db>, for several sources in one catalog")
 	f.Bool(&c.MergeSources, "merge-sources", false, "let sources of different topic prefixes whose tables have one name write one table (shards merged on purpose; see README, Two sources, one name); without it such a table stops ingest")
 	f.Strings(&c.TableNameMap, "table-name-map", "explicit lake table names, '<db>.<table>=<namespace>.<table>' (a source name holding a dot in backquotes), over the natural names ingest gives (see README, Table names)")
@@ -117,7 +120,9 @@ func (c *Config) bind(f *envFlags) {
 func (c *Config) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	errs = append(errs, c.CatalogConfig.validate()...)
+	if err := c.CatalogConfig.Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	if strings.TrimSpace(c.KafkaBrokers) == "" {
 		bad("kafka-brokers is empty")
 	}
@@ -228,69 +233,6 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// CatalogConfig is the Iceberg catalog and its storage; ingest, ingest
-// status, ingest maintain and ingest replay share it. With CatalogURI set
-// it is a REST catalog; empty, it is the embedded catalog: iceberg-go's
-// SQL catalog on the SQLite file <StateDir>/catalog.db with a warehouse on
-// the local filesystem (see openEmbedded).
-type CatalogConfig struct {
-	CatalogURI        string // REST catalog URI ("": the embedded catalog)
-	CatalogName       string
-	Warehouse         string // warehouse location, or the S3 Tables bucket ARN
-	CatalogCredential string // secret: INGEST_CATALOG_CREDENTIAL (OAuth2 client_id:secret)
-	CatalogToken      string // secret: INGEST_CATALOG_TOKEN (bearer token)
-	SigV4             bool   // sign catalog requests with SigV4 (S3 Tables)
-	SigV4Service      string
-	S3Endpoint        string
-	S3Region          string
-	// S3AccessKeyID and S3SecretAccessKey are keys for the data files only
-	// (secrets: INGEST_S3_ACCESS_KEY_ID, INGEST_S3_SECRET_ACCESS_KEY), for
-	// S3-compatible storage whose keys are not the AWS ones SigV4 signs
-	// with (MinIO behind a SigV4 catalog in tests). Default: unset, and the
-	// data files use the AWS default chain like the catalog.
-	S3AccessKeyID     string
-	S3SecretAccessKey string
-	// StateDir is ingest's local directory: the key index (see indexDir)
-	// and, without CatalogURI, the embedded catalog and its warehouse.
-	// "" is a temporary key index, and refused by the embedded catalog.
-	StateDir string
-}
-
-func (c *CatalogConfig) bind(f *envFlags) {
-	f.String(&c.CatalogURI, "catalog-uri", "", "Iceberg REST catalog URI (S3 Tables: https://s3tables.<region>.amazonaws.com/iceberg); empty: the embedded catalog, iceberg-go's SQL catalog on the SQLite file <state-dir>/catalog.db with a local warehouse, for trying ingest, one node and tests (needs state-dir)")
-	f.String(&c.CatalogName, "catalog-name", "ingest", "name of the catalog in logs")
-	f.String(&c.Warehouse, "warehouse", "", "catalog warehouse: a location such as s3://bucket/, or the S3 Tables table bucket ARN; with the embedded catalog a local directory (empty: <state-dir>/warehouse)")
-	f.Secret(&c.CatalogCredential, "catalog-credential", "OAuth2 client credentials of the REST catalog, <client id>:<secret>")
-	f.Secret(&c.CatalogToken, "catalog-token", "bearer token of the REST catalog")
-	f.Bool(&c.SigV4, "sigv4", false, "sign catalog requests with AWS SigV4 (S3 Tables); credentials come from the AWS default chain")
-	f.String(&c.SigV4Service, "sigv4-service", "s3tables", "SigV4 signing name with -sigv4 (s3tables, or glue)")
-	f.String(&c.S3Endpoint, "s3-endpoint", "", "S3 endpoint for data files, e.g. MinIO (default: AWS); credentials come from AWS_* variables or the AWS default chain")
-	f.String(&c.S3Region, "s3-region", "", "S3 and SigV4 region (default: AWS_REGION)")
-	f.Secret(&c.S3AccessKeyID, "s3-access-key-id", "access key for the data files only, when they are not the AWS credentials (e.g. MinIO); default: the AWS default chain")
-	f.Secret(&c.S3SecretAccessKey, "s3-secret-access-key", "secret key paired with INGEST_S3_ACCESS_KEY_ID")
-	f.String(&c.StateDir, "state-dir", "", "local directory of ingest's state: in keyindex/ the per-table primary-key index that delete-mode auto, position and dv keep (a cache: rebuilt from the tables when missing; a corrupt one is moved aside to keyindex.corrupt-<time>), and without catalog-uri the embedded catalog (catalog.db, warehouse/); one per ingest process; never removed; empty: the index in a new temporary directory, removed on exit, so every start rebuilds it by reading the tables' key columns")
-}
-
-func (c *CatalogConfig) validate() []error {
-	var errs []error
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	if c.CatalogURI == "" {
-		errs = append(errs, c.validateEmbedded()...)
-	} else if u, err := url.Parse(c.CatalogURI); err != nil || u.Scheme == "" || u.Host == "" {
-		bad("catalog-uri %q is not a URL", redactURL(c.CatalogURI))
-	}
-	if c.SigV4 && c.S3Region == "" {
-		bad("sigv4 needs s3-region (or AWS_REGION)")
-	}
-	if (c.S3AccessKeyID == "") != (c.S3SecretAccessKey == "") {
-		bad("set both INGEST_S3_ACCESS_KEY_ID and INGEST_S3_SECRET_ACCESS_KEY, or neither")
-	}
-	if c.CatalogCredential != "" && c.CatalogToken != "" {
-		bad("set only one of INGEST_CATALOG_CREDENTIAL and INGEST_CATALOG_TOKEN")
-	}
-	return errs
-}
-
 // lowerCaseColumns reports whether table columns are named in lower case:
 // as set, or with auto when the catalog is S3 Tables or Glue, whose
 // analytics readers (Athena, through Lake Formation and the Glue Data
@@ -302,26 +244,7 @@ func (c *Config) lowerCaseColumns() bool {
 	case "false":
 		return false
 	}
-	return c.awsAnalyticsCatalog()
-}
-
-// awsAnalyticsCatalog reports whether the catalog is S3 Tables or Glue: by
-// the SigV4 signing name, the catalog URI's host or an S3 Tables bucket
-// ARN as the warehouse.
-func (c *CatalogConfig) awsAnalyticsCatalog() bool {
-	if c.SigV4 && (c.SigV4Service == "s3tables" || c.SigV4Service == "glue") {
-		return true
-	}
-	if strings.HasPrefix(c.Warehouse, "arn:aws:s3tables:") {
-		return true
-	}
-	if u, err := url.Parse(c.CatalogURI); err == nil {
-		h := strings.ToLower(u.Hostname())
-		if strings.HasSuffix(h, ".amazonaws.com") && (strings.HasPrefix(h, "s3tables.") || strings.HasPrefix(h, "glue.")) {
-			return true
-		}
-	}
-	return false
+	return c.AWSAnalyticsCatalog()
 }
 
 func (c *Config) topics() []string {
@@ -364,8 +287,8 @@ func (c *Config) redacted() []any {
 	return []any{
 		"kafka_brokers", c.KafkaBrokers, "kafka_tls", c.Kafka.TLS, "kafka_sasl_mechanism", c.Kafka.SASLMechanism,
 		"kafka_sasl_username", c.Kafka.SASLUsername, "group_id", c.GroupID, "group_session_timeout", c.GroupSessionTimeout, "topics", c.Topics, "topic_regex", c.TopicRegex,
-		"schema_registry_url", redactURL(c.RegistryURL), "schema_registry_username", c.Registry.Username, "schema_registry_password_set", c.Registry.Password != "", "schema_registry_token_set", c.Registry.Token != "", "schema_registry_ca_file", c.Registry.CAFile,
-		"catalog_uri", redactURL(c.CatalogURI), "warehouse", c.Warehouse,
+		"schema_registry_url", lake.RedactURL(c.RegistryURL), "schema_registry_username", c.Registry.Username, "schema_registry_password_set", c.Registry.Password != "", "schema_registry_token_set", c.Registry.Token != "", "schema_registry_ca_file", c.Registry.CAFile,
+		"catalog_uri", lake.RedactURL(c.CatalogURI), "warehouse", c.Warehouse,
 		"catalog_credential_set", c.CatalogCredential != "", "catalog_token_set", c.CatalogToken != "",
 		"sigv4", c.SigV4, "sigv4_service", c.SigV4Service, "s3_endpoint", c.S3Endpoint, "s3_region", c.S3Region, "s3_keys_set", c.S3AccessKeyID != "",
 		"table_name_map", strings.Join(c.TableNameMap, ";"), "lower_case_columns", c.lowerCaseColumns(), "partition_spec", c.PartitionSpec, "keyless_tables", c.KeylessTables,
@@ -375,14 +298,4 @@ func (c *Config) redacted() []any {
 		"max_buffered_bytes", c.MaxBufferedBytes, "shutdown_timeout", c.ShutdownTimeout, "startup_timeout", c.StartupTimeout,
 		"maintain_interval", c.MaintainInterval, "errors_tolerance", c.ErrorsTolerance, "dlq_topic", c.DLQTopic,
 	}
-}
-
-// redactURL hides user info in a URL.
-func redactURL(u string) string {
-	if at := strings.LastIndex(u, "@"); at >= 0 {
-		if scheme := strings.Index(u, "://"); scheme >= 0 && scheme < at {
-			return u[:scheme+3] + "REDACTED@" + u[at+1:]
-		}
-	}
-	return u
 }

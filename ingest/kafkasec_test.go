@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/binlake/binlake/test/tlstest"
-	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // The Kafka security code is capture's (TestKafkaSecurityMatchesCapture
@@ -84,15 +83,5 @@ func TestKafkaSecurityPasswordHasNoFlag(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "-kafka-sasl-mechanism") || !strings.Contains(out.String(), "INGEST_KAFKA_TLS_CA_FILE") {
 		t.Errorf("help lacks the Kafka security flags:\n%s", out.String())
-	}
-}
-
-// TestKafkaSecurityExplainNamesIngestVariables checks the hint for refused
-// credentials names ingest's variables, not capture's.
-func TestKafkaSecurityExplainNamesIngestVariables(t *testing.T) {
-	k := KafkaSecurity{SASLMechanism: SASLScramSHA512, SASLUsername: "app", SASLPassword: "hunter2"}
-	got, refused := k.explain(kerr.SaslAuthenticationFailed)
-	if !refused || !strings.Contains(got.Error(), "INGEST_KAFKA_SASL_PASSWORD_FILE") || strings.Contains(got.Error(), "CAPTURE_") {
-		t.Errorf("explained as %v (refused %v), want INGEST_KAFKA_SASL_PASSWORD_FILE named", got, refused)
 	}
 }

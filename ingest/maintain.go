@@ -13,6 +13,8 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/binlake/binlake/ingest/internal/envflag"
+	"github.com/binlake/binlake/ingest/internal/lake"
 	"github.com/binlake/binlake/ingest/internal/maintain"
 	"github.com/binlake/binlake/ingest/internal/schemamap"
 )
@@ -20,7 +22,7 @@ import (
 // MaintainConfig is the configuration of `ingest maintain`. Each field's
 // flag, environment variable and default are in bind.
 type MaintainConfig struct {
-	CatalogConfig
+	lake.CatalogConfig
 	MaintainSettings
 	LogFormat, LogLevel string
 }
@@ -49,14 +51,14 @@ type MaintainSettings struct {
 // may belong to a commit in flight.
 const minOrphanAge = time.Hour
 
-func (c *MaintainConfig) bind(f *envFlags) {
-	c.CatalogConfig.bind(f)
+func (c *MaintainConfig) bind(f *envflag.Set) {
+	c.CatalogConfig.Bind(f)
 	c.MaintainSettings.bind(f)
 	f.String(&c.LogFormat, "log-format", "text", "log format: text or json")
 	f.String(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 }
 
-func (c *MaintainSettings) bind(f *envFlags) {
+func (c *MaintainSettings) bind(f *envflag.Set) {
 	f.String(&c.Tables, "maintain-tables", "", "comma-separated tables <namespace>.<table> to maintain (or use -maintain-namespaces)")
 	f.String(&c.Namespaces, "maintain-namespaces", "", "comma-separated namespaces whose tables ingest writes (those with binlake.source or binlake offsets) are maintained; others are left alone")
 	f.String(&c.Steps, "maintain-steps", "compact,rewrite-manifests,expire-snapshots,remove-orphans", "comma-separated steps, always run in this order: compact, rewrite-manifests, expire-snapshots, remove-orphans")
@@ -116,7 +118,10 @@ func (c *MaintainSettings) steps() ([]maintain.Step, error) {
 
 // Validate checks the settings against each other.
 func (c *MaintainConfig) Validate() error {
-	errs := append(c.CatalogConfig.validate(), c.MaintainSettings.validate()...)
+	errs := c.MaintainSettings.validate()
+	if err := c.CatalogConfig.Validate(); err != nil {
+		errs = append([]error{err}, errs...)
+	}
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		bad("log-format %q: want text or json", c.LogFormat)
@@ -192,7 +197,7 @@ func (c *MaintainSettings) maintainer(logger *slog.Logger) maintain.Config {
 
 func (c *MaintainConfig) redacted() []any {
 	return append([]any{
-		"catalog_uri", redactURL(c.CatalogURI), "warehouse", c.Warehouse,
+		"catalog_uri", lake.RedactURL(c.CatalogURI), "warehouse", c.Warehouse,
 		"catalog_credential_set", c.CatalogCredential != "", "catalog_token_set", c.CatalogToken != "",
 		"sigv4", c.SigV4, "s3_endpoint", c.S3Endpoint, "s3_region", c.S3Region,
 	}, c.MaintainSettings.redacted()...)
@@ -213,7 +218,7 @@ func (c *MaintainSettings) redacted() []any {
 func runMaintain(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("ingest maintain", flag.ContinueOnError)
 	fs.SetOutput(stdout)
-	ef := &envFlags{fs: fs, prefix: "INGEST_", getenv: getenv}
+	ef := envflag.New(fs, "INGEST_", getenv)
 	var cfg MaintainConfig
 	cfg.bind(ef)
 	checkOnly := fs.Bool("check-config", false, "validate the configuration and exit")
@@ -227,7 +232,7 @@ func runMaintain(ctx context.Context, args []string, getenv func(string) string,
 			"INGEST_CATALOG_CREDENTIAL, INGEST_CATALOG_TOKEN (or <NAME>_FILE), and AWS_* for S3 and SigV4.\n\n")
 		fs.PrintDefaults()
 	}
-	if err := ef.parse(args[1:]); err != nil {
+	if err := ef.Parse(args[1:]); err != nil {
 		return err
 	}
 	if cfg.S3Region == "" {
@@ -242,11 +247,11 @@ func runMaintain(ctx context.Context, args []string, getenv func(string) string,
 	}
 	logger := newLogger(stderr, cfg.LogFormat, cfg.LogLevel)
 	logger.Info("starting ingest maintain", cfg.redacted()...)
-	cat, err := openCatalog(ctx, cfg.CatalogConfig, logger)
+	cat, err := lake.Open(ctx, cfg.CatalogConfig, logger)
 	if err != nil {
 		return err
 	}
-	defer closeCatalog(cat, logger)
+	defer lake.Close(cat, logger)
 	m, err := maintain.New(cat, cfg.maintainer(logger))
 	if err != nil {
 		return err

@@ -24,6 +24,7 @@ import (
 	"github.com/binlake/binlake/ingest/internal/batch"
 	"github.com/binlake/binlake/ingest/internal/branch"
 	"github.com/binlake/binlake/ingest/internal/commit"
+	"github.com/binlake/binlake/ingest/internal/lake"
 	"github.com/binlake/binlake/ingest/internal/pipeline"
 )
 
@@ -63,7 +64,7 @@ type replayTable struct {
 // main current, and publishes the branch as main when asked.
 func runReplay(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	ef, cfg, _ := bindFlags(getenv)
-	fs := ef.fs
+	fs := ef.FlagSet()
 	fs.Init("ingest replay", flag.ContinueOnError)
 	fs.SetOutput(stdout)
 	tablesRe := fs.String("tables", "", "regex of <namespace>.<table> to rebuild (required)")
@@ -84,7 +85,7 @@ func runReplay(ctx context.Context, args []string, getenv func(string) string, s
 			"those the tables hold offsets of (--topics and --topic-regex are ignored):\n\n")
 		fs.PrintDefaults()
 	}
-	if err := ef.parse(args[1:]); err != nil {
+	if err := ef.Parse(args[1:]); err != nil {
 		return err
 	}
 	if cfg.S3Region == "" {
@@ -126,11 +127,11 @@ func runReplay(ctx context.Context, args []string, getenv func(string) string, s
 		return fmt.Errorf("invalid configuration: %w", err)
 	}
 	logger := newLogger(stderr, cfg.LogFormat, cfg.LogLevel)
-	cat, err := openCatalog(ctx, cfg.CatalogConfig, logger)
+	cat, err := lake.Open(ctx, cfg.CatalogConfig, logger)
 	if err != nil {
 		return err
 	}
-	defer closeCatalog(cat, logger)
+	defer lake.Close(cat, logger)
 	cl, _, err := cfg.kafkaClient(ctx, "binlake-ingest-replay")
 	if err != nil {
 		return err
@@ -490,9 +491,9 @@ func (r *replayer) run(ctx context.Context, cfg Config, tables []*replayTable, t
 	// With the embedded catalog state-dir is that ingest's (it holds the
 	// catalog), so the index is a temporary one.
 	indexBase := ""
-	if !cfg.embedded() {
+	if !cfg.Embedded() {
 		var err error
-		if indexBase, err = cfg.indexBase(); err != nil {
+		if indexBase, err = cfg.IndexBase(); err != nil {
 			return err
 		}
 	}

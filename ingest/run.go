@@ -10,17 +10,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"strings"
 	"sync/atomic"
 	"time"
 
-	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
-	"github.com/apache/iceberg-go/catalog/rest"
-	icebergio "github.com/apache/iceberg-go/io"
 	_ "github.com/apache/iceberg-go/io/gocloud/s3" // registers s3://
-	"github.com/aws/aws-sdk-go-v2/aws"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -32,9 +26,14 @@ import (
 	"github.com/binlake/binlake/ingest/internal/commit"
 	"github.com/binlake/binlake/ingest/internal/deadletter"
 	"github.com/binlake/binlake/ingest/internal/decode"
+	"github.com/binlake/binlake/ingest/internal/envflag"
 	"github.com/binlake/binlake/ingest/internal/keyindex"
+	"github.com/binlake/binlake/ingest/internal/lake"
 	"github.com/binlake/binlake/ingest/internal/pipeline"
+	"github.com/binlake/binlake/ingest/internal/pprofsrv"
 	"github.com/binlake/binlake/ingest/internal/schemamap"
+	"github.com/binlake/binlake/ingest/internal/startup"
+	"github.com/binlake/binlake/ingest/internal/statedir"
 )
 
 // errHelp reports that --help was answered; main exits 0 on it.
@@ -43,11 +42,11 @@ var errHelp = flag.ErrHelp
 // bindFlags is the flag set of ingest: every setting of Config (each with
 // its environment variable) and --check-config. The configuration table of
 // ingest/README.md is rendered from it (TestConfigurationTable).
-func bindFlags(getenv func(string) string) (*envFlags, *Config, *bool) {
-	ef := &envFlags{fs: flag.NewFlagSet("ingest", flag.ContinueOnError), prefix: "INGEST_", getenv: getenv}
+func bindFlags(getenv func(string) string) (*envflag.Set, *Config, *bool) {
+	ef := envflag.New(flag.NewFlagSet("ingest", flag.ContinueOnError), "INGEST_", getenv)
 	cfg := &Config{}
 	cfg.bind(ef)
-	checkOnly := ef.fs.Bool("check-config", false, "validate the configuration and exit")
+	checkOnly := ef.FlagSet().Bool("check-config", false, "validate the configuration and exit")
 	return ef, cfg, checkOnly
 }
 
@@ -64,7 +63,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runMaintain(ctx, args[1:], getenv, stdout, stderr)
 	}
 	ef, cfg, checkOnly := bindFlags(getenv)
-	fs := ef.fs
+	fs := ef.FlagSet()
 	fs.SetOutput(stdout)
 	fs.Usage = func() {
 		fmt.Fprintf(stdout, "Usage: ingest [flags]\n       ingest maintain [flags]  (table maintenance; see ingest maintain -help)\n       ingest status [flags]    (how far each table has got; see ingest status -help)\n       ingest replay [flags]    (rebuild tables from an earlier snapshot; see ingest replay -help)\n\n"+
@@ -73,7 +72,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			"INGEST_CATALOG_CREDENTIAL, INGEST_CATALOG_TOKEN (or <NAME>_FILE), and AWS_* for S3 and SigV4.\n\n")
 		fs.PrintDefaults()
 	}
-	if err := ef.parse(args[1:]); err != nil {
+	if err := ef.Parse(args[1:]); err != nil {
 		return err
 	}
 	if cfg.S3Region == "" {
@@ -105,111 +104,6 @@ func newLogger(w io.Writer, format, level string) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-// errCatalogRefused is a catalog answering 401 or 403 while ingest
-// connects: the credentials (or, with SigV4, the signing setup or the
-// clock) are wrong, and retrying will not help.
-var errCatalogRefused = errors.New("the Iceberg catalog refused ingest's credentials")
-
-// openCatalog connects to the REST catalog: plain (local fixture, Polaris,
-// Nessie…) or SigV4-signed (S3 Tables, warehouse = table bucket ARN); or,
-// without catalog-uri, opens the embedded catalog in the state directory
-// and logs that it does. closeCatalog releases it. With SigV4 the signing
-// credentials come from the AWS default chain; the data files use the same
-// chain unless INGEST_S3_ACCESS_KEY_ID is set.
-func openCatalog(ctx context.Context, cfg CatalogConfig, logger *slog.Logger) (catalog.Catalog, error) {
-	if cfg.embedded() {
-		return openEmbedded(ctx, cfg, logger)
-	}
-	props := iceberg.Properties{}
-	if cfg.S3Endpoint != "" {
-		props[icebergio.S3EndpointURL] = cfg.S3Endpoint
-	}
-	if cfg.S3Region != "" {
-		props[icebergio.S3Region] = cfg.S3Region
-	}
-	if cfg.S3AccessKeyID != "" {
-		props[icebergio.S3AccessKeyID] = cfg.S3AccessKeyID
-		props[icebergio.S3SecretAccessKey] = cfg.S3SecretAccessKey
-	}
-	opts := []rest.Option{rest.WithAdditionalProps(props)}
-	if cfg.Warehouse != "" {
-		opts = append(opts, rest.WithWarehouseLocation(cfg.Warehouse))
-	}
-	var awsCfg aws.Config
-	if cfg.SigV4 {
-		var err error
-		awsCfg, err = awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRegion(cfg.S3Region))
-		if err != nil {
-			return nil, fmt.Errorf("loading the AWS configuration for SigV4: %w (check AWS_PROFILE and the shared config files)", err)
-		}
-		opts = append(opts, rest.WithAwsConfig(awsCfg), rest.WithSigV4RegionSvc(cfg.S3Region, cfg.SigV4Service))
-	}
-	if cfg.CatalogCredential != "" {
-		opts = append(opts, rest.WithCredential(cfg.CatalogCredential))
-	}
-	if cfg.CatalogToken != "" {
-		opts = append(opts, rest.WithOAuthToken(cfg.CatalogToken))
-	}
-	cat, err := rest.NewCatalog(ctx, cfg.CatalogName, cfg.CatalogURI, opts...)
-	if err != nil {
-		uri := redactURL(cfg.CatalogURI)
-		if errors.Is(err, rest.ErrForbidden) || errors.Is(err, rest.ErrUnauthorized) {
-			if cfg.SigV4 {
-				return nil, fmt.Errorf("%w: connecting to %s: %w (%s)", errCatalogRefused, uri, err, sigV4Hint(ctx, awsCfg, cfg))
-			}
-			return nil, fmt.Errorf("%w: connecting to %s: %w (check INGEST_CATALOG_CREDENTIAL or INGEST_CATALOG_TOKEN)", errCatalogRefused, uri, err)
-		}
-		return nil, fmt.Errorf("connecting to the Iceberg catalog %s: %w (check catalog-uri, warehouse and the catalog credentials)", uri, err)
-	}
-	return cat, nil
-}
-
-// catalogRefusal reports whether an error opening the catalog is final:
-// an answer refusing ingest (credentials, a 4xx) or a setting that cannot
-// work, where a catalog not answering or answering 5xx may be one
-// restarting.
-func catalogRefusal(err error) bool {
-	if errors.Is(err, errCatalogRefused) {
-		return true
-	}
-	if errors.Is(err, rest.ErrServiceUnavailable) || errors.Is(err, rest.ErrServerError) {
-		return false
-	}
-	if errors.Is(err, rest.ErrRESTError) {
-		return true
-	}
-	return !unreachable(err)
-}
-
-// sigV4Hint names what to check when a SigV4-signed catalog refuses
-// ingest: where the credentials came from (never the credentials
-// themselves), the signing name and region, and the clock.
-func sigV4Hint(ctx context.Context, awsCfg aws.Config, cfg CatalogConfig) string {
-	source := "the AWS default credential chain"
-	if awsCfg.Credentials != nil {
-		if creds, err := awsCfg.Credentials.Retrieve(ctx); err == nil {
-			source = credentialSource(creds.Source)
-		}
-	}
-	return fmt.Sprintf("the request was signed with credentials from %s for sigv4-service %s in s3-region %s; "+
-		"check those credentials and that this host's clock is within 5 minutes of AWS's", source, cfg.SigV4Service, cfg.S3Region)
-}
-
-// credentialSource names, for an operator, the setting behind an
-// aws.Credentials Source.
-func credentialSource(source string) string {
-	switch {
-	case strings.HasPrefix(source, "EnvConfigCredentials"):
-		return "the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN)"
-	case strings.HasPrefix(source, "SharedConfigCredentials"):
-		return "the shared credentials file (" + strings.TrimSpace(strings.TrimPrefix(source, "SharedConfigCredentials:")) + "; profile AWS_PROFILE, default \"default\")"
-	case source == "":
-		return "the AWS default credential chain"
-	default:
-		return "the AWS default credential chain (" + source + ": AWS_PROFILE, web identity, container or instance role)"
-	}
-}
-
 func ingest(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	// pipe is the pipeline once it exists; ingest_ready reads it.
 	var pipe atomic.Pointer[pipeline.Pipeline]
@@ -232,7 +126,7 @@ func ingest(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		}()
 	}
 	if cfg.PprofAddr != "" {
-		srv, err := servePprof(cfg.PprofAddr)
+		srv, err := pprofsrv.Serve(cfg.PprofAddr)
 		if err != nil {
 			return err
 		}
@@ -244,15 +138,15 @@ func ingest(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	}
 
 	var cat catalog.Catalog
-	err := startupRetry(ctx, logger, "the Iceberg catalog", cfg.StartupTimeout, catalogRefusal, func(ctx context.Context) (err error) {
-		cat, err = openCatalog(ctx, cfg.CatalogConfig, logger)
+	err := startup.Retry(ctx, logger, "the Iceberg catalog", cfg.StartupTimeout, lake.Refusal, func(ctx context.Context) (err error) {
+		cat, err = lake.Open(ctx, cfg.CatalogConfig, logger)
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	defer closeCatalog(cat, logger)
-	indexBase, err := cfg.indexBase()
+	defer lake.Close(cat, logger)
+	indexBase, err := cfg.IndexBase()
 	if err != nil {
 		return err
 	}
@@ -270,13 +164,13 @@ func ingest(ctx context.Context, cfg Config, logger *slog.Logger) error {
 			return fmt.Errorf("kafka %s: %w", cfg.KafkaBrokers, err)
 		}
 		defer dl.Close()
-		err = startupRetry(ctx, logger, "Kafka", cfg.StartupTimeout, cfg.Kafka.refusal, func(ctx context.Context) error {
+		err = startup.Retry(ctx, logger, "Kafka", cfg.StartupTimeout, cfg.Kafka.Refusal, func(ctx context.Context) error {
 			lctx, cancel := context.WithTimeout(ctx, time.Minute)
 			defer cancel()
 			return dl.Load(lctx)
 		})
 		if err != nil {
-			if err, refused := cfg.Kafka.explain(err); refused {
+			if err, refused := cfg.Kafka.Explain(err); refused {
 				return fmt.Errorf("kafka %s: %w", cfg.KafkaBrokers, err)
 			}
 			return fmt.Errorf("kafka %s: %w (check dlq-topic and the ACLs on it)", cfg.KafkaBrokers, err)
@@ -288,13 +182,13 @@ func ingest(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		return fmt.Errorf("kafka %s: %w", cfg.KafkaBrokers, err)
 	}
 	pipe.Store(p)
-	err = startupRetry(ctx, logger, "Kafka", cfg.StartupTimeout, cfg.Kafka.refusal, func(ctx context.Context) error {
+	err = startup.Retry(ctx, logger, "Kafka", cfg.StartupTimeout, cfg.Kafka.Refusal, func(ctx context.Context) error {
 		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 		return p.Ping(pctx)
 	})
 	if err != nil {
-		if err, refused := cfg.Kafka.explain(err); refused {
+		if err, refused := cfg.Kafka.Explain(err); refused {
 			return fmt.Errorf("kafka %s: %w", cfg.KafkaBrokers, err)
 		}
 		return fmt.Errorf("kafka %s: %w (check kafka-brokers)", cfg.KafkaBrokers, err)
@@ -326,24 +220,24 @@ func ingest(ctx context.Context, cfg Config, logger *slog.Logger) error {
 // pipelineConfig builds the pipeline's configuration from ingest's
 // settings (ingest and ingest replay share it): the decoder with its
 // schema registry, the Kafka client options, and in a positional delete
-// mode the key index in indexBase (see CatalogConfig.indexBase; "": a
+// mode the key index in indexBase (see lake.CatalogConfig.IndexBase; "": a
 // temporary directory), which release closes (and removes when it is a
 // temporary one).
 func pipelineConfig(ctx context.Context, cfg Config, indexBase string, logger *slog.Logger) (pcfg pipeline.Config, dec *decode.Decoder, release func(), err error) {
 	release = func() {}
 	var registry decode.Registry
 	if cfg.RegistryURL != "" {
-		opts, err := cfg.Registry.clientOpts()
+		opts, err := cfg.Registry.ClientOpts()
 		if err != nil {
 			return pcfg, nil, release, err
 		}
 		cl, err := sr.NewClient(append([]sr.ClientOpt{sr.URLs(cfg.RegistryURL)}, opts...)...)
 		if err != nil {
-			return pcfg, nil, release, fmt.Errorf("schema registry %s: %w", redactURL(cfg.RegistryURL), err)
+			return pcfg, nil, release, fmt.Errorf("schema registry %s: %w", lake.RedactURL(cfg.RegistryURL), err)
 		}
 		registry = cl
 	}
-	kafkaOpts, err := cfg.Kafka.clientOpts(ctx, "binlake-ingest")
+	kafkaOpts, err := cfg.Kafka.ClientOpts(ctx, "binlake-ingest")
 	if err != nil {
 		return pcfg, nil, release, err
 	}
@@ -363,9 +257,9 @@ func pipelineConfig(ctx context.Context, cfg Config, indexBase string, logger *s
 	if deleteModes.Positional() {
 		legacy := ""
 		if indexBase != "" {
-			legacy = cfg.legacyIndexDir()
+			legacy = cfg.LegacyIndexDir()
 		}
-		idx, releaseIdx, err := openIndex(indexBase, legacy, int64(cfg.IndexCacheBytes), logger)
+		idx, releaseIdx, err := statedir.OpenIndex(indexBase, legacy, int64(cfg.IndexCacheBytes), logger)
 		if err != nil {
 			return pcfg, nil, release, err
 		}

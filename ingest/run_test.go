@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/binlake/binlake/ingest/internal/lake"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -116,14 +118,14 @@ func TestLowerCaseColumnsAuto(t *testing.T) {
 		cfg  Config
 		want bool
 	}{
-		{"reference REST catalog", Config{LowerCaseColumns: "auto", CatalogConfig: CatalogConfig{CatalogURI: "http://127.0.0.1:8181"}}, false},
+		{"reference REST catalog", Config{LowerCaseColumns: "auto", CatalogConfig: lake.CatalogConfig{CatalogURI: "http://127.0.0.1:8181"}}, false},
 		{"embedded", Config{LowerCaseColumns: "auto"}, false},
-		{"sigv4 s3tables", Config{LowerCaseColumns: "auto", CatalogConfig: CatalogConfig{CatalogURI: "http://127.0.0.1:9000", SigV4: true, SigV4Service: "s3tables"}}, true},
-		{"sigv4 glue", Config{LowerCaseColumns: "auto", CatalogConfig: CatalogConfig{CatalogURI: "http://127.0.0.1:9000", SigV4: true, SigV4Service: "glue"}}, true},
-		{"S3 Tables URI", Config{LowerCaseColumns: "auto", CatalogConfig: CatalogConfig{CatalogURI: "https://s3tables.us-east-1.amazonaws.com/iceberg"}}, true},
-		{"Glue URI", Config{LowerCaseColumns: "auto", CatalogConfig: CatalogConfig{CatalogURI: "https://glue.eu-west-1.amazonaws.com/iceberg"}}, true},
-		{"S3 Tables warehouse", Config{LowerCaseColumns: "auto", CatalogConfig: CatalogConfig{CatalogURI: "http://proxy:8181", Warehouse: "arn:aws:s3tables:us-east-1:123456789012:bucket/lake"}}, true},
-		{"forced off on S3 Tables", Config{LowerCaseColumns: "false", CatalogConfig: CatalogConfig{SigV4: true, SigV4Service: "s3tables"}}, false},
+		{"sigv4 s3tables", Config{LowerCaseColumns: "auto", CatalogConfig: lake.CatalogConfig{CatalogURI: "http://127.0.0.1:9000", SigV4: true, SigV4Service: "s3tables"}}, true},
+		{"sigv4 glue", Config{LowerCaseColumns: "auto", CatalogConfig: lake.CatalogConfig{CatalogURI: "http://127.0.0.1:9000", SigV4: true, SigV4Service: "glue"}}, true},
+		{"S3 Tables URI", Config{LowerCaseColumns: "auto", CatalogConfig: lake.CatalogConfig{CatalogURI: "https://s3tables.us-east-1.amazonaws.com/iceberg"}}, true},
+		{"Glue URI", Config{LowerCaseColumns: "auto", CatalogConfig: lake.CatalogConfig{CatalogURI: "https://glue.eu-west-1.amazonaws.com/iceberg"}}, true},
+		{"S3 Tables warehouse", Config{LowerCaseColumns: "auto", CatalogConfig: lake.CatalogConfig{CatalogURI: "http://proxy:8181", Warehouse: "arn:aws:s3tables:us-east-1:123456789012:bucket/lake"}}, true},
+		{"forced off on S3 Tables", Config{LowerCaseColumns: "false", CatalogConfig: lake.CatalogConfig{SigV4: true, SigV4Service: "s3tables"}}, false},
 		{"forced on", Config{LowerCaseColumns: "true"}, true},
 	} {
 		if got := tc.cfg.lowerCaseColumns(); got != tc.want {

@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/binlake/binlake/ingest/internal/commit"
+	"github.com/binlake/binlake/ingest/internal/lake"
 )
 
 // errStale reports that ingest status found a table behind --max-lag or
@@ -81,7 +82,7 @@ type statusReport struct {
 // asked). It takes ingest's settings (the catalog, Kafka) and its own.
 func runStatus(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	ef, cfg, _ := bindFlags(getenv)
-	fs := ef.fs
+	fs := ef.FlagSet()
 	fs.Init("ingest status", flag.ContinueOnError)
 	fs.SetOutput(stdout)
 	format := fs.String("format", "table", "output: table or json")
@@ -97,14 +98,16 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 			"It takes ingest's settings (catalog and Kafka, with their environment variables) and these:\n\n")
 		fs.PrintDefaults()
 	}
-	if err := ef.parse(args[1:]); err != nil {
+	if err := ef.Parse(args[1:]); err != nil {
 		return err
 	}
 	if cfg.S3Region == "" {
 		cfg.S3Region = getenv("AWS_REGION")
 	}
 	var bad []error
-	bad = append(bad, cfg.CatalogConfig.validate()...)
+	if err := cfg.CatalogConfig.Validate(); err != nil {
+		bad = append(bad, err)
+	}
 	if err := cfg.Kafka.Validate(cfg.brokers()); err != nil {
 		bad = append(bad, err)
 	}
@@ -128,11 +131,11 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	// stdout is the report: the catalog's start line goes nowhere.
 	quiet := slog.New(slog.DiscardHandler)
-	cat, err := openCatalog(ctx, cfg.CatalogConfig, quiet)
+	cat, err := lake.Open(ctx, cfg.CatalogConfig, quiet)
 	if err != nil {
 		return err
 	}
-	defer closeCatalog(cat, quiet)
+	defer lake.Close(cat, quiet)
 	cl, opts, err := cfg.kafkaClient(ctx, "binlake-ingest-status")
 	if err != nil {
 		return err
@@ -421,7 +424,7 @@ func orDash(s string) string {
 // settings) for the subcommands that read topics without consuming them,
 // and the options it was made with.
 func (c *Config) kafkaClient(ctx context.Context, clientID string) (*kgo.Client, []kgo.Opt, error) {
-	opts, err := c.Kafka.clientOpts(ctx, clientID)
+	opts, err := c.Kafka.ClientOpts(ctx, clientID)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,4 +1,9 @@
-package main
+// Package kafkasec holds ingest's Kafka security settings (TLS, SASL
+// and Amazon MSK IAM): their flags and variables, their validation, the
+// franz-go options they make, and the hints that name the setting to
+// change when a broker refuses them. It is capture's package of the same
+// name with the names changed (TestKafkaSecurityMatchesCapture).
+package kafkasec
 
 import (
 	"context"
@@ -18,6 +23,8 @@ import (
 	saslaws "github.com/twmb/franz-go/pkg/sasl/aws"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/binlake/binlake/ingest/internal/envflag"
 )
 
 // SASLMechanism names how ingest authenticates to Kafka.
@@ -66,7 +73,8 @@ type KafkaSecurity struct {
 	awsCredentials aws.CredentialsProvider
 }
 
-func (k *KafkaSecurity) bind(f *envFlags) {
+// Bind adds the settings to f.
+func (k *KafkaSecurity) Bind(f *envflag.Set) {
 	f.Bool(&k.TLS, "kafka-tls", false, "connect to Kafka over TLS (MSK: port 9094, and 9096 SCRAM / 9098 IAM which need it)")
 	f.String(&k.TLSCAFile, "kafka-tls-ca-file", "", "PEM file of the CAs that sign the brokers' certificates (default: the system roots)")
 	f.String(&k.TLSCertFile, "kafka-tls-cert-file", "", "PEM client certificate for mutual TLS (with kafka-tls-key-file)")
@@ -75,9 +83,9 @@ func (k *KafkaSecurity) bind(f *envFlags) {
 	f.String((*string)(&k.SASLMechanism), "kafka-sasl-mechanism", string(SASLNone), "Kafka SASL mechanism: none, plain, scram-sha-256, scram-sha-512 or aws-msk-iam (credentials from the AWS default chain)")
 	f.String(&k.SASLUsername, "kafka-sasl-username", "", "SASL user for plain and scram-*; the password comes from INGEST_KAFKA_SASL_PASSWORD or INGEST_KAFKA_SASL_PASSWORD_FILE")
 	f.Secret(&k.SASLPassword, "kafka-sasl-password", "the Kafka SASL password (plain, scram-*)")
-	k.awsRegionEnv = f.getenv("AWS_REGION")
+	k.awsRegionEnv = f.Getenv("AWS_REGION")
 	if k.awsRegionEnv == "" {
-		k.awsRegionEnv = f.getenv("AWS_DEFAULT_REGION")
+		k.awsRegionEnv = f.Getenv("AWS_DEFAULT_REGION")
 	}
 }
 
@@ -183,11 +191,11 @@ func isDigits(s string) bool {
 	return s != ""
 }
 
-// explain adds to a Kafka connection error the setting to check when the
+// Explain adds to a Kafka connection error the setting to check when the
 // broker refused these security settings (credentials, client certificate,
 // CA, server name, TLS on a plaintext port); refused is false for any other
 // error, which is returned as is.
-func (k *KafkaSecurity) explain(err error) (_ error, refused bool) {
+func (k *KafkaSecurity) Explain(err error) (_ error, refused bool) {
 	var (
 		op       *net.OpError
 		unknown  x509.UnknownAuthorityError
@@ -220,12 +228,12 @@ func (k *KafkaSecurity) explain(err error) (_ error, refused bool) {
 	return fmt.Errorf("%w (%s)", err, hint), true
 }
 
-// refusal reports whether err is final at start-up: the broker refusing
-// these security settings (see explain), or answering with an error that
+// Refusal reports whether err is final at start-up: the broker refusing
+// these security settings (see Explain), or answering with an error that
 // retrying cannot clear (an authorization, a fenced producer, a setting it
 // rejects). Any other error may be a broker not reachable yet.
-func (k *KafkaSecurity) refusal(err error) bool {
-	if _, refused := k.explain(err); refused {
+func (k *KafkaSecurity) Refusal(err error) bool {
+	if _, refused := k.Explain(err); refused {
 		return true
 	}
 	var ke *kerr.Error
@@ -236,7 +244,7 @@ func (k *KafkaSecurity) refusal(err error) bool {
 func (k *KafkaSecurity) tlsConfig() (*tls.Config, error) {
 	c := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: k.TLSServerName}
 	if k.TLSCAFile != "" {
-		pool, err := loadCAs("kafka-tls-ca-file", k.TLSCAFile)
+		pool, err := LoadCAs("kafka-tls-ca-file", k.TLSCAFile)
 		if err != nil {
 			return nil, err
 		}
@@ -252,8 +260,8 @@ func (k *KafkaSecurity) tlsConfig() (*tls.Config, error) {
 	return c, nil
 }
 
-// loadCAs reads the PEM bundle of CAs in file, named setting in errors.
-func loadCAs(setting, file string) (*x509.CertPool, error) {
+// LoadCAs reads the PEM bundle of CAs in file, named setting in errors.
+func LoadCAs(setting, file string) (*x509.CertPool, error) {
 	pem, err := os.ReadFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", setting, err)
@@ -265,10 +273,10 @@ func loadCAs(setting, file string) (*x509.CertPool, error) {
 	return pool, nil
 }
 
-// clientOpts are the franz-go options for these settings (none for the zero
+// ClientOpts are the franz-go options for these settings (none for the zero
 // value). Call Validate first. With aws-msk-iam, the AWS default chain is
 // loaded here and its credentials are fetched (and refreshed) per connection.
-func (k *KafkaSecurity) clientOpts(ctx context.Context, userAgent string) ([]kgo.Opt, error) {
+func (k *KafkaSecurity) ClientOpts(ctx context.Context, userAgent string) ([]kgo.Opt, error) {
 	var opts []kgo.Opt
 	if k.TLS {
 		c, err := k.tlsConfig()

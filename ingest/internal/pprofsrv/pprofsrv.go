@@ -1,4 +1,7 @@
-package main
+// Package pprofsrv serves Go's profiles (net/http/pprof) on a listener
+// of their own, apart from the metrics port. It is capture's package of the
+// same name with the names changed (TestKafkaSecurityMatchesCapture).
+package pprofsrv
 
 import (
 	"fmt"
@@ -8,20 +11,20 @@ import (
 	"time"
 )
 
-// servePprof serves Go's profiles (net/http/pprof) under /debug/pprof/ on
+// Serve serves Go's profiles (net/http/pprof) under /debug/pprof/ on
 // addr (pprof-addr), a listener of their own: the metrics port, which a
 // network policy opens to the scraper, never serves them. They are
 // registered on this server's mux only, never on http.DefaultServeMux.
-func servePprof(addr string) (*http.Server, error) {
+func Serve(addr string) (*http.Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listening on pprof-addr %s: %w", addr, err)
 	}
-	return servePprofOn(ln), nil
+	return ServeOn(ln), nil
 }
 
-// servePprofOn serves the profiles on ln.
-func servePprofOn(ln net.Listener) *http.Server {
+// ServeOn serves the profiles on ln.
+func ServeOn(ln net.Listener) *http.Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", httppprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", httppprof.Cmdline)

@@ -1,4 +1,4 @@
-package main
+package lake
 
 import (
 	"errors"
@@ -54,13 +54,13 @@ func refusals() []refusal {
 	}
 }
 
-// checkRefused fails t unless err is errCatalogRefused saying what AWS
+// checkRefused fails t unless err is ErrCatalogRefused saying what AWS
 // said, where the credentials came from, the clock and each of more, with
 // no secret shown.
 func checkRefused(t *testing.T, err error, tc refusal, more ...string) {
 	t.Helper()
-	if !errors.Is(err, errCatalogRefused) {
-		t.Fatalf("error %v, want errCatalogRefused", err)
+	if !errors.Is(err, ErrCatalogRefused) {
+		t.Fatalf("error %v, want ErrCatalogRefused", err)
 	}
 	t.Log(err)
 	for _, want := range append([]string{tc.says, "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY", "clock"}, more...) {
@@ -86,14 +86,14 @@ func configOnlyBackend(t *testing.T) string {
 
 // TestOpenCatalogSigV4 connects through the S3 Tables stand-in with the
 // settings of the README, then with a wrong secret and with a clock 10
-// minutes off: both stop at the connection, with errCatalogRefused and a
+// minutes off: both stop at the connection, with ErrCatalogRefused and a
 // message that names where the credentials came from and the clock.
 func TestOpenCatalogSigV4(t *testing.T) {
 	standIn, uri := s3tables.Start(t, s3tables.Config{Backend: configOnlyBackend(t), Region: "us-east-1", Credentials: standInCreds})
 	cfg := CatalogConfig{CatalogURI: uri, CatalogName: "test", Warehouse: standInARN, SigV4: true, SigV4Service: "s3tables", S3Region: "us-east-1"}
 
 	setAWSEnv(t, standInCreds)
-	if _, err := openCatalog(t.Context(), cfg, slog.New(slog.DiscardHandler)); err != nil {
+	if _, err := Open(t.Context(), cfg, slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatalf("with the right credentials: %v", err)
 	}
 
@@ -102,7 +102,7 @@ func TestOpenCatalogSigV4(t *testing.T) {
 			setAWSEnv(t, tc.creds)
 			standIn.SetClockOffset(tc.offset)
 			defer standIn.SetClockOffset(0)
-			_, err := openCatalog(t.Context(), cfg, slog.New(slog.DiscardHandler))
+			_, err := Open(t.Context(), cfg, slog.New(slog.DiscardHandler))
 			checkRefused(t, err, tc, "sigv4-service s3tables", "s3-region us-east-1")
 		})
 	}
@@ -128,12 +128,12 @@ func TestOpenCatalogGlue(t *testing.T) {
 	_, uri := s3tables.Start(t, s3tables.Config{Backend: configOnlyBackend(t), Flavor: s3tables.Glue, Region: "us-east-1", Credentials: standInCreds})
 	cfg := CatalogConfig{CatalogURI: uri, CatalogName: "test", Warehouse: "111122223333:s3tablescatalog/test", SigV4: true, SigV4Service: "glue", S3Region: "us-east-1"}
 	setAWSEnv(t, standInCreds)
-	if _, err := openCatalog(t.Context(), cfg, slog.New(slog.DiscardHandler)); err != nil {
+	if _, err := Open(t.Context(), cfg, slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatalf("signed for glue: %v", err)
 	}
 	cfg.SigV4Service = "s3tables"
-	_, err := openCatalog(t.Context(), cfg, slog.New(slog.DiscardHandler))
-	if !errors.Is(err, errCatalogRefused) || !strings.Contains(err.Error(), "correct service: 'glue'") || !strings.Contains(err.Error(), "sigv4-service s3tables") {
+	_, err := Open(t.Context(), cfg, slog.New(slog.DiscardHandler))
+	if !errors.Is(err, ErrCatalogRefused) || !strings.Contains(err.Error(), "correct service: 'glue'") || !strings.Contains(err.Error(), "sigv4-service s3tables") {
 		t.Fatalf("signed for s3tables: %v", err)
 	}
 }

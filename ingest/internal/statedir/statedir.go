@@ -1,4 +1,9 @@
-package main
+// Package statedir keeps the key index in ingest's state directory: the
+// index's own directory under state-dir (one moved from an earlier
+// version's place at state-dir's root), a corrupt one moved aside, or,
+// without state-dir, a temporary directory removed on exit (and those
+// that killed processes left behind).
+package statedir
 
 import (
 	"errors"
@@ -42,11 +47,11 @@ func indexDir(stateDir string, logger *slog.Logger) (dir string, release func(),
 	}, nil
 }
 
-// openIndex opens the key index in base (CatalogConfig.indexBase; "": a
+// OpenIndex opens the key index in base (lake.CatalogConfig.IndexBase; "": a
 // temporary directory, see indexDir). A store an earlier version kept in
 // legacy (state-dir's root) is moved into base first. The release closes
 // the index and removes a temporary directory.
-func openIndex(base, legacy string, cacheBytes int64, logger *slog.Logger) (*keyindex.Store, func(), error) {
+func OpenIndex(base, legacy string, cacheBytes int64, logger *slog.Logger) (*keyindex.Store, func(), error) {
 	if base != "" && legacy != "" {
 		if err := keyindex.Adopt(legacy, base, logger); err != nil {
 			return nil, nil, fmt.Errorf("moving the key index into %s: %w", base, err)

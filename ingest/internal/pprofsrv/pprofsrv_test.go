@@ -1,4 +1,4 @@
-package main
+package pprofsrv
 
 import (
 	"io"
@@ -15,7 +15,7 @@ func TestPprofOnItsOwnListener(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := servePprofOn(ln)
+	srv := ServeOn(ln)
 	defer srv.Close()
 	get := func(path string) (int, string) {
 		t.Helper()

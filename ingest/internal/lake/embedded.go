@@ -1,4 +1,4 @@
-package main
+package lake
 
 import (
 	"context"
@@ -44,9 +44,9 @@ const (
 	sqliteBusyTimeoutMS = 10_000
 )
 
-// embedded reports whether the settings name no REST catalog, so that the
+// Embedded reports whether the settings name no REST catalog, so that the
 // embedded catalog is used.
-func (c *CatalogConfig) embedded() bool { return c.CatalogURI == "" }
+func (c *CatalogConfig) Embedded() bool { return c.CatalogURI == "" }
 
 // validateEmbedded checks the settings of the embedded catalog: a kept
 // state-dir (a temporary one would lose the catalog at exit), a local
@@ -236,9 +236,9 @@ func (c *sqlCatalog) RenameTable(ctx context.Context, from, to table.Identifier)
 	return c.own(tbl), nil
 }
 
-// closeCatalog releases what a catalog holds, when it holds something (the
+// Close releases what a catalog holds, when it holds something (the
 // embedded catalog's SQLite connections).
-func closeCatalog(cat catalog.Catalog, logger *slog.Logger) {
+func Close(cat catalog.Catalog, logger *slog.Logger) {
 	c, ok := cat.(catalog.Closer)
 	if !ok {
 		return
@@ -248,16 +248,16 @@ func closeCatalog(cat catalog.Catalog, logger *slog.Logger) {
 	}
 }
 
-// indexBase is the directory of the key index: <state-dir>/keyindex ("":
+// IndexBase is the directory of the key index: <state-dir>/keyindex ("":
 // a temporary one), a directory of its own, so that nothing done to the
 // index (a corrupt one is moved aside) touches the rest of state-dir. A
 // state-dir holding an embedded catalog is refused as the state-dir of a
 // REST-catalog ingest: two ingest processes would share it.
-func (c *CatalogConfig) indexBase() (string, error) {
+func (c *CatalogConfig) IndexBase() (string, error) {
 	if c.StateDir == "" {
 		return "", nil
 	}
-	if c.embedded() {
+	if c.Embedded() {
 		return filepath.Join(c.StateDir, embeddedIndexDir), nil
 	}
 	file := filepath.Join(c.StateDir, embeddedCatalogFile)
@@ -269,10 +269,10 @@ func (c *CatalogConfig) indexBase() (string, error) {
 	return filepath.Join(c.StateDir, embeddedIndexDir), nil
 }
 
-// legacyIndexDir is where versions before the index had a directory of its
+// LegacyIndexDir is where versions before the index had a directory of its
 // own kept it: state-dir itself, with a REST catalog ("" otherwise).
-func (c *CatalogConfig) legacyIndexDir() string {
-	if c.StateDir == "" || c.embedded() {
+func (c *CatalogConfig) LegacyIndexDir() string {
+	if c.StateDir == "" || c.Embedded() {
 		return ""
 	}
 	return c.StateDir

@@ -1,4 +1,8 @@
-package main
+// Package startup retries what ingest needs at start-up (the catalog,
+// Kafka) while it is unreachable, bounded by startup-timeout, and gives up
+// at once on a refusal. It is capture's package of the same name with the
+// names changed (TestKafkaSecurityMatchesCapture).
+package startup
 
 import (
 	"context"
@@ -25,13 +29,13 @@ const (
 	startupMaxDelay   = 10 * time.Second
 )
 
-// startupRetry runs try until it succeeds, returns an error final reports
+// Retry runs try until it succeeds, returns an error final reports
 // as final, ctx ends, or timeout has passed since the first attempt (0:
 // one attempt). Each failed attempt is logged with the delay before the
 // next, which doubles from startupFirstDelay up to startupMaxDelay. The
 // error returned is the last attempt's, with the time waited when it was
 // retried.
-func startupRetry(ctx context.Context, logger *slog.Logger, what string, timeout time.Duration, final func(error) bool, try func(context.Context) error) error {
+func Retry(ctx context.Context, logger *slog.Logger, what string, timeout time.Duration, final func(error) bool, try func(context.Context) error) error {
 	start := time.Now()
 	delay := startupFirstDelay
 	for attempt := 1; ; attempt++ {
@@ -56,9 +60,9 @@ func startupRetry(ctx context.Context, logger *slog.Logger, what string, timeout
 	}
 }
 
-// unreachable reports whether err is a service not answering: refused or
+// Unreachable reports whether err is a service not answering: refused or
 // reset connections, timeouts, a connection closed mid-answer.
-func unreachable(err error) bool {
+func Unreachable(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||

@@ -1,4 +1,4 @@
-package main
+package statedir
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/binlake/binlake/ingest/internal/keyindex"
+	"github.com/binlake/binlake/ingest/internal/lake"
 )
 
 // TestIndexDirTemporary: without state-dir the index gets a new temporary
@@ -104,8 +105,8 @@ func TestCorruptIndexKeepsStateDir(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			cfg := CatalogConfig{CatalogURI: "http://127.0.0.1:1", StateDir: stateDir}
-			base, err := cfg.indexBase()
+			cfg := lake.CatalogConfig{CatalogURI: "http://127.0.0.1:1", StateDir: stateDir}
+			base, err := cfg.IndexBase()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -126,7 +127,7 @@ func TestCorruptIndexKeepsStateDir(t *testing.T) {
 			corruptStore(t, at)
 
 			var log bytes.Buffer
-			idx, release, err := openIndex(base, cfg.legacyIndexDir(), 0, slog.New(slog.NewTextHandler(&log, nil)))
+			idx, release, err := OpenIndex(base, cfg.LegacyIndexDir(), 0, slog.New(slog.NewTextHandler(&log, nil)))
 			if err != nil {
 				t.Fatalf("opening the corrupt index: %v\n%s", err, log.String())
 			}

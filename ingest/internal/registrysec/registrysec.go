@@ -1,4 +1,9 @@
-package main
+// Package registrysec holds ingest's schema registry security settings
+// (basic auth, a bearer token, a CA bundle): their flags and variables,
+// their validation and the franz-go sr client options they make. It is
+// capture's package of the same name with the names changed
+// (TestKafkaSecurityMatchesCapture).
+package registrysec
 
 import (
 	"crypto/tls"
@@ -9,6 +14,9 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/sr"
+
+	"github.com/binlake/binlake/ingest/internal/envflag"
+	"github.com/binlake/binlake/ingest/internal/kafkasec"
 )
 
 // RegistrySecurity is how ingest authenticates to the schema registry and
@@ -27,7 +35,8 @@ type RegistrySecurity struct {
 	CAFile string
 }
 
-func (r *RegistrySecurity) bind(f *envFlags) {
+// Bind adds the settings to f.
+func (r *RegistrySecurity) Bind(f *envflag.Set) {
 	f.String(&r.Username, "schema-registry-username", "", "schema registry basic-auth user; the password comes from INGEST_SCHEMA_REGISTRY_PASSWORD or INGEST_SCHEMA_REGISTRY_PASSWORD_FILE")
 	f.Secret(&r.Password, "schema-registry-password", "the schema registry basic-auth password (with schema-registry-username)")
 	f.Secret(&r.Token, "schema-registry-token", "a bearer token for the schema registry, instead of basic auth")
@@ -89,16 +98,16 @@ func loopbackHost(host string) bool {
 }
 
 func (r *RegistrySecurity) tlsConfig() (*tls.Config, error) {
-	pool, err := loadCAs("schema-registry-ca-file", r.CAFile)
+	pool, err := kafkasec.LoadCAs("schema-registry-ca-file", r.CAFile)
 	if err != nil {
 		return nil, err
 	}
 	return &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool}, nil
 }
 
-// clientOpts are the registry client's options for these settings (none
+// ClientOpts are the registry client's options for these settings (none
 // for the zero value). Call Validate first.
-func (r *RegistrySecurity) clientOpts() ([]sr.ClientOpt, error) {
+func (r *RegistrySecurity) ClientOpts() ([]sr.ClientOpt, error) {
 	var opts []sr.ClientOpt
 	if r.Username != "" {
 		opts = append(opts, sr.BasicAuth(r.Username, r.Password))
