@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/binlake/binlake/ingest/internal/cmd/maintain"
 	"github.com/binlake/binlake/ingest/internal/commit"
 	"github.com/binlake/binlake/ingest/internal/envflag"
 	"github.com/binlake/binlake/ingest/internal/kafkasec"
@@ -65,7 +66,7 @@ type Config struct {
 
 	// Maintenance in the process (off when MaintainInterval is 0).
 	MaintainInterval time.Duration
-	Maintain         MaintainSettings
+	Maintain         maintain.Settings
 
 	// Operations.
 	MetricsAddr         string
@@ -106,7 +107,7 @@ func (c *Config) bind(f *envflag.Set) {
 	f.String(&c.ErrorsTolerance, "errors-tolerance", "none", "a record that cannot be decoded or mapped (see README, Bad records): none (stop ingest, naming the record) or dlq (send it unchanged to dlq-topic with headers naming its source and the error, and go on), as Kafka Connect's errors.tolerance")
 	f.String(&c.DLQTopic, "dlq-topic", "", "dead-letter topic of errors-tolerance=dlq (created with one partition when missing); required with dlq; not a topic ingest consumes")
 	f.Duration(&c.MaintainInterval, "maintain-interval", 0, "run table maintenance (as ingest maintain, with its -maintain-* settings) in this process every interval, e.g. 6h (0: off; not on S3 Tables, which maintains its tables itself)")
-	c.Maintain.bind(f)
+	c.Maintain.Bind(f)
 	f.String(&c.MetricsAddr, "metrics-addr", "127.0.0.1:9465", "address of /metrics, /healthz and /readyz (off: none)")
 	f.Bool(&c.Pprof, "pprof", false, "also serve Go's profiles (/debug/pprof/) on metrics-addr, for profiling a running ingest; keep that address private (prefer pprof-addr)")
 	f.String(&c.PprofAddr, "pprof-addr", "", "address of a server of Go's profiles (/debug/pprof/) apart from metrics-addr, e.g. 127.0.0.1:6060 reached through kubectl port-forward (empty: none)")
@@ -213,7 +214,7 @@ func (c *Config) Validate() error {
 	case c.MaintainInterval > 0 && c.MaintainInterval < time.Minute:
 		bad("maintain-interval %s: want 0 (off) or at least 1m", c.MaintainInterval)
 	case c.MaintainInterval > 0:
-		for _, err := range c.Maintain.validate() {
+		for _, err := range c.Maintain.Check() {
 			errs = append(errs, fmt.Errorf("maintain-interval is set: %w", err))
 		}
 	}

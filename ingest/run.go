@@ -23,6 +23,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/binlake/binlake/ingest/internal/batch"
+	"github.com/binlake/binlake/ingest/internal/cmd/maintain"
 	"github.com/binlake/binlake/ingest/internal/commit"
 	"github.com/binlake/binlake/ingest/internal/deadletter"
 	"github.com/binlake/binlake/ingest/internal/decode"
@@ -200,8 +201,10 @@ func ingest(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		g.Go(func() error { pruneIndexes(gctx, cat, idx, logger); return nil })
 	}
 	if cfg.MaintainInterval > 0 {
-		logger.Info("table maintenance scheduled", append([]any{"maintain_interval", cfg.MaintainInterval}, cfg.Maintain.redacted()...)...)
-		g.Go(func() error { return maintainEvery(gctx, cat, cfg.Maintain, cfg.MaintainInterval, p.HoldTable, logger) })
+		logger.Info("table maintenance scheduled", append([]any{"maintain_interval", cfg.MaintainInterval}, cfg.Maintain.Redacted()...)...)
+		g.Go(func() error {
+			return maintain.Every(gctx, cat, cfg.Maintain, cfg.MaintainInterval, p.HoldTable, logger)
+		})
 	}
 	g.Go(func() error {
 		err := p.Run(gctx)

@@ -1,12 +1,13 @@
 //go:build integration
 
-package main
+package maintain
 
 import (
 	"bytes"
 	"context"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"strings"
 	"sync"
@@ -24,7 +25,7 @@ import (
 
 	"github.com/binlake/binlake/ingest/internal/batch"
 	"github.com/binlake/binlake/ingest/internal/commit"
-	"github.com/binlake/binlake/ingest/internal/maintain"
+	tablemaint "github.com/binlake/binlake/ingest/internal/maintain"
 	"github.com/binlake/binlake/ingest/internal/schemamap"
 	"github.com/binlake/binlake/test/testenv"
 )
@@ -51,7 +52,8 @@ func (w *hookWriter) String() string {
 	return w.buf.String()
 }
 
-// TestMaintainCommand runs `ingest maintain` as an operator would, against
+// TestMaintainCommand runs `ingest maintain` (Run, with the settings an
+// operator would give), against
 // the REST catalog and MinIO, on two tables of one namespace written in
 // equality mode: a dry run changes nothing, a stop after the first step of
 // the first table leaves the rest undone, and a full run leaves no delete
@@ -110,13 +112,13 @@ func TestMaintainCommand(t *testing.T) {
 		}
 		_ = cat.DropNamespace(ctx, ns)
 	})
-	stats := func(ident table.Identifier) maintain.Stats {
+	stats := func(ident table.Identifier) tablemaint.Stats {
 		t.Helper()
 		tbl, err := cat.LoadTable(ctx, ident)
 		if err != nil {
 			t.Fatal(err)
 		}
-		st, err := maintain.TableStats(ctx, tbl)
+		st, err := tablemaint.TableStats(ctx, tbl)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,11 +128,14 @@ func TestMaintainCommand(t *testing.T) {
 	if before.EqualityDeleteFiles != 5 || before.Snapshots != 6 {
 		t.Fatalf("seeded table %+v", before)
 	}
-	args := []string{"ingest", "maintain", "-catalog-uri=" + env.URI, "-s3-endpoint=" + env.S3Endpoint, "-s3-region=" + env.Region,
+	args := []string{"-catalog-uri=" + env.URI, "-s3-endpoint=" + env.S3Endpoint, "-s3-region=" + env.Region,
 		"-maintain-namespaces=" + ns[0], "-expire-older-than=1ms", "-expire-retain-last=1"}
 	cmd := func(ctx context.Context, w *hookWriter, extra ...string) error {
-		var stdout bytes.Buffer
-		return run(ctx, append(append([]string{}, args...), extra...), os.Getenv, &stdout, w)
+		cfg, err := parseConfig(append(append([]string{}, args...), extra...), os.Getenv)
+		if err != nil {
+			return err
+		}
+		return Run(ctx, cfg, slog.New(slog.NewTextHandler(w, nil)))
 	}
 
 	var dry hookWriter
@@ -247,12 +252,12 @@ func TestMaintainEvery(t *testing.T) {
 		write(n)
 	}
 	var log hookWriter
-	settings := MaintainSettings{Tables: ident[0] + "." + ident[1], Steps: "compact,expire-snapshots", MinInputFiles: 5, DeleteFileThreshold: 1,
+	settings := Settings{Tables: ident[0] + "." + ident[1], Steps: "compact,expire-snapshots", MinInputFiles: 5, DeleteFileThreshold: 1,
 		ExpireOlderThan: time.Millisecond, RetainLast: 2, OrphanAge: 24 * time.Hour, Attempts: 20, StopTimeout: time.Second}
 	sctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
-		done <- maintainEvery(sctx, cat, settings, 300*time.Millisecond, nil, newLogger(&log, "text", "info"))
+		done <- Every(sctx, cat, settings, 300*time.Millisecond, nil, slog.New(slog.NewTextHandler(&log, nil)))
 	}()
 	for n := 4; n < 12; n++ {
 		write(n)
@@ -263,7 +268,7 @@ func TestMaintainEvery(t *testing.T) {
 		if err != nil {
 			return false
 		}
-		st, err := maintain.TableStats(ctx, tbl)
+		st, err := tablemaint.TableStats(ctx, tbl)
 		rounds := strings.Count(log.String(), "msg=\"maintenance done\"")
 		return err == nil && st.DeleteFiles() == 0 && st.Snapshots <= 2 && rounds >= 2
 	}, "the schedule ran twice and compacted and expired the table")
@@ -422,9 +427,9 @@ func TestMaintainLeavesForeignTables(t *testing.T) {
 	time.Sleep(2 * time.Second) // every file is now older than the orphan age
 
 	var log hookWriter
-	logger := newLogger(&log, "text", "info")
-	settings := MaintainSettings{Namespaces: ns[0]}
-	m, err := maintain.New(cat, maintain.Config{ExpireOlderThan: time.Millisecond, RetainLast: 1, OrphanAge: time.Second, MinBackoff: 10 * time.Millisecond, Logger: logger})
+	logger := slog.New(slog.NewTextHandler(&log, nil))
+	settings := Settings{Namespaces: ns[0]}
+	m, err := tablemaint.New(cat, tablemaint.Config{ExpireOlderThan: time.Millisecond, RetainLast: 1, OrphanAge: time.Second, MinBackoff: 10 * time.Millisecond, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -458,7 +463,7 @@ func TestMaintainLeavesForeignTables(t *testing.T) {
 		if err != nil {
 			t.Fatalf("loading %s: %v", name, err)
 		}
-		st, err := maintain.TableStats(ctx, tbl)
+		st, err := tablemaint.TableStats(ctx, tbl)
 		if err != nil {
 			t.Errorf("table %s after maintenance: %v", name, err)
 			continue
