@@ -13,6 +13,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/binlake/binlake/ingest/internal/cmd/status"
 )
 
 func main() {
@@ -22,7 +24,7 @@ func main() {
 	if err != nil {
 		if err != errHelp {
 			fmt.Fprintln(os.Stderr, "ingest:", err)
-			if errors.Is(err, errStale) {
+			if errors.Is(err, status.ErrStale) {
 				os.Exit(3) // ingest status: a table is behind its max-lag
 			}
 			os.Exit(1)

@@ -23,6 +23,7 @@ import (
 
 	"github.com/binlake/binlake/ingest/internal/batch"
 	"github.com/binlake/binlake/ingest/internal/branch"
+	"github.com/binlake/binlake/ingest/internal/cmd/ingest"
 	"github.com/binlake/binlake/ingest/internal/commit"
 	"github.com/binlake/binlake/ingest/internal/lake"
 	"github.com/binlake/binlake/ingest/internal/pipeline"
@@ -132,7 +133,7 @@ func runReplay(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	defer lake.Close(cat, logger)
-	cl, _, err := cfg.kafkaClient(ctx, "binlake-ingest-replay")
+	cl, _, err := cfg.KafkaClient(ctx, "binlake-ingest-replay")
 	if err != nil {
 		return err
 	}
@@ -486,7 +487,7 @@ func (r *replayer) checkRetention(ctx context.Context, t *replayTable, tbl *tabl
 
 // run re-applies the topics into the branch until every table has caught
 // up with main, publishing each as it does when publish is set.
-func (r *replayer) run(ctx context.Context, cfg Config, tables []*replayTable, topics []string, publish bool, term io.Writer, every time.Duration) error {
+func (r *replayer) run(ctx context.Context, cfg ingest.Config, tables []*replayTable, topics []string, publish bool, term io.Writer, every time.Duration) error {
 	// The replay's key index is its own: the running ingest's is locked.
 	// With the embedded catalog state-dir is that ingest's (it holds the
 	// catalog), so the index is a temporary one.
@@ -497,7 +498,7 @@ func (r *replayer) run(ctx context.Context, cfg Config, tables []*replayTable, t
 			return err
 		}
 	}
-	pcfg, dec, release, err := pipelineConfig(ctx, cfg, indexBase, r.log)
+	pcfg, dec, release, err := ingest.PipelineConfig(ctx, cfg, indexBase, r.log)
 	if err != nil {
 		return err
 	}

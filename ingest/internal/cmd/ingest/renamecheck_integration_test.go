@@ -1,10 +1,11 @@
 //go:build integration
 
-package main
+package ingest
 
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -75,9 +76,9 @@ func TestStartupWarnsRenamesNotFollowed(t *testing.T) {
 		var log syncBuffer
 		done := make(chan error, 1)
 		go func() {
-			done <- run(ctx, []string{"ingest", "--state-dir=" + t.TempDir(), "--kafka-brokers=" + strings.Join(brokers, ","),
+			done <- runArgs(ctx, []string{"--state-dir=" + t.TempDir(), "--kafka-brokers=" + strings.Join(brokers, ","),
 				"--topic-regex=" + regex, "--group-id=" + testenv.Unique(t, "ren"), "--metrics-addr=off", "--log-format=json",
-				"--startup-timeout=30s"}, env(nil), &log, &log)
+				"--startup-timeout=30s"}, env(nil), &log)
 		}()
 		defer func() {
 			cancel()
@@ -136,4 +137,23 @@ func TestStartupWarnsRenamesNotFollowed(t *testing.T) {
 			t.Errorf("rename warnings with the topic consumed: %q", got)
 		}
 	})
+}
+
+// logMessages are the messages of level in the JSON log lines of out.
+func logMessages(t *testing.T, out []byte, level string) []string {
+	t.Helper()
+	var msgs []string
+	for _, line := range bytes.Split(bytes.TrimSpace(out), []byte("\n")) {
+		if len(line) == 0 {
+			continue
+		}
+		var rec struct{ Level, Msg string }
+		if err := json.Unmarshal(line, &rec); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		if rec.Level == level {
+			msgs = append(msgs, rec.Msg)
+		}
+	}
+	return msgs
 }

@@ -1,6 +1,7 @@
-package main
+package ingest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -8,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/binlake/binlake/ingest/internal/cmd/maintain"
 	"github.com/binlake/binlake/ingest/internal/commit"
@@ -17,11 +20,12 @@ import (
 	"github.com/binlake/binlake/ingest/internal/lake"
 	"github.com/binlake/binlake/ingest/internal/pipeline"
 	"github.com/binlake/binlake/ingest/internal/registrysec"
+	"github.com/binlake/binlake/ingest/internal/renamecheck"
 	"github.com/binlake/binlake/ingest/internal/schemamap"
 )
 
 // Config is ingest's whole configuration. Each field's flag, environment
-// variable and default are in bind.
+// variable and default are in Bind.
 type Config struct {
 	// Kafka.
 	KafkaBrokers string                       // comma-separated seed brokers
@@ -77,7 +81,9 @@ type Config struct {
 	StartupTimeout      time.Duration
 }
 
-func (c *Config) bind(f *envflag.Set) {
+// Bind adds the settings to f: each with its flag, environment variable
+// and default.
+func (c *Config) Bind(f *envflag.Set) {
 	f.String(&c.KafkaBrokers, "kafka-brokers", "127.0.0.1:9092", "comma-separated Kafka seed brokers")
 	c.Kafka.Bind(f)
 	f.String(&c.GroupID, "group-id", "binlake-ingest", "Kafka consumer group; its offsets are advisory (the tables hold the real ones)")
@@ -130,7 +136,7 @@ func (c *Config) Validate() error {
 	if err := c.Registry.Validate(c.RegistryURL); err != nil {
 		errs = append(errs, err)
 	}
-	if err := c.Kafka.Validate(c.brokers()); err != nil {
+	if err := c.Kafka.Validate(c.Brokers()); err != nil {
 		errs = append(errs, err)
 	}
 	if c.GroupID == "" {
@@ -139,7 +145,7 @@ func (c *Config) Validate() error {
 	if c.GroupSessionTimeout < time.Second || c.GroupSessionTimeout > 30*time.Minute {
 		bad("group-session-timeout %s: want 1s to 30m (and within the broker's group.min/max.session.timeout.ms)", c.GroupSessionTimeout)
 	}
-	if (c.topics() == nil) == (c.TopicRegex == "") {
+	if (c.TopicList() == nil) == (c.TopicRegex == "") {
 		bad("set exactly one of topics and topic-regex")
 	}
 	if c.TopicRegex != "" {
@@ -202,7 +208,7 @@ func (c *Config) Validate() error {
 	case "dlq":
 		if c.DLQTopic == "" {
 			bad("errors-tolerance=dlq needs dlq-topic (INGEST_DLQ_TOPIC): the topic that takes the records that cannot be decoded or mapped")
-		} else if c.consumes(c.DLQTopic) {
+		} else if c.Consumes(c.DLQTopic) {
 			bad("dlq-topic %q is one of the topics ingest consumes (topics / topic-regex): give the dead-letter topic a name they do not match", c.DLQTopic)
 		}
 	default:
@@ -248,7 +254,8 @@ func (c *Config) lowerCaseColumns() bool {
 	return c.AWSAnalyticsCatalog()
 }
 
-func (c *Config) topics() []string {
+// TopicList is the topics setting as a list.
+func (c *Config) TopicList() []string {
 	var out []string
 	for _, t := range strings.Split(c.Topics, ",") {
 		if t = strings.TrimSpace(t); t != "" {
@@ -258,22 +265,18 @@ func (c *Config) topics() []string {
 	return out
 }
 
-// consumes reports whether topic is one of the topics set or matches the
-// topic regex.
-func (c *Config) consumes(topic string) bool {
-	for _, t := range c.topics() {
-		if t == topic {
-			return true
-		}
-	}
-	if c.TopicRegex == "" {
-		return false
-	}
-	re, err := regexp.Compile("^(?:" + c.TopicRegex + ")$")
-	return err == nil && re.MatchString(topic)
+// Consumed is the topics ingest consumes: those set, or those whose whole
+// names the topic regex matches.
+func (c *Config) Consumed() renamecheck.Consumed {
+	return renamecheck.Consumed{Topics: c.TopicList(), Regex: c.TopicRegex}
 }
 
-func (c *Config) brokers() []string {
+// Consumes reports whether topic is one of the topics set or matches the
+// topic regex.
+func (c *Config) Consumes(topic string) bool { return c.Consumed().Has(topic) }
+
+// Brokers is the kafka-brokers setting as a list.
+func (c *Config) Brokers() []string {
 	var out []string
 	for _, b := range strings.Split(c.KafkaBrokers, ",") {
 		if b = strings.TrimSpace(b); b != "" {
@@ -283,8 +286,8 @@ func (c *Config) brokers() []string {
 	return out
 }
 
-// redacted is the configuration as logged: no secrets.
-func (c *Config) redacted() []any {
+// Redacted is the configuration as logged: no secrets.
+func (c *Config) Redacted() []any {
 	return []any{
 		"kafka_brokers", c.KafkaBrokers, "kafka_tls", c.Kafka.TLS, "kafka_sasl_mechanism", c.Kafka.SASLMechanism,
 		"kafka_sasl_username", c.Kafka.SASLUsername, "group_id", c.GroupID, "group_session_timeout", c.GroupSessionTimeout, "topics", c.Topics, "topic_regex", c.TopicRegex,
@@ -299,4 +302,19 @@ func (c *Config) redacted() []any {
 		"max_buffered_bytes", c.MaxBufferedBytes, "shutdown_timeout", c.ShutdownTimeout, "startup_timeout", c.StartupTimeout,
 		"maintain_interval", c.MaintainInterval, "errors_tolerance", c.ErrorsTolerance, "dlq_topic", c.DLQTopic,
 	}
+}
+
+// KafkaClient is a plain client of the brokers (with ingest's security
+// settings) for the subcommands that read topics without consuming them,
+// and the options it was made with.
+func (c *Config) KafkaClient(ctx context.Context, clientID string) (*kgo.Client, []kgo.Opt, error) {
+	opts, err := c.Kafka.ClientOpts(ctx, clientID)
+	if err != nil {
+		return nil, nil, err
+	}
+	cl, err := kgo.NewClient(append(opts, kgo.SeedBrokers(c.Brokers()...))...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("kafka %s: %w", c.KafkaBrokers, err)
+	}
+	return cl, opts, nil
 }

@@ -1,13 +1,18 @@
-package main
+// Package renamecheck tells whether ingest follows the table renames of
+// each source: whether the schema-change topic <prefix> of a source's table
+// topics <prefix>.<db>.<table> exists and is consumed. ingest checks it at
+// start (a warning, and the gauge ingest_renames_followed) and ingest status
+// reports it.
+package renamecheck
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -21,39 +26,39 @@ import (
 // sink) loses the rows a renamed table had, without an error: ingest
 // checks for it at start and ingest status reports it.
 
-// renameState says whether the renames of one source are followed.
-type renameState string
+// State says whether the renames of one source are followed.
+type State string
 
 const (
-	// renamesFollowed: the schema-change topic exists and is consumed.
-	renamesFollowed renameState = "followed"
-	// renamesNotFollowed: the schema-change topic exists and is not
+	// Followed: the schema-change topic exists and is consumed.
+	Followed State = "followed"
+	// NotFollowed: the schema-change topic exists and is not
 	// consumed.
-	renamesNotFollowed renameState = "not_followed"
-	// renamesNoTopic: the cluster has no schema-change topic of the
+	NotFollowed State = "not_followed"
+	// NoTopic: the cluster has no schema-change topic of the
 	// prefix.
-	renamesNoTopic renameState = "no_topic"
-	// renamesUnknown: the topic exists, but whether ingest consumes it
+	NoTopic State = "no_topic"
+	// Unknown: the topic exists, but whether ingest consumes it
 	// cannot be told (ingest status run without ingest's topics or
 	// topic-regex).
-	renamesUnknown renameState = "unknown"
+	Unknown State = "unknown"
 )
 
-// renameSource is one source prefix and whether its renames are followed.
-type renameSource struct {
-	Prefix string      `json:"prefix"`
-	Topic  string      `json:"schema_topic"`
-	State  renameState `json:"state"`
+// Source is one source prefix and whether its renames are followed.
+type Source struct {
+	Prefix string `json:"prefix"`
+	Topic  string `json:"schema_topic"`
+	State  State  `json:"state"`
 }
 
-// describe is the state as one line of text (ingest status).
-func (s renameSource) describe() string {
+// Describe is the state as one line of text (ingest status).
+func (s Source) Describe() string {
 	switch s.State {
-	case renamesFollowed:
+	case Followed:
 		return fmt.Sprintf("renames: followed (schema-change topic %s consumed)", s.Topic)
-	case renamesNotFollowed:
+	case NotFollowed:
 		return fmt.Sprintf("renames: NOT followed: schema-change topic %s exists but is not in topics/topic-regex", s.Topic)
-	case renamesNoTopic:
+	case NoTopic:
 		return fmt.Sprintf("renames: not followed: no schema-change topic %s on the cluster", s.Topic)
 	default:
 		return fmt.Sprintf("renames: unknown: schema-change topic %s exists; give ingest status ingest's topics or topic-regex to tell whether it is consumed", s.Topic)
@@ -74,14 +79,14 @@ func prefixCandidates(topic string) []string {
 	return out
 }
 
-// renameSources says, for every source prefix of tableTopics, whether its
+// Sources says, for every source prefix of tableTopics, whether its
 // renames are followed: exists reports whether a topic is on the cluster,
 // consumed whether ingest consumes it (nil: unknown). Of the candidate
 // prefixes of a topic (prefixCandidates) those naming an existing topic
 // count; when none does, the first one is reported as having no topic.
 // Sorted by prefix.
-func renameSources(tableTopics []string, exists func(string) bool, consumed func(string) bool) []renameSource {
-	found := map[string]renameSource{}
+func Sources(tableTopics []string, exists func(string) bool, consumed func(string) bool) []Source {
+	found := map[string]Source{}
 	for _, topic := range tableTopics {
 		cands := prefixCandidates(topic)
 		if len(cands) == 0 {
@@ -93,32 +98,32 @@ func renameSources(tableTopics []string, exists func(string) bool, consumed func
 				continue
 			}
 			hit = true
-			s := renameSource{Prefix: p, Topic: p, State: renamesUnknown}
+			s := Source{Prefix: p, Topic: p, State: Unknown}
 			if consumed != nil {
-				s.State = renamesNotFollowed
+				s.State = NotFollowed
 				if consumed(p) {
-					s.State = renamesFollowed
+					s.State = Followed
 				}
 			}
 			found[p] = s
 		}
 		if p := cands[0]; !hit {
 			if _, ok := found[p]; !ok {
-				found[p] = renameSource{Prefix: p, Topic: p, State: renamesNoTopic}
+				found[p] = Source{Prefix: p, Topic: p, State: NoTopic}
 			}
 		}
 	}
-	out := make([]renameSource, 0, len(found))
+	out := make([]Source, 0, len(found))
 	for _, p := range slices.Sorted(maps.Keys(found)) {
 		out = append(out, found[p])
 	}
 	return out
 }
 
-// newRenamesFollowedGauge registers ingest_renames_followed{prefix} on reg: 1 when the
+// NewFollowedGauge registers ingest_renames_followed{prefix} on reg: 1 when the
 // schema-change topic of a source prefix is consumed, 0 when it is not
 // (left out of topics/topic-regex, or not on the cluster).
-func newRenamesFollowedGauge(reg prometheus.Registerer) *prometheus.GaugeVec {
+func NewFollowedGauge(reg prometheus.Registerer) *prometheus.GaugeVec {
 	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "ingest_renames_followed",
 		Help: "1 when ingest consumes the schema-change topic <prefix> of a source whose table topics it consumes (table renames are followed), else 0; set at start.",
@@ -127,43 +132,43 @@ func newRenamesFollowedGauge(reg prometheus.Registerer) *prometheus.GaugeVec {
 	return g
 }
 
-// checkRenames is the start-up check: it lists the cluster's topics (those
+// Check is the start-up check: it lists the cluster's topics (those
 // ingest may describe), and for every source prefix of the table topics cfg
 // consumes logs one warning when the prefix's schema-change topic exists
 // but cfg does not consume it, naming the topic, what is lost and the
 // setting to change, and one info line for each prefix whose renames are
 // followed. gauge (may be nil) gets each prefix's state. A regex is checked
 // against the topics that exist now only.
-func checkRenames(ctx context.Context, cl *kgo.Client, cfg *Config, logger *slog.Logger, gauge *prometheus.GaugeVec) error {
+func Check(ctx context.Context, cl *kgo.Client, cfg Consumed, logger *slog.Logger, gauge *prometheus.GaugeVec) error {
 	listed, err := kadm.NewClient(cl).ListTopics(ctx)
 	if err != nil {
 		return fmt.Errorf("listing the topics: %w", err)
 	}
 	var consumed []string
 	for _, t := range listed.Names() {
-		if cfg.consumes(t) {
+		if cfg.Has(t) {
 			consumed = append(consumed, t)
 		}
 	}
-	for _, t := range cfg.topics() {
+	for _, t := range cfg.Topics {
 		if !listed.Has(t) {
 			consumed = append(consumed, t) // not created yet: its prefix still counts
 		}
 	}
-	for _, s := range renameSources(consumed, listed.Has, cfg.consumes) {
+	for _, s := range Sources(consumed, listed.Has, cfg.Has) {
 		if gauge != nil {
 			v := 0.0
-			if s.State == renamesFollowed {
+			if s.State == Followed {
 				v = 1
 			}
 			gauge.WithLabelValues(s.Prefix).Set(v)
 		}
 		switch s.State {
-		case renamesFollowed:
+		case Followed:
 			logger.Info("table renames are followed: the schema-change topic is consumed", "topic", s.Topic, "prefix", s.Prefix)
-		case renamesNotFollowed:
-			logger.Warn(renameWarning(s.Topic, cfg.TopicRegex != ""), "topic", s.Topic, "prefix", s.Prefix)
-		case renamesNoTopic, renamesUnknown:
+		case NotFollowed:
+			logger.Warn(renameWarning(s.Topic, cfg.Regex != ""), "topic", s.Topic, "prefix", s.Prefix)
+		case NoTopic, Unknown:
 		}
 	}
 	return nil
@@ -182,18 +187,23 @@ func renameWarning(topic string, regex bool) string {
 		"and column renames are not followed either; to follow table renames, %s", topic, setting)
 }
 
-// warnUnfollowedRenames runs checkRenames once Kafka answers, with a client
-// of its own; the check is advice, so a failure is logged and ingest
-// starts anyway.
-func warnUnfollowedRenames(ctx context.Context, cfg *Config, logger *slog.Logger, gauge *prometheus.GaugeVec) {
-	cl, _, err := cfg.kafkaClient(ctx, "binlake-ingest")
-	if err == nil {
-		defer cl.Close()
-		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		err = checkRenames(cctx, cl, cfg, logger, gauge)
+// Consumed is the topics ingest consumes: those named, and those whose
+// whole names Regex matches ("": none).
+type Consumed struct {
+	Topics []string
+	Regex  string
+}
+
+// Has reports whether topic is one of Topics or matches Regex.
+func (c Consumed) Has(topic string) bool {
+	for _, t := range c.Topics {
+		if t == topic {
+			return true
+		}
 	}
-	if err != nil && ctx.Err() == nil {
-		logger.Warn("could not check whether table renames are followed (the schema-change topics)", "error", err.Error())
+	if c.Regex == "" {
+		return false
 	}
+	re, err := regexp.Compile("^(?:" + c.Regex + ")$")
+	return err == nil && re.MatchString(topic)
 }

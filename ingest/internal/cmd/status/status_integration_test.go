@@ -1,6 +1,6 @@
 //go:build integration
 
-package main
+package status
 
 import (
 	"bytes"
@@ -26,6 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/binlake/binlake/ingest/internal/commit"
+	"github.com/binlake/binlake/ingest/internal/renamecheck"
 	"github.com/binlake/binlake/test/testenv"
 )
 
@@ -126,10 +127,10 @@ func TestStatus(t *testing.T) {
 	t.Cleanup(func() { _ = cat.DropNamespace(context.WithoutCancel(ctx), ns) })
 
 	vars := map[string]string{"INGEST_CATALOG_URI": ice.URI, "INGEST_KAFKA_BROKERS": strings.Join(brokers, ",")}
-	status := func(args ...string) (statusReport, string, error) {
+	status := func(args ...string) (Report, string, error) {
 		var out bytes.Buffer
-		err := run(ctx, append([]string{"ingest", "status", "--tables", ns[0] + `\..*`}, args...), env(vars), &out, &out)
-		var rep statusReport
+		err := runArgs(ctx, append([]string{"--tables", ns[0] + `\..*`}, args...), env(vars), &out)
+		var rep Report
 		if jerr := json.Unmarshal(out.Bytes(), &rep); jerr != nil && strings.Contains(strings.Join(args, " "), "json") {
 			t.Fatalf("status output is not JSON: %v\n%s", jerr, out.String())
 		}
@@ -166,8 +167,8 @@ func TestStatus(t *testing.T) {
 		t.Errorf("cut %q (%s), want 0-1-10: a waits and holds 0-1-10", rep.Cut, rep.CutReason)
 	}
 
-	if _, out, err := status("--max-lag=1m"); !errors.Is(err, errStale) || !strings.Contains(out, "stale: "+ns[0]+".a") {
-		t.Errorf("--max-lag=1m with a change waiting 10 min: err %v, want errStale naming a:\n%s", err, out)
+	if _, out, err := status("--max-lag=1m"); !errors.Is(err, ErrStale) || !strings.Contains(out, "stale: "+ns[0]+".a") {
+		t.Errorf("--max-lag=1m with a change waiting 10 min: err %v, want ErrStale naming a:\n%s", err, out)
 	}
 	_, text, err := status("--max-lag=1h", "--max-lag-records=5")
 	if err != nil {
@@ -175,8 +176,8 @@ func TestStatus(t *testing.T) {
 	} else if !strings.Contains(text, "all tables complete up to GTID 0-1-10") || !strings.Contains(text, ns[0]+".a") {
 		t.Errorf("the table output lacks the cut or table a:\n%s", text)
 	}
-	if _, out, err := status("--max-lag-records=2"); !errors.Is(err, errStale) {
-		t.Errorf("--max-lag-records=2 with a 3 behind: err %v, want errStale:\n%s", err, out)
+	if _, out, err := status("--max-lag-records=2"); !errors.Is(err, ErrStale) {
+		t.Errorf("--max-lag-records=2 with a 3 behind: err %v, want ErrStale:\n%s", err, out)
 	}
 	t.Logf("ingest status:\n%s", text)
 }
@@ -216,18 +217,18 @@ func TestStatusRenames(t *testing.T) {
 	}
 
 	vars := map[string]string{"INGEST_CATALOG_URI": ice.URI, "INGEST_KAFKA_BROKERS": strings.Join(brokers, ",")}
-	status := func(t *testing.T, regex string) (map[string]renameState, string) {
+	status := func(t *testing.T, regex string) (map[string]renamecheck.State, string) {
 		t.Helper()
-		args := []string{"ingest", "status", "--tables", ns[0] + `\..*`}
+		args := []string{"--tables", ns[0] + `\..*`}
 		if regex != "" {
 			args = append(args, "--topic-regex="+regex)
 		}
-		states := map[string]renameState{}
+		states := map[string]renamecheck.State{}
 		var out bytes.Buffer
-		if err := run(ctx, append(args, "--format=json"), env(vars), &out, &out); err != nil {
+		if err := runArgs(ctx, append(args, "--format=json"), env(vars), &out); err != nil {
 			t.Fatalf("ingest status: %v\n%s", err, out.String())
 		}
-		var rep statusReport
+		var rep Report
 		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 			t.Fatalf("status output is not JSON: %v\n%s", err, out.String())
 		}
@@ -238,26 +239,26 @@ func TestStatusRenames(t *testing.T) {
 			states[r.Prefix] = r.State
 		}
 		out.Reset()
-		if err := run(ctx, args, env(vars), &out, &out); err != nil {
+		if err := runArgs(ctx, args, env(vars), &out); err != nil {
 			t.Fatalf("ingest status: %v\n%s", err, out.String())
 		}
 		return states, out.String()
 	}
 	for _, tc := range []struct {
 		name, regex string
-		want        renameState
+		want        renamecheck.State
 		line        string
 	}{
-		{"left out", quoted + `\..*|` + other + `\..*`, renamesNotFollowed,
+		{"left out", quoted + `\..*|` + other + `\..*`, renamecheck.NotFollowed,
 			"source " + prefix + ": renames: NOT followed: schema-change topic " + prefix + " exists but is not in topics/topic-regex\n"},
-		{"included", quoted + `(\..*)?|` + other + `\..*`, renamesFollowed,
+		{"included", quoted + `(\..*)?|` + other + `\..*`, renamecheck.Followed,
 			"source " + prefix + ": renames: followed (schema-change topic " + prefix + " consumed)\n"},
-		{"ingest's topics not given", "", renamesUnknown,
+		{"ingest's topics not given", "", renamecheck.Unknown,
 			"source " + prefix + ": renames: unknown: schema-change topic " + prefix + " exists"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			states, text := status(t, tc.regex)
-			want := map[string]renameState{prefix: tc.want, other: renamesNoTopic}
+			want := map[string]renamecheck.State{prefix: tc.want, other: renamecheck.NoTopic}
 			if !maps.Equal(states, want) {
 				t.Errorf("renames %v, want %v", states, want)
 			}
@@ -268,4 +269,27 @@ func TestStatusRenames(t *testing.T) {
 			}
 		})
 	}
+}
+
+// renameTopics creates, on the stack's Kafka, the schema-change topic of a
+// new prefix and one table topic under it, removed when the test ends.
+func renameTopics(t *testing.T, brokers []string) (prefix, tableTopic string) {
+	t.Helper()
+	prefix = testenv.Unique(t, "ren")
+	tableTopic = prefix + ".db.t"
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	adm := kadm.NewClient(cl)
+	resp, err := adm.CreateTopics(t.Context(), 1, 1, nil, prefix, tableTopic)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = adm.DeleteTopics(context.WithoutCancel(t.Context()), prefix, tableTopic) })
+	return prefix, tableTopic
 }

@@ -1,6 +1,6 @@
 //go:build integration
 
-package main
+package ingest
 
 import (
 	"bytes"
@@ -105,7 +105,7 @@ func TestIngestThroughS3TablesStandIn(t *testing.T) {
 	})
 
 	standIn, uri := s3tables.Start(t, s3tables.Config{Backend: ice.URI, Region: "us-east-1", Credentials: standInCreds})
-	args := []string{"ingest", "--sigv4", "--sigv4-service", "s3tables", "--s3-region", "us-east-1",
+	args := []string{"--sigv4", "--sigv4-service", "s3tables", "--s3-region", "us-east-1",
 		"--warehouse", standInARN, "--catalog-uri", uri}
 	env := map[string]string{
 		"INGEST_KAFKA_BROKERS":        strings.Join(brokers, ","),
@@ -124,7 +124,7 @@ func TestIngestThroughS3TablesStandIn(t *testing.T) {
 	defer cancel()
 	logs := &lockedBuffer{}
 	done := make(chan error, 1)
-	go func() { done <- run(rctx, args, getenv, logs, logs) }()
+	go func() { done <- runArgs(rctx, args, getenv, logs) }()
 
 	testenv.CheckFor(t, 90*time.Second, 500*time.Millisecond, func() error {
 		select {
@@ -168,7 +168,7 @@ func TestIngestThroughS3TablesStandIn(t *testing.T) {
 			defer standIn.SetClockOffset(0)
 			sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			defer cancel()
-			checkRefused(t, run(sctx, args, getenv, &lockedBuffer{}, &lockedBuffer{}), tc)
+			checkRefused(t, runArgs(sctx, args, getenv, &lockedBuffer{}), tc)
 		})
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package renamecheck
 
 import (
 	"bytes"
@@ -23,30 +23,30 @@ func TestRenameSources(t *testing.T) {
 		name     string
 		topics   []string
 		consumed []string // nil: unknown
-		want     []renameSource
+		want     []Source
 	}{
 		{"left out", []string{"shop.db.a", "shop.db.b"}, []string{"shop.db.a", "shop.db.b"},
-			[]renameSource{{"shop", "shop", renamesNotFollowed}}},
+			[]Source{{"shop", "shop", NotFollowed}}},
 		{"included", []string{"shop.db.a"}, []string{"shop", "shop.db.a"},
-			[]renameSource{{"shop", "shop", renamesFollowed}}},
+			[]Source{{"shop", "shop", Followed}}},
 		{"no topic", []string{"plain.db.c"}, []string{"plain.db.c"},
-			[]renameSource{{"plain", "plain", renamesNoTopic}}},
+			[]Source{{"plain", "plain", NoTopic}}},
 		{"unknown", []string{"shop.db.a"}, nil,
-			[]renameSource{{"shop", "shop", renamesUnknown}}},
+			[]Source{{"shop", "shop", Unknown}}},
 		{"dotted prefix", []string{"dot.ted.db.d"}, []string{"dot.ted.db.d"},
-			[]renameSource{{"dot.ted", "dot.ted", renamesNotFollowed}}},
-		{"not a table topic", []string{"shop", "shop.transaction"}, []string{"shop"}, []renameSource{}},
+			[]Source{{"dot.ted", "dot.ted", NotFollowed}}},
+		{"not a table topic", []string{"shop", "shop.transaction"}, []string{"shop"}, []Source{}},
 		{"two sources sorted", []string{"shop.db.a", "plain.db.c"}, []string{"shop", "plain.db.c", "shop.db.a"},
-			[]renameSource{{"plain", "plain", renamesNoTopic}, {"shop", "shop", renamesFollowed}}},
+			[]Source{{"plain", "plain", NoTopic}, {"shop", "shop", Followed}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var consumed func(string) bool
 			if tc.consumed != nil {
 				consumed = func(s string) bool { return slices.Contains(tc.consumed, s) }
 			}
-			got := renameSources(tc.topics, exists, consumed)
+			got := Sources(tc.topics, exists, consumed)
 			if !slices.Equal(got, tc.want) {
-				t.Errorf("renameSources(%v) = %v, want %v", tc.topics, got, tc.want)
+				t.Errorf("Sources(%v) = %v, want %v", tc.topics, got, tc.want)
 			}
 		})
 	}
@@ -70,26 +70,26 @@ func TestCheckRenames(t *testing.T) {
 	t.Cleanup(cl.Close)
 	for _, tc := range []struct {
 		name     string
-		cfg      Config
+		cfg      Consumed
 		want     []string // in the one warning; none when empty
 		followed float64
 		notPlain bool
 	}{
-		{"regex leaves it out", Config{TopicRegex: `shop\..*`},
+		{"regex leaves it out", Consumed{Regex: `shop\..*`},
 			[]string{"schema-change topic shop exists but is not consumed", "only the rows written after the rename", "column renames are not followed",
 				"--topic-regex (INGEST_TOPIC_REGEX)", `'shop(\..*)?'`}, 0, false},
-		{"topics leave it out", Config{Topics: "shop.db.a, shop.db.b"},
+		{"topics leave it out", Consumed{Topics: []string{"shop.db.a", "shop.db.b"}},
 			[]string{"schema-change topic shop exists", "add shop to --topics (INGEST_TOPICS)"}, 0, false},
-		{"regex includes it", Config{TopicRegex: `shop(\..*)?`}, nil, 1, false},
-		{"topics include it", Config{Topics: "shop,shop.db.a"}, nil, 1, false},
-		{"a source without a schema-change topic", Config{TopicRegex: `plain\..*`}, nil, 0, true},
-		{"a topic not created yet", Config{Topics: "shop.db.new"}, []string{"schema-change topic shop exists"}, 0, false},
+		{"regex includes it", Consumed{Regex: `shop(\..*)?`}, nil, 1, false},
+		{"topics include it", Consumed{Topics: []string{"shop", "shop.db.a"}}, nil, 1, false},
+		{"a source without a schema-change topic", Consumed{Regex: `plain\..*`}, nil, 0, true},
+		{"a topic not created yet", Consumed{Topics: []string{"shop.db.new"}}, []string{"schema-change topic shop exists"}, 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
 			logger := slog.New(slog.NewJSONHandler(&out, nil))
-			gauge := newRenamesFollowedGauge(prometheus.NewRegistry())
-			if err := checkRenames(t.Context(), cl, &tc.cfg, logger, gauge); err != nil {
+			gauge := NewFollowedGauge(prometheus.NewRegistry())
+			if err := Check(t.Context(), cl, tc.cfg, logger, gauge); err != nil {
 				t.Fatal(err)
 			}
 			warns := logMessages(t, out.Bytes(), "WARN")

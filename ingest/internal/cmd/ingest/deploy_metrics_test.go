@@ -1,4 +1,4 @@
-package main
+package ingest
 
 import (
 	"sync/atomic"
@@ -16,7 +16,7 @@ import (
 func TestDeployMetricsExist(t *testing.T) {
 	var rec promref.Recorder
 	registerMetrics(&rec, func() bool { return true })
-	promref.CheckQueried(t, "..", "ingest", &rec, 10)
+	promref.CheckQueried(t, "../../../..", "ingest", &rec, 10)
 }
 
 // TestReadyMetric: ingest_ready follows the readiness that /readyz reports.
