@@ -11,7 +11,7 @@ import (
 )
 
 // The Kafka security code is capture's (TestKafkaSecurityMatchesCapture
-// keeps kafkasec.go equal to capture/kafkasec.go with the names changed),
+// keeps internal/kafkasec equal to capture's copy with the names changed),
 // and capture/kafkasec_test.go tests it: validation rules, franz-go options,
 // MSK IAM signing, kfake round trips and refusal hints. What is ingest's own
 // is checked here: the INGEST_ variables and the wiring into

@@ -1,8 +1,8 @@
 // Package kafkasec holds ingest's Kafka security settings (TLS, SASL
 // and Amazon MSK IAM): their flags and variables, their validation, the
 // franz-go options they make, and the hints that name the setting to
-// change when a broker refuses them. It is capture's package of the same
-// name with the names changed (TestKafkaSecurityMatchesCapture).
+// change when a broker refuses them. Both binaries hold this package, kept
+// equal with the names changed (TestKafkaSecurityMatchesCapture).
 package kafkasec
 
 import (

@@ -47,7 +47,7 @@ type CatalogConfig struct {
 	// data files use the AWS default chain like the catalog.
 	S3AccessKeyID     string
 	S3SecretAccessKey string
-	// StateDir is ingest's local directory: the key index (see indexDir)
+	// StateDir is ingest's local directory: the key index (see IndexBase)
 	// and, without CatalogURI, the embedded catalog and its warehouse.
 	// "" is a temporary key index, and refused by the embedded catalog.
 	StateDir string

@@ -1,6 +1,7 @@
 // Package pprofsrv serves Go's profiles (net/http/pprof) on a listener
-// of their own, apart from the metrics port. It is capture's package of the
-// same name with the names changed (TestKafkaSecurityMatchesCapture).
+// of their own, apart from the metrics port. Both binaries hold this
+// package, kept equal with the names changed
+// (TestKafkaSecurityMatchesCapture).
 package pprofsrv
 
 import (

@@ -1,7 +1,7 @@
 // Package registrysec holds ingest's schema registry security settings
 // (basic auth, a bearer token, a CA bundle): their flags and variables,
-// their validation and the franz-go sr client options they make. It is
-// capture's package of the same name with the names changed
+// their validation and the franz-go sr client options they make. Both
+// binaries hold this package, kept equal with the names changed
 // (TestKafkaSecurityMatchesCapture).
 package registrysec
 

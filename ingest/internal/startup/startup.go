@@ -1,7 +1,7 @@
-// Package startup retries what ingest needs at start-up (the catalog,
-// Kafka) while it is unreachable, bounded by startup-timeout, and gives up
-// at once on a refusal. It is capture's package of the same name with the
-// names changed (TestKafkaSecurityMatchesCapture).
+// Package startup retries what ingest needs at start-up while it is
+// unreachable, bounded by startup-timeout, and gives up at once on a
+// refusal. Both binaries hold this package, kept equal with the names
+// changed (TestKafkaSecurityMatchesCapture).
 package startup
 
 import (

@@ -11,7 +11,7 @@ import (
 
 // TestDeployMetricsExist: every ingest, Go and process series that the
 // Grafana dashboard and the Prometheus rules query is one ingest exports
-// (registerMetrics is what run registers), so a renamed metric fails here
+// (registerMetrics is what Run registers), so a renamed metric fails here
 // rather than leaving an empty panel or a silent alert.
 func TestDeployMetricsExist(t *testing.T) {
 	var rec promref.Recorder
