@@ -4,6 +4,11 @@
 // Run `ingest --help` for its settings; every flag also has an environment
 // variable (INGEST_*), and secrets are read only from the environment or
 // from files.
+//
+// Package main only parses each command's flags and environment, validates
+// them and dispatches: the commands are packages under internal/cmd, each a
+// Config in and a result or error out (ingest itself, status, maintain,
+// replay).
 package main
 
 import (
