@@ -12,11 +12,11 @@ import (
 func TestConfigurationTable(t *testing.T) {
 	ef, _, _ := bindFlags(func(string) string { return "" })
 	var secrets []doccheck.Secret
-	for _, s := range ef.secrets {
-		secrets = append(secrets, doccheck.Secret{Env: s.env, Usage: s.usage})
+	for _, s := range ef.Secrets() {
+		secrets = append(secrets, doccheck.Secret{Env: s.Env, Usage: s.Usage})
 	}
-	if len(secrets) == 0 || ef.fs.Lookup("check-config") == nil {
-		t.Fatalf("the flag set lists %d secrets and check-config %v", len(secrets), ef.fs.Lookup("check-config"))
+	if len(secrets) == 0 || ef.FlagSet().Lookup("check-config") == nil {
+		t.Fatalf("the flag set lists %d secrets and check-config %v", len(secrets), ef.FlagSet().Lookup("check-config"))
 	}
-	doccheck.Section(t, "README.md", "configuration", doccheck.FlagTable(ef.fs, secrets))
+	doccheck.Section(t, "README.md", "configuration", doccheck.FlagTable(ef.FlagSet(), secrets))
 }

@@ -8,11 +8,10 @@ import (
 	"testing"
 
 	"github.com/binlake/binlake/test/tlstest"
-	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // The Kafka security code is capture's (TestKafkaSecurityMatchesCapture
-// keeps kafkasec.go equal to capture/kafkasec.go with the names changed),
+// keeps internal/kafkasec equal to capture's copy with the names changed),
 // and capture/kafkasec_test.go tests it: validation rules, franz-go options,
 // MSK IAM signing, kfake round trips and refusal hints. What is ingest's own
 // is checked here: the INGEST_ variables and the wiring into
@@ -84,15 +83,5 @@ func TestKafkaSecurityPasswordHasNoFlag(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "-kafka-sasl-mechanism") || !strings.Contains(out.String(), "INGEST_KAFKA_TLS_CA_FILE") {
 		t.Errorf("help lacks the Kafka security flags:\n%s", out.String())
-	}
-}
-
-// TestKafkaSecurityExplainNamesIngestVariables checks the hint for refused
-// credentials names ingest's variables, not capture's.
-func TestKafkaSecurityExplainNamesIngestVariables(t *testing.T) {
-	k := KafkaSecurity{SASLMechanism: SASLScramSHA512, SASLUsername: "app", SASLPassword: "hunter2"}
-	got, refused := k.explain(kerr.SaslAuthenticationFailed)
-	if !refused || !strings.Contains(got.Error(), "INGEST_KAFKA_SASL_PASSWORD_FILE") || strings.Contains(got.Error(), "CAPTURE_") {
-		t.Errorf("explained as %v (refused %v), want INGEST_KAFKA_SASL_PASSWORD_FILE named", got, refused)
 	}
 }

@@ -4,6 +4,11 @@
 // Run `ingest --help` for its settings; every flag also has an environment
 // variable (INGEST_*), and secrets are read only from the environment or
 // from files.
+//
+// Package main only parses each command's flags and environment, validates
+// them and dispatches: the commands are packages under internal/cmd, each a
+// Config in and a result or error out (ingest itself, status, maintain,
+// replay).
 package main
 
 import (
@@ -13,6 +18,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/binlake/binlake/ingest/internal/cmd/status"
 )
 
 func main() {
@@ -22,7 +29,7 @@ func main() {
 	if err != nil {
 		if err != errHelp {
 			fmt.Fprintln(os.Stderr, "ingest:", err)
-			if errors.Is(err, errStale) {
+			if errors.Is(err, status.ErrStale) {
 				os.Exit(3) // ingest status: a table is behind its max-lag
 			}
 			os.Exit(1)

@@ -33,13 +33,13 @@ func TestRegistryBearerToken(t *testing.T) {
 	ef, cfg, _ := bindFlags(env(map[string]string{
 		"INGEST_SCHEMA_REGISTRY_URL": srv.URL, "INGEST_SCHEMA_REGISTRY_TOKEN": "ingest-t0ken", "INGEST_SCHEMA_REGISTRY_CA_FILE": pki.CAFile,
 	}))
-	if err := ef.parse(nil); err != nil {
+	if err := ef.Parse(nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := cfg.Registry.Validate(cfg.RegistryURL); err != nil {
 		t.Fatal(err)
 	}
-	opts, err := cfg.Registry.clientOpts()
+	opts, err := cfg.Registry.ClientOpts()
 	if err != nil {
 		t.Fatal(err)
 	}
