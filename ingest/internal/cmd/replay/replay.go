@@ -105,18 +105,24 @@ func (c *Config) Bind(fs *flag.FlagSet) {
 }
 
 // Validate checks ingest's settings and the replay's own. It sets
-// Ingest's topics aside (Topics "", TopicRegex ".*"): the topics come
-// from the tables.
+// Ingest's topics aside (Topics "", TopicRegex matchesNoTopic): the
+// topics come from the tables.
 func (c *Config) Validate() error {
 	_, _, err := c.parse()
 	return err
 }
 
+// matchesNoTopic is a regex that matches no string: an empty class.
+const matchesNoTopic = `[^\x00-\x{10FFFF}]`
+
 // parse validates the settings, and returns the tables' filter and where
 // the rebuild starts.
 func (c *Config) parse() (*regexp.Regexp, startAt, error) {
-	// The topics come from the tables; ingest's check wants one of the two.
-	c.Ingest.Topics, c.Ingest.TopicRegex = "", ".*"
+	// The topics come from the tables; ingest's check wants one of the
+	// two, and a regex that matches no topic, so that a dead-letter topic
+	// (errors-tolerance=dlq, shared with the running ingest) is not taken
+	// for a consumed one.
+	c.Ingest.Topics, c.Ingest.TopicRegex = "", matchesNoTopic
 	var bad []error
 	if err := c.Ingest.Validate(); err != nil {
 		bad = append(bad, err)

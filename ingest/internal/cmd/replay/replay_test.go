@@ -76,6 +76,9 @@ func TestConfigValidate(t *testing.T) {
 		{[]string{"-tables=s\\.t"}, ""},
 		{[]string{"-tables=s\\.t", "-from-time=2026-12-01T10:00:00Z", "-publish"}, ""},
 		{[]string{"-tables=s\\.t", "-topics=a.b.c"}, ""},
+		// The running ingest's dead-letter settings: replay takes no
+		// topic for consumed, so the dead-letter topic is no clash.
+		{[]string{"-tables=s\\.t", "-errors-tolerance=dlq", "-dlq-topic=d.dlq"}, ""},
 		{nil, "tables is required"},
 		{[]string{"-tables=("}, "tables: "},
 		{[]string{"-tables=s\\.t", "-from-time=yesterday"}, `from-time "yesterday": want RFC 3339`},
@@ -86,7 +89,7 @@ func TestConfigValidate(t *testing.T) {
 	} {
 		cfg, err := parseConfig(append(append([]string{}, base...), c.args...), env(nil))
 		if c.wantErr == "" {
-			if err != nil || cfg.Ingest.Topics != "" || cfg.Ingest.TopicRegex != ".*" {
+			if err != nil || cfg.Ingest.Topics != "" || cfg.Ingest.TopicRegex != matchesNoTopic || cfg.Ingest.Consumes("d.dlq") {
 				t.Errorf("%v: err %v, topics %q, regex %q; want valid with the topics left to the tables", c.args, err, cfg.Ingest.Topics, cfg.Ingest.TopicRegex)
 			}
 			continue
