@@ -19,6 +19,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"github.com/binlake/binlake/capture/internal/binlog"
 	"github.com/binlake/binlake/capture/internal/config"
 	"github.com/binlake/binlake/capture/internal/publish"
@@ -102,6 +104,10 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 	}
 	defer rd.Close()
 	b, found, err := rd.LoadPosition(ctx, cfg.OffsetsTopic, cfg.ID)
+	if errors.Is(err, kerr.UnknownTopicOrPartition) {
+		// No offsets topic yet: no capture with these settings started.
+		found, err = false, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the stored position of %s in %s: %w", cfg.ID, cfg.OffsetsTopic, err)
 	}

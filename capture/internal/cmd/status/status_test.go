@@ -54,6 +54,25 @@ func TestNothingStored(t *testing.T) {
 	}
 }
 
+// TestNoOffsetsTopic: a capture that never started, whose offsets topic
+// does not exist yet, is stale too (exit 3), not a failure (exit 1 with
+// UNKNOWN_TOPIC_OR_PARTITION, before).
+func TestNoOffsetsTopic(t *testing.T) {
+	fake, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fake.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	cfg := captureConfig(t, map[string]string{"CAPTURE_KAFKA_BROKERS": strings.Join(fake.ListenAddrs(), ","),
+		"CAPTURE_TOPIC_PREFIX": "p", "CAPTURE_OFFSETS_TOPIC": "offsets", "CAPTURE_MYSQL_ADDR": "127.0.0.1:1"})
+	rep, err := Run(ctx, Config{Capture: cfg})
+	if !errors.Is(err, ErrStale) || rep != nil || !strings.Contains(err.Error(), "capture p has stored no position in offsets") {
+		t.Fatalf("Run: %v, %v; want ErrStale naming the id and the offsets topic", rep, err)
+	}
+}
+
 // TestReportWrite: the table names every part of the report, and the JSON
 // form keeps its field names (scripts read them).
 func TestReportWrite(t *testing.T) {
