@@ -191,6 +191,18 @@ var (
 	_ stream.CollationSource = sqlDefinitions{}
 )
 
+// decide is resume.Decide retried as the first connection to the source
+// is: the source was reached before Kafka was and may have restarted
+// meanwhile (its pooled connection then fails once with "invalid
+// connection"), and the decision only reads.
+func decide(ctx context.Context, logger *slog.Logger, timeout time.Duration, rc resume.Config, stored []byte, found bool, server binlog.Server, src resume.Source) (plan resume.Plan, err error) {
+	err = startup.Retry(ctx, logger, "the source", timeout, sourceRefusal, func(ctx context.Context) (err error) {
+		plan, err = resume.Decide(ctx, rc, stored, found, server, src, logger)
+		return err
+	})
+	return plan, err
+}
+
 // sourceRefusal reports whether an error reaching the source is final:
 // the server answered and refused (credentials, grants), where a server
 // not answering, or shutting down or restarting, may be back soon.
@@ -322,10 +334,10 @@ func stream1(ctx context.Context, cfg config.Config, logger *slog.Logger, metric
 	if err != nil {
 		return fmt.Errorf("reading the stored position: %w", err)
 	}
-	plan, err := resume.Decide(ctx, resume.Config{
+	plan, err := decide(ctx, logger, cfg.StartupTimeout, resume.Config{
 		ID: cfg.ID, OffsetsTopic: cfg.OffsetsTopic, Mode: snapshot.Mode(cfg.SnapshotMode),
 		StartPosition: cfg.StartPosition, SchemaChanges: cfg.IncludeSchemaChanges,
-	}, b, found, server, resumeSource{db, filt}, logger)
+	}, b, found, server, resumeSource{db, filt})
 	if err != nil {
 		return err
 	}
