@@ -15,6 +15,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -72,19 +73,27 @@ func build(t *testing.T) map[string]*binary {
 		if len(b.settings) < 20 {
 			t.Fatalf("%s --help names only %d (env X) settings:\n%s", name, len(b.settings), help)
 		}
-		files, _ := filepath.Glob(filepath.Join(repo, name, "*.go"))
+		// The settings live in the binary's packages (config, kafkasec,
+		// registrysec, lake …), not only in package main.
 		prefix := strings.ToUpper(name) + "_"
-		for _, f := range files {
-			src, err := os.ReadFile(f)
+		err := filepath.WalkDir(filepath.Join(repo, name), func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return err
+			}
+			src, err := os.ReadFile(path)
 			if err != nil {
-				t.Fatal(err)
+				return err
 			}
 			for _, m := range secretRe.FindAllStringSubmatch(string(src), -1) {
 				b.secrets[prefix+strings.ToUpper(strings.ReplaceAll(m[1], "-", "_"))] = true
 			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
 		if len(b.secrets) == 0 {
-			t.Fatalf("found no Secret settings in %s/*.go", name)
+			t.Fatalf("found no Secret settings in %s/ (its non-test .go files)", name)
 		}
 		bins[name] = b
 	}
