@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -16,7 +15,6 @@ import (
 	"github.com/apache/iceberg-go/catalog/rest"
 	_ "github.com/apache/iceberg-go/io/gocloud/s3" // registers s3://
 	"github.com/apache/iceberg-go/table"
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -104,9 +102,9 @@ func TestIngestThroughS3TablesStandIn(t *testing.T) {
 		_ = backing.DropNamespace(ctx, table.Identifier{ident[0]})
 	})
 
-	standIn, uri := s3tables.Start(t, s3tables.Config{Backend: ice.URI, Region: "us-east-1", Credentials: standInCreds})
+	standIn, uri := s3tables.Start(t, s3tables.Config{Backend: ice.URI, Region: "us-east-1", Credentials: s3tables.TestCredentials})
 	args := []string{"--sigv4", "--sigv4-service", "s3tables", "--s3-region", "us-east-1",
-		"--warehouse", standInARN, "--catalog-uri", uri}
+		"--warehouse", s3tables.TestBucketARN, "--catalog-uri", uri}
 	env := map[string]string{
 		"INGEST_KAFKA_BROKERS":        strings.Join(brokers, ","),
 		"INGEST_GROUP_ID":             testenv.Unique(t, "g"),
@@ -118,7 +116,7 @@ func TestIngestThroughS3TablesStandIn(t *testing.T) {
 		"INGEST_METRICS_ADDR":         "off",
 	}
 	getenv := func(k string) string { return env[k] }
-	setAWSEnv(t, standInCreds)
+	s3tables.SetAWSEnv(t, s3tables.TestCredentials)
 
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -161,73 +159,14 @@ func TestIngestThroughS3TablesStandIn(t *testing.T) {
 	}
 	t.Logf("the stand-in verified and forwarded %d requests", standIn.Forwarded())
 
-	for _, tc := range refusals() {
-		t.Run(tc.name, func(t *testing.T) {
-			setAWSEnv(t, tc.creds)
-			standIn.SetClockOffset(tc.offset)
+	for _, tc := range s3tables.Refusals() {
+		t.Run(tc.Name, func(t *testing.T) {
+			s3tables.SetAWSEnv(t, tc.Creds)
+			standIn.SetClockOffset(tc.Offset)
 			defer standIn.SetClockOffset(0)
 			sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			defer cancel()
-			checkRefused(t, runArgs(sctx, args, getenv, &lockedBuffer{}), tc)
+			s3tables.CheckRefused(t, runArgs(sctx, args, getenv, &lockedBuffer{}), lake.ErrCatalogRefused, tc)
 		})
-	}
-}
-
-// The stand-in's credentials and refusals, as in lake's sigv4_test.go.
-
-// standInCreds are the test credentials the stand-in accepts; never real.
-var standInCreds = aws.Credentials{AccessKeyID: "AKIDINGESTTEST", SecretAccessKey: "ingest-test-secret", SessionToken: "ingest-test-token"}
-
-const standInARN = "arn:aws:s3tables:us-east-1:111122223333:bucket/test"
-
-// setAWSEnv makes creds the only AWS credentials the default chain finds:
-// the environment, with no shared files or profile to fall back on.
-func setAWSEnv(t *testing.T, creds aws.Credentials) {
-	t.Helper()
-	none := filepath.Join(t.TempDir(), "none")
-	t.Setenv("AWS_CONFIG_FILE", none)
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", none)
-	t.Setenv("AWS_PROFILE", "")
-	t.Setenv("AWS_ACCESS_KEY_ID", creds.AccessKeyID)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", creds.SecretAccessKey)
-	t.Setenv("AWS_SESSION_TOKEN", creds.SessionToken)
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-}
-
-// refusal is a signing failure the refusal tests provoke: the credentials
-// ingest signs with, the stand-in's clock offset, and what AWS's 403 says.
-type refusal struct {
-	name   string
-	creds  aws.Credentials
-	offset time.Duration
-	says   string
-}
-
-// refusals are a wrong secret and a clock 10 minutes off.
-func refusals() []refusal {
-	wrong := standInCreds
-	wrong.SecretAccessKey = "not-the-secret"
-	return []refusal{
-		{"wrong secret", wrong, 0, "signature we calculated does not match"},
-		{"clock skew", standInCreds, 10 * time.Minute, "Signature expired"},
-	}
-}
-
-// checkRefused fails t unless err is ErrCatalogRefused saying what AWS
-// said, where the credentials came from, the clock and each of more, with
-// no secret shown.
-func checkRefused(t *testing.T, err error, tc refusal, more ...string) {
-	t.Helper()
-	if !errors.Is(err, lake.ErrCatalogRefused) {
-		t.Fatalf("error %v, want ErrCatalogRefused", err)
-	}
-	t.Log(err)
-	for _, want := range append([]string{tc.says, "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY", "clock"}, more...) {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("the error does not say %q: %v", want, err)
-		}
-	}
-	if strings.Contains(err.Error(), tc.creds.SecretAccessKey) || strings.Contains(err.Error(), tc.creds.SessionToken) {
-		t.Errorf("the error shows a secret: %v", err)
 	}
 }
