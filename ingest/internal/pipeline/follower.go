@@ -779,6 +779,11 @@ func (p *Pipeline) renameLake(ctx context.Context, log *slog.Logger, fromNames t
 		renamed = true
 		return nil
 	})
+	if err != nil && ctx.Err() != nil {
+		// Stopping: the last attempt's error (errLookAgain, say) is not
+		// the rename's outcome.
+		return context.Cause(ctx)
+	}
 	if err != nil || !renamed {
 		log.Info("rename ended", "renamed", renamed, "from", strings.Join(from, "."), "to", strings.Join(to, "."), "error", err)
 		return err
