@@ -499,7 +499,7 @@ func (f *follower) retrying(ctx context.Context, what string, fn func() error) e
 		if err == nil || ctx.Err() != nil || recordFault(err) || errors.Is(err, errNotTableTopic) {
 			return err
 		}
-		pause := min(time.Duration(round)*2*time.Second, 30*time.Second)
+		pause := retryPause(round)
 		f.log.Warn(what+" failed, retrying", "round", round, "in", pause, "error", err)
 		select {
 		case <-ctx.Done():
@@ -779,11 +779,6 @@ func (p *Pipeline) renameLake(ctx context.Context, log *slog.Logger, fromNames t
 		renamed = true
 		return nil
 	})
-	if err != nil && ctx.Err() != nil {
-		// Stopping: the last attempt's error (errLookAgain, say) is not
-		// the rename's outcome.
-		return context.Cause(ctx)
-	}
 	if err != nil || !renamed {
 		log.Info("rename ended", "renamed", renamed, "from", strings.Join(from, "."), "to", strings.Join(to, "."), "error", err)
 		return err

@@ -1041,7 +1041,7 @@ func (p *Pipeline) commitLoop(ctx context.Context, c *commit.Committer, buf *bat
 		// table's offsets (a new Committer reloads them), so events it
 		// already holds are skipped and none is applied twice.
 		log.Warn("commit failed, retrying from the table's offsets", "round", round, "error", err)
-		t := time.NewTimer(min(time.Duration(round)*2*time.Second, 30*time.Second))
+		t := time.NewTimer(retryPause(round))
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -1117,21 +1117,36 @@ func (w *worker) setBuffered() {
 // retryCatalog retries a catalog call for up to a minute with backoff: a
 // REST catalog's 5xx answers (S3 Tables throttling, a busy reference
 // catalog) are usually passing. Cancellation wins.
+//
+// When ctx ends first it returns ctx's cause, not the last attempt's error:
+// that attempt (errLookAgain, say) is no outcome, and the caller stops
+// quietly on a cancelled context (a SIGTERM during a rename's second look
+// at the catalog made ingest exit 1 with "looking at the catalog again").
 func retryCatalog(ctx context.Context, f func() error) error {
 	wait := 200 * time.Millisecond
 	deadline := time.Now().Add(time.Minute)
 	for {
 		err := f()
-		if err == nil || ctx.Err() != nil || time.Now().After(deadline) {
+		if err != nil && ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		if err == nil || time.Now().After(deadline) {
 			return err
 		}
 		select {
 		case <-ctx.Done():
-			return err
+			return context.Cause(ctx)
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, 5*time.Second)
 	}
+}
+
+// retryPause is how long a retry loop that goes on until it succeeds
+// (commitLoop, the follower) waits before round+1: 2 s more each round, at
+// most 30 s.
+func retryPause(round int) time.Duration {
+	return min(time.Duration(round)*2*time.Second, 30*time.Second)
 }
 
 // errorsToleranceHint ends the error of a record that stops ingest with
