@@ -78,6 +78,13 @@ import (
 // Config.MaxAttempts attempts; it wraps the last attempt's error.
 var ErrTooManyAttempts = errors.New("commit: too many attempts")
 
+// ErrTableReplaced reports that the name a Committer commits under now
+// holds another table (another table UUID), or none: the table was renamed
+// away (a followed RENAME TABLE, a swap that gave the name to another
+// table) or dropped. A batch built for the first table is never committed
+// to the second; the caller decides where its events belong.
+var ErrTableReplaced = errors.New("commit: the table under the name was replaced")
+
 // Config configures a Committer.
 type Config struct {
 	// MaxAttempts bounds the attempts of one Commit; default 10.
@@ -98,6 +105,11 @@ type Config struct {
 	// Index holds the key indexes of the tables (DeletePosition and
 	// DeleteDV).
 	Index *keyindex.Store
+	// TableUUID, when set, is the table the Committer must commit to: New
+	// fails with ErrTableReplaced when the name holds another one. Every
+	// Committer checks, at each reload, that the name still holds the
+	// table it first loaded.
+	TableUUID string
 }
 
 // Validate checks the settings.
@@ -146,6 +158,7 @@ type Committer struct {
 	ident table.Identifier
 	cfg   Config
 	tbl   *table.Table
+	uuid  string // the table's UUID, as first loaded (or Config.TableUUID)
 	// idx is the table's key index in position mode (nil for a table
 	// without identifier fields: an append-only change log deletes
 	// nothing).
@@ -158,7 +171,7 @@ func New(ctx context.Context, cat catalog.Catalog, ident table.Identifier, cfg C
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	c := &Committer{cat: cat, ident: ident, cfg: cfg.withDefaults()}
+	c := &Committer{cat: cat, ident: ident, cfg: cfg.withDefaults(), uuid: cfg.TableUUID}
 	if err := c.reload(ctx); err != nil {
 		return nil, err
 	}
@@ -196,10 +209,24 @@ func (c *Committer) Table() *table.Table { return c.tbl }
 // commit (see the package function [Offsets]).
 func (c *Committer) Offsets() (batch.Offsets, error) { return Offsets(c.tbl) }
 
+// TableUUID is the UUID of the Committer's table.
+func (c *Committer) TableUUID() string { return c.uuid }
+
+// reload loads the table again; it fails with ErrTableReplaced when the
+// name no longer holds the Committer's table.
 func (c *Committer) reload(ctx context.Context) error {
 	tbl, err := c.cat.LoadTable(ctx, c.ident)
+	if errors.Is(err, catalog.ErrNoSuchTable) && c.uuid != "" {
+		return fmt.Errorf("%w: table %v (uuid %s) is no longer under its name: %w", ErrTableReplaced, c.ident, c.uuid, err)
+	}
 	if err != nil {
 		return fmt.Errorf("loading table %v: %w", c.ident, err)
+	}
+	id := tbl.Metadata().TableUUID().String()
+	if c.uuid == "" {
+		c.uuid = id
+	} else if id != c.uuid {
+		return fmt.Errorf("%w: table %v is now table uuid %s, not %s", ErrTableReplaced, c.ident, id, c.uuid)
 	}
 	c.tbl = tbl
 	return nil
@@ -374,7 +401,7 @@ func (c *Committer) reloadWithRetry(ctx context.Context, attempt int) error {
 		if err == nil {
 			return nil
 		}
-		if ctx.Err() != nil || i >= c.cfg.MaxAttempts {
+		if ctx.Err() != nil || i >= c.cfg.MaxAttempts || errors.Is(err, ErrTableReplaced) {
 			return err
 		}
 		if err := c.sleep(ctx, attempt+i); err != nil {

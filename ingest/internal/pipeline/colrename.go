@@ -12,7 +12,6 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/binlake/binlake/ingest/internal/commit"
 	"github.com/binlake/binlake/ingest/internal/decode"
 	"github.com/binlake/binlake/ingest/internal/schemamap"
 )
@@ -373,7 +372,7 @@ func (w *worker) followColumnRenames(ctx context.Context) error {
 		w.log.Warn("not renaming a column: it goes on under its new name as a new column", "rename", s, "binlog_file", last.File, "binlog_pos", last.Pos)
 	}
 	var err error
-	if w.committer, err = commit.New(ctx, p.cat, w.ident, w.commitConfig()); err != nil {
+	if err = w.openCommitter(ctx); err != nil {
 		return err
 	}
 	return nil

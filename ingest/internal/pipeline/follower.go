@@ -445,6 +445,7 @@ func (f *follower) renameOne(ctx context.Context, adm *kadm.Client, fromTopic, t
 	if why, err := p.renameDone(ctx, fromNames, fromTopic, toNames, toTopic, mark); err != nil || why != "" {
 		if why != "" {
 			log.Info("rename already done: "+why, "mark", mark.String())
+			p.handDone(fromTopic, pr.From, mark)
 		}
 		return err
 	}
@@ -484,6 +485,20 @@ func (f *follower) renameOne(ctx context.Context, adm *kadm.Client, fromTopic, t
 	})
 	job.err = err
 	return err
+}
+
+// handDone hands a rename another process carried out to this process's
+// worker of the old topic, if it has one: what it buffered of the old
+// table is in the renamed table already (a rename waits until the old
+// table is drained), and the name may be another table's now (a swap,
+// RENAME TABLE s1 TO s2, s3 TO s1), which must never get it. Recorded
+// before the follower passes the rename, it is taken on before the worker
+// buffers any change after the rename (awaitSchema).
+func (p *Pipeline) handDone(fromTopic string, from tableName, mark nameMark) {
+	job := &renameJob{from: from, pos: mark.pos, held: map[int32]int64{}, renamed: make(chan struct{}), done: true, at: time.Now()}
+	close(job.renamed)
+	p.ren.setDone(fromTopic, job)
+	p.nudge(fromTopic, job)
 }
 
 // errNotTableTopic is a rename whose topic does not name a table.

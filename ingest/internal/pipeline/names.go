@@ -146,7 +146,7 @@ func (w *worker) setIdent(res schemamap.Resolved) {
 	if slices.Equal(w.ident, res.Ident) {
 		return
 	}
-	w.ident = res.Ident
+	w.ident, w.tableUUID = res.Ident, ""
 	w.log = w.p.log.With("table", strings.Join(res.Ident, "."), "topic", w.topic)
 	switch res.Kind {
 	case schemamap.NameHashed:

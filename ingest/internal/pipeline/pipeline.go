@@ -546,7 +546,7 @@ func (p *Pipeline) worker(ctx context.Context, topic string) (*worker, error) {
 	// A topic with dots in its names gets its table at its first change
 	// (worker.resolve).
 	ident, identErr := p.ident(topic)
-	w := &worker{p: p, topic: topic, ident: ident, identErr: identErr, in: make(chan msg, p.cfg.QueueRecords)}
+	w := &worker{p: p, topic: topic, ident: ident, identErr: identErr, in: make(chan msg, p.cfg.QueueRecords), born: time.Now()}
 	if errors.Is(identErr, errAmbiguousTopic) {
 		w.identErr, w.ambiguous = nil, true
 		w.log = p.log.With("topic", topic)

@@ -52,6 +52,15 @@ type renameJob struct {
 	held  map[int32]int64  // first offset per partition of a record held back
 	later []msg            // the records held back, in order
 
+	// done marks a rename another process carried out before this
+	// process's follower reached it (handDone): renamed is closed from
+	// the start. The old table holds every change before the rename, so
+	// what the worker buffered for it is dropped and the changes after
+	// it start over on the table now under the name. at is when the
+	// follower found it done.
+	done bool
+	at   time.Time
+
 	// renamed is closed when the follower is done with the rename; err
 	// (set before) says why it failed, nil when the table was renamed or
 	// had nothing to rename.
@@ -68,6 +77,7 @@ type renamer struct {
 	busy    map[string]decode.SourcePos // schema topic → position of the record in hand
 	starts  map[string]map[int32]int64  // fetch start offsets chosen at assignment
 	active  map[string]*renameJob       // old topic → the rename its follower is at
+	gone    map[string]*renameJob       // old topic → the last rename found done (handDone)
 
 	lsoMu    sync.Mutex // serialises reads of lsoCache; never held with mu
 	lsoCache map[string]lsoRead
@@ -83,7 +93,7 @@ type lsoRead struct {
 
 func newRenamer() *renamer {
 	return &renamer{changed: make(chan struct{}), done: map[string]map[int32]int64{},
-		busy: map[string]decode.SourcePos{}, starts: map[string]map[int32]int64{}, active: map[string]*renameJob{}, lsoCache: map[string]lsoRead{}}
+		busy: map[string]decode.SourcePos{}, starts: map[string]map[int32]int64{}, active: map[string]*renameJob{}, gone: map[string]*renameJob{}, lsoCache: map[string]lsoRead{}}
 }
 
 // wait returns a channel closed at the next change.
@@ -155,6 +165,21 @@ func (r *renamer) activeFor(topic string) *renameJob {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.active[topic]
+}
+
+// setDone records job, a rename of topic's table found done, for the
+// topic's worker to take on (adoptJob); it replaces the last one.
+func (r *renamer) setDone(topic string, job *renameJob) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.gone[topic] = job
+	r.broadcastLocked()
+}
+
+func (r *renamer) doneFor(topic string) *renameJob {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.gone[topic]
 }
 
 func (r *renamer) end(schemaTopic string) {
@@ -456,6 +481,9 @@ func (w *worker) adoptJob() bool {
 	if j := w.p.ren.activeFor(w.topic); j != nil {
 		w.takeJob(j)
 	}
+	if j := w.p.ren.doneFor(w.topic); w.job == nil && j != nil && j.at.After(w.born) {
+		w.takeJob(j)
+	}
 	return w.job != nil
 }
 
@@ -465,7 +493,9 @@ func (w *worker) takeJob(j *renameJob) {
 	}
 	select {
 	case <-j.renamed:
-		return // over before this worker saw it
+		if !j.done {
+			return // over before this worker saw it
+		}
 	default:
 	}
 	w.job, w.lastJob = j, j
@@ -544,7 +574,7 @@ func (w *worker) finishRename(ctx context.Context) error {
 		w.buf.Reset()
 		w.setBuffered()
 	}
-	w.committer, w.schema, w.key, w.buf = nil, nil, nil, nil
+	w.committer, w.tableUUID, w.schema, w.key, w.buf = nil, "", nil, nil, nil
 	w.job = nil
 	w.held = append(job.later, w.held...)
 	return nil

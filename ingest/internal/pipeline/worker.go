@@ -67,8 +67,14 @@ type worker struct {
 	skippedTo map[int32]int64
 
 	committer *commit.Committer
-	schema    *decode.Schema
-	key       []string
+	// tableUUID is the table w commits to, pinned by its first Committer
+	// (openCommitter); "" until w has opened one on its current name.
+	tableUUID string
+	// born is when w was created: a rename another process carried out
+	// before w existed is nothing w has to catch up with (adoptJob).
+	born   time.Time
+	schema *decode.Schema
+	key    []string
 	// keptLog: the lake table is an append-only change log although the
 	// source table has gained a key since (see adopt).
 	keptLog bool
@@ -126,7 +132,22 @@ type flight struct {
 func (w *worker) commitConfig() commit.Config {
 	cfg := w.p.cfg.Commit
 	cfg.DeleteMode = w.p.cfg.DeleteModes.For(w.names.db, w.names.table)
+	cfg.TableUUID = w.tableUUID
 	return cfg
+}
+
+// openCommitter (re)opens w's Committer on w.ident. The first one pins the
+// table it found under the name (w.tableUUID): every later one, and every
+// reload of a commit, fails with commit.ErrTableReplaced when a rename
+// gave the name to another table, so that nothing buffered for one table
+// is ever committed to another (see worker.tableReplaced).
+func (w *worker) openCommitter(ctx context.Context) error {
+	c, err := commit.New(ctx, w.p.cat, w.ident, w.commitConfig())
+	if err != nil {
+		return err
+	}
+	w.committer, w.tableUUID = c, c.TableUUID()
+	return nil
 }
 
 // changeLog reports whether the table is the append-only change log of a
@@ -461,6 +482,9 @@ func (w *worker) setNames(names topicNames) error {
 		return fmt.Errorf("topic %s is of table %s.%s (lake table %v), but table %v holds the topic's offsets: it was written from this topic under a name guessed from the topic's dots; drop %v to have ingest re-read the topic into %v",
 			w.topic, names.db, names.table, ident, held, held, ident)
 	}
+	if !slices.Equal(w.ident, ident) {
+		w.tableUUID = ""
+	}
 	w.names, w.ident = names, ident
 	w.log = w.p.log.With("table", strings.Join(ident, "."), "topic", w.topic)
 	return nil
@@ -559,7 +583,7 @@ func (w *worker) adopt(ctx context.Context, s *decode.Schema, key []string, keyl
 				keyless = len(key) == 0 && log
 			}
 		}
-		if w.committer, err = commit.New(ctx, w.p.cat, w.ident, w.commitConfig()); err != nil {
+		if err = w.openCommitter(ctx); err != nil {
 			return err
 		}
 		if err := checkSpec(w.committer.Table().Spec(), w.committer.Table().Schema()); err != nil {
@@ -620,7 +644,7 @@ func (w *worker) adopt(ctx context.Context, s *decode.Schema, key []string, keyl
 			return err
 		}
 		w.log.Info("the table changed while its schema was being evolved; reloading it", "attempt", attempt, "error", err)
-		if w.committer, err = commit.New(ctx, w.p.cat, w.ident, w.commitConfig()); err != nil {
+		if err = w.openCommitter(ctx); err != nil {
 			return err
 		}
 	}
@@ -807,7 +831,7 @@ func (w *worker) evolve(ctx context.Context, changes []schemamap.Change) error {
 		return fmt.Errorf("evolving the schema of %v: %w", w.ident, err)
 	}
 	var err error
-	if w.committer, err = commit.New(ctx, w.p.cat, w.ident, w.commitConfig()); err != nil {
+	if err = w.openCommitter(ctx); err != nil {
 		return err
 	}
 	for _, c := range changes {
@@ -953,6 +977,9 @@ func (w *worker) settle() error {
 	<-f.done
 	w.flight = nil
 	w.committer = f.committer
+	if errors.Is(f.err, commit.ErrTableReplaced) {
+		return w.tableReplaced(f)
+	}
 	if f.err != nil {
 		return f.err
 	}
@@ -979,6 +1006,29 @@ func (w *worker) settle() error {
 		w.commitGroup(context.Background(), offs)
 	}
 	return nil
+}
+
+// tableReplaced handles a commit that found its table's name holding
+// another table, or none (commit.ErrTableReplaced). During a rename of
+// the table (a job in hand, or found done by the follower) the batch is
+// dropped: the rename happened, and a rename happens only once the old
+// table holds every change before it, this batch's included, so the batch
+// must not go to the table that took the name. Otherwise the table was
+// replaced behind ingest's back (dropped, or renamed without the schema
+// topic followed) and ingest stops: a restart resumes every topic from the
+// offsets its table holds.
+func (w *worker) tableReplaced(f *flight) error {
+	if w.adoptJob() {
+		w.log.Info("the table was renamed while a batch for it was being committed: the renamed table holds its events; dropping the batch",
+			"events", f.buf.Len(), "error", f.err)
+		// The committer stays pinned to the renamed table: a batch
+		// launched before the job is finished fails the same way.
+		w.p.buffered.Add(-f.buf.Bytes())
+		f.buf.Reset()
+		w.setBuffered()
+		return nil
+	}
+	return fmt.Errorf("table %v: %w; no rename of it was followed (schema-change topic not consumed, or the table was dropped or renamed in the catalog by hand): ingest stops, and a restart resumes from the offsets the tables hold", w.ident, f.err)
 }
 
 // logStale reports the events a commit dropped as older than the table's
@@ -1034,7 +1084,7 @@ func (p *Pipeline) commitLoop(ctx context.Context, c *commit.Committer, buf *bat
 		if errors.Is(err, batch.ErrInvalidEvent) {
 			return res, c, fmt.Errorf("table %v: %w", ident, err)
 		}
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || errors.Is(err, commit.ErrTableReplaced) {
 			return res, c, fmt.Errorf("committing %d events to %v: %w", buf.Len(), ident, err)
 		}
 		// The batch may or may not have landed: start over from the
@@ -1048,7 +1098,12 @@ func (p *Pipeline) commitLoop(ctx context.Context, c *commit.Committer, buf *bat
 			return res, c, fmt.Errorf("committing %d events to %v: %w", buf.Len(), ident, err)
 		case <-t.C:
 		}
-		if nc, err := commit.New(ctx, p.cat, ident, cfg); err == nil {
+		cfg.TableUUID = c.TableUUID()
+		nc, err := commit.New(ctx, p.cat, ident, cfg)
+		if errors.Is(err, commit.ErrTableReplaced) {
+			return res, c, fmt.Errorf("committing %d events to %v: %w", buf.Len(), ident, err)
+		}
+		if err == nil {
 			c = nc
 		}
 	}
@@ -1202,7 +1257,7 @@ func (w *worker) pass(ctx context.Context, rec *kgo.Record) error {
 			return err
 		}
 		if tbl != nil {
-			if w.committer, err = commit.New(ctx, w.p.cat, w.ident, w.commitConfig()); err != nil {
+			if err = w.openCommitter(ctx); err != nil {
 				return err
 			}
 		}
