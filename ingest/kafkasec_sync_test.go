@@ -16,6 +16,7 @@ var syncedCopies = []struct{ own, capture, capturePackageMain string }{
 	{"internal/startup/startup.go", "../capture/internal/startup/startup.go", "../capture/startup.go"},
 	{"internal/registrysec/registrysec.go", "../capture/internal/registrysec/registrysec.go", "../capture/registrysec.go"},
 	{"internal/pprofsrv/pprofsrv.go", "../capture/internal/pprofsrv/pprofsrv.go", "../capture/pprofsrv.go"},
+	{"internal/envflag/envflag.go", "../capture/internal/envflag/envflag.go", "../capture/envflag.go"},
 }
 
 // TestKafkaSecurityMatchesCapture keeps the two copies of the Kafka

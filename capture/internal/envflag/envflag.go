@@ -1,7 +1,8 @@
-// Package envflag binds each setting of a binary to a command-line flag and
-// to an environment variable named after it, with secrets read only from
-// the environment or from a file. capture's commands and its settings
-// packages (config, kafkasec, registrysec) bind through it.
+// Package envflag binds each setting of a command to a flag and to an
+// environment variable named after it (prefix + upper-case name, dashes and
+// dots as underscores), with the precedence flag > environment > default.
+// Secrets have no flag: they come from an environment variable or from the
+// file it names (<VAR>_FILE), so they never show in `ps`.
 package envflag
 
 import (
@@ -28,12 +29,12 @@ type Set struct {
 	secrets []Secret
 }
 
-// Secret is a setting read only from the environment (or a file): its
-// variable and its usage text.
+// Secret is a setting read only from the environment (or the file it
+// names): its variable and its usage text.
 type Secret struct{ Env, Usage string }
 
-// New binds settings to fs, their variables named prefix + the flag name
-// (upper case, dashes and dots as underscores) and read with getenv.
+// New returns a Set that adds its flags to fs and reads the variables
+// prefix+NAME through getenv.
 func New(fs *flag.FlagSet, prefix string, getenv func(string) string) *Set {
 	return &Set{fs: fs, prefix: prefix, getenv: getenv}
 }
@@ -44,11 +45,12 @@ func (f *Set) FlagSet() *flag.FlagSet { return f.fs }
 // Getenv reads an environment variable through the Set's getenv.
 func (f *Set) Getenv(name string) string { return f.getenv(name) }
 
-// Secrets lists the Secret settings, for the documentation: they have no
-// flag.
+// Secrets lists the Secret settings bound so far, for the documentation:
+// they have no flag.
 func (f *Set) Secrets() []Secret { return f.secrets }
 
-// Err is the errors of the environment variables read so far (nil: none).
+// Err is the errors of the environment variables read so far (nil: none),
+// for a command that parses its flags itself.
 func (f *Set) Err() error { return errors.Join(f.errs...) }
 
 func (f *Set) envName(name string) string {
@@ -60,6 +62,7 @@ func (f *Set) usage(name, usage string) string {
 	return fmt.Sprintf("%s (env %s)", usage, f.envName(name))
 }
 
+// String binds a string setting.
 func (f *Set) String(p *string, name, def, usage string) {
 	if v := f.getenv(f.envName(name)); v != "" {
 		def = v
@@ -67,6 +70,7 @@ func (f *Set) String(p *string, name, def, usage string) {
 	f.fs.StringVar(p, name, def, f.usage(name, usage))
 }
 
+// Bool binds a boolean setting.
 func (f *Set) Bool(p *bool, name string, def bool, usage string) {
 	if v := f.getenv(f.envName(name)); v != "" {
 		b, err := strconv.ParseBool(v)
@@ -79,6 +83,7 @@ func (f *Set) Bool(p *bool, name string, def bool, usage string) {
 	f.fs.BoolVar(p, name, def, f.usage(name, usage))
 }
 
+// Int binds an integer setting.
 func (f *Set) Int(p *int, name string, def int, usage string) {
 	if v := f.getenv(f.envName(name)); v != "" {
 		n, err := strconv.Atoi(v)
@@ -91,6 +96,7 @@ func (f *Set) Int(p *int, name string, def int, usage string) {
 	f.fs.IntVar(p, name, def, f.usage(name, usage))
 }
 
+// Duration binds a duration setting (e.g. 30s).
 func (f *Set) Duration(p *time.Duration, name string, def time.Duration, usage string) {
 	if v := f.getenv(f.envName(name)); v != "" {
 		d, err := time.ParseDuration(v)
@@ -101,6 +107,44 @@ func (f *Set) Duration(p *time.Duration, name string, def time.Duration, usage s
 		}
 	}
 	f.fs.DurationVar(p, name, def, f.usage(name, usage))
+}
+
+// Strings binds a repeatable setting: each use of the flag adds one or
+// more ';'-separated entries; the environment variable holds them all,
+// ';'-separated, and is ignored once the flag is used.
+func (f *Set) Strings(p *[]string, name, usage string) {
+	*p = splitEntries(f.getenv(f.envName(name)))
+	f.fs.Var(&stringsValue{p: p}, name, f.usage(name, usage+" (repeatable; entries may also be ';'-separated)"))
+}
+
+type stringsValue struct {
+	p   *[]string
+	set bool
+}
+
+func (v *stringsValue) String() string {
+	if v == nil || v.p == nil {
+		return ""
+	}
+	return strings.Join(*v.p, ";")
+}
+
+func (v *stringsValue) Set(s string) error {
+	if !v.set {
+		*v.p, v.set = nil, true
+	}
+	*v.p = append(*v.p, splitEntries(s)...)
+	return nil
+}
+
+func splitEntries(s string) []string {
+	var out []string
+	for e := range strings.SplitSeq(s, ";") {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // Parse parses args (the command's arguments after its name) and returns

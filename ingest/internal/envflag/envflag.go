@@ -49,6 +49,10 @@ func (f *Set) Getenv(name string) string { return f.getenv(name) }
 // they have no flag.
 func (f *Set) Secrets() []Secret { return f.secrets }
 
+// Err is the errors of the environment variables read so far (nil: none),
+// for a command that parses its flags itself.
+func (f *Set) Err() error { return errors.Join(f.errs...) }
+
 func (f *Set) envName(name string) string {
 	r := strings.NewReplacer("-", "_", ".", "_")
 	return f.prefix + strings.ToUpper(r.Replace(name))
