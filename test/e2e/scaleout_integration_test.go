@@ -73,7 +73,9 @@ func scaleDuration(t *testing.T, short time.Duration) time.Duration {
 //   - on the lake, per table: every (partition, offset) applied in exactly
 //     one snapshot (offset tiling over the snapshot history); the keyed
 //     tables equal MariaDB; the keyless table's change log holds each event
-//     exactly once and, replayed in source order, equals MariaDB;
+//     exactly once and, replayed in source order, equals MariaDB; every
+//     table lists one binlog history (binlake.source.epochs): one source,
+//     no failover;
 //   - the ingest processes run in the default delete mode (auto: format v2
 //     tables, so position deletes through each process's own key index):
 //     no snapshot adds an equality delete and every keyed table got
@@ -298,6 +300,15 @@ func TestScaleOut(t *testing.T) {
 				f = append(f, fmt.Sprintf("delete mode: %s: snapshots added %d equality-delete and %d position-delete files, want none and some", tb.name, eq, pos))
 			}
 		}
+		// One source and no failover: one binlog history. A second one
+		// puts every later change above every earlier one in source order
+		// (a keyless table's snapshot rows once started one of their own).
+		if raw := tbl.Properties()[epochsProperty]; raw != "" {
+			var hs []json.RawMessage
+			if err := json.Unmarshal([]byte(raw), &hs); err != nil || len(hs) != 1 {
+				f = append(f, fmt.Sprintf("epochs: %s: %s = %s, want one binlog history (%v)", tb.name, epochsProperty, raw, err))
+			}
+		}
 		by := map[string]int{}
 		for _, l := range f {
 			by[strings.SplitN(l, ":", 2)[0]]++
@@ -340,6 +351,10 @@ func sourceOrders(t *testing.T, tbl *table.Table) (map[validate.ChangeRow]int64,
 	}
 	return out, true
 }
+
+// epochsProperty is the table property in which ingest lists the binlog
+// histories a table's changes came from (ingest/internal/commit.EpochsKey).
+const epochsProperty = "binlake.source.epochs"
 
 // sourceOrderColumn is the column in which ingest (from the ingestorder
 // change on) keeps each change's binlog position, read as data.
@@ -419,7 +434,7 @@ func replayChangeLog(t *testing.T, tbl *table.Table, db *sql.DB, name string) (i
 			return
 		}
 		t.Logf("replay %s: %s at [%d]@%d (order %s, ts_ms %s) removes %q; the table's epochs: %s; entries of that row or near it:",
-			name, bad.op, bad.part, bad.off, fmtOrder(bad.order), bad.ts, bad.row, tbl.Properties()["binlake.source.epochs"])
+			name, bad.op, bad.part, bad.off, fmtOrder(bad.order), bad.ts, bad.row, tbl.Properties()[epochsProperty])
 		for _, ch := range log {
 			if ch.row == bad.row || (ch.part == bad.part && ch.off >= bad.off-3 && ch.off <= bad.off+3) {
 				t.Logf("  %s [%d]@%d before=%v order %s ts_ms %s row %q", ch.op, ch.part, ch.off, ch.before, fmtOrder(ch.order), ch.ts, ch.row)
