@@ -73,7 +73,9 @@ func scaleDuration(t *testing.T, short time.Duration) time.Duration {
 //   - on the lake, per table: every (partition, offset) applied in exactly
 //     one snapshot (offset tiling over the snapshot history); the keyed
 //     tables equal MariaDB; the keyless table's change log holds each event
-//     exactly once and, replayed in source order, equals MariaDB;
+//     exactly once and, replayed in source order, equals MariaDB; every
+//     table lists one binlog history (binlake.source.epochs): one source,
+//     no failover;
 //   - the ingest processes run in the default delete mode (auto: format v2
 //     tables, so position deletes through each process's own key index):
 //     no snapshot adds an equality delete and every keyed table got
@@ -298,6 +300,15 @@ func TestScaleOut(t *testing.T) {
 				f = append(f, fmt.Sprintf("delete mode: %s: snapshots added %d equality-delete and %d position-delete files, want none and some", tb.name, eq, pos))
 			}
 		}
+		// One source and no failover: one binlog history. A second one
+		// puts every later change above every earlier one in source order
+		// (a keyless table's snapshot rows once started one of their own).
+		if raw := tbl.Properties()[epochsProperty]; raw != "" {
+			var hs []json.RawMessage
+			if err := json.Unmarshal([]byte(raw), &hs); err != nil || len(hs) != 1 {
+				f = append(f, fmt.Sprintf("epochs: %s: %s = %s, want one binlog history (%v)", tb.name, epochsProperty, raw, err))
+			}
+		}
 		by := map[string]int{}
 		for _, l := range f {
 			by[strings.SplitN(l, ":", 2)[0]]++
@@ -341,6 +352,10 @@ func sourceOrders(t *testing.T, tbl *table.Table) (map[validate.ChangeRow]int64,
 	return out, true
 }
 
+// epochsProperty is the table property in which ingest lists the binlog
+// histories a table's changes came from (ingest/internal/commit.EpochsKey).
+const epochsProperty = "binlake.source.epochs"
+
 // sourceOrderColumn is the column in which ingest (from the ingestorder
 // change on) keeps each change's binlog position, read as data.
 const sourceOrderColumn = "_binlake_source_order"
@@ -375,7 +390,7 @@ func replayChangeLog(t *testing.T, tbl *table.Table, db *sql.DB, name string) (i
 	type change struct {
 		order, part, off int64
 		before           bool
-		op, row          string
+		op, row, ts      string
 	}
 	num := func(v string) int64 { n, _ := strconv.ParseInt(v, 10, 64); return n }
 	var log []change
@@ -385,7 +400,7 @@ func replayChangeLog(t *testing.T, tbl *table.Table, db *sql.DB, name string) (i
 			vals[i] = r[idx[c]]
 		}
 		ch := change{part: num(r[idx["_binlake_partition"]]), off: num(r[idx["_binlake_offset"]]), before: r[idx["_binlake_before"]] == "true",
-			op: r[idx["_binlake_op"]], row: strings.Join(vals, lakecheck.RowSep)}
+			op: r[idx["_binlake_op"]], ts: r[idx["_binlake_ts_ms"]], row: strings.Join(vals, lakecheck.RowSep)}
 		if ordered {
 			o, ok := orders[validate.ChangeRow{Partition: int32(ch.part), Offset: ch.off, Before: ch.before}]
 			if !ok && ch.op != "t" {
@@ -409,6 +424,23 @@ func replayChangeLog(t *testing.T, tbl *table.Table, db *sql.DB, name string) (i
 		return a.before && !b.before
 	})
 	table := lakecheck.Multiset{}
+	// explain logs, for the first removals of rows the replay does not
+	// hold, every change-log entry of that row value and the entries
+	// around the removal in its partition, with source order and time:
+	// enough to tell a missing record from a misordered one.
+	explained := 0
+	explain := func(bad change) {
+		if explained++; explained > 3 {
+			return
+		}
+		t.Logf("replay %s: %s at [%d]@%d (order %s, ts_ms %s) removes %q; the table's epochs: %s; entries of that row or near it:",
+			name, bad.op, bad.part, bad.off, fmtOrder(bad.order), bad.ts, bad.row, tbl.Properties()[epochsProperty])
+		for _, ch := range log {
+			if ch.row == bad.row || (ch.part == bad.part && ch.off >= bad.off-3 && ch.off <= bad.off+3) {
+				t.Logf("  %s [%d]@%d before=%v order %s ts_ms %s row %q", ch.op, ch.part, ch.off, ch.before, fmtOrder(ch.order), ch.ts, ch.row)
+			}
+		}
+	}
 	for _, ch := range log {
 		switch {
 		case ch.op == "t":
@@ -416,6 +448,7 @@ func replayChangeLog(t *testing.T, tbl *table.Table, db *sql.DB, name string) (i
 		case ch.before:
 			if table[ch.row] == 0 {
 				fails = append(fails, fmt.Sprintf("replay %s: %s at [%d]@%d removes %q, which the replay does not hold", name, ch.op, ch.part, ch.off, ch.row))
+				explain(ch)
 				continue
 			}
 			if table[ch.row]--; table[ch.row] == 0 {
@@ -438,6 +471,17 @@ func replayChangeLog(t *testing.T, tbl *table.Table, db *sql.DB, name string) (i
 		}
 	}
 	return n, fails
+}
+
+// fmtOrder renders a source order as ingest's batch.FormatOrder does:
+// "<seq>:<offset>", "<epoch>/<seq>:<offset>" from epoch 1 on (epoch 8
+// bits | binlog file seq 22 bits | position 33 bits).
+func fmtOrder(o int64) string {
+	s := fmt.Sprintf("%d:%d", o>>33&(1<<22-1), o&(1<<33-1))
+	if e := o >> 55; e > 0 {
+		s = fmt.Sprintf("%d/%s", e, s)
+	}
+	return s
 }
 
 // addedDeleteFiles sums the equality- and position-delete files (deletion

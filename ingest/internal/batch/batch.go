@@ -75,6 +75,12 @@ type Event struct {
 	// Binlog is the basename of source.file, the binlog history's name
 	// ([Basename]).
 	Binlog string
+	// SnapshotRead marks a snapshot row (op=r) whose Op says otherwise:
+	// a keyless table's change log keeps every row image as an OpCreate
+	// event. [Buffer.Place] treats it as it treats an OpRead event: its
+	// TsMs is when the row was read, not a binlog time, so it never
+	// starts a binlog history by its order.
+	SnapshotRead bool
 
 	// Size is the event's size in bytes (e.g. the Kafka record value), for
 	// the byte bound.

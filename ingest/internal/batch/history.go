@@ -94,8 +94,9 @@ func Basename(file string) string {
 //     cur.Last) while its time is newer than every change cur applied
 //     (ts > cur.MaxTs) — a binlog does not go back, so the source's
 //     binlog restarted (RESET MASTER, or a failover to a server whose
-//     files number lower). A snapshot row (op=r) carries the time it was
-//     read, not a binlog time, and starts a history only by basename.
+//     files number lower). A snapshot row (op=r, or a change-log row
+//     marked [Event.SnapshotRead]) carries the time it was read, not a
+//     binlog time, and starts a history only by basename.
 //   - In the second cur began, an event of cur's basename below cur's
 //     first order could be a late change of either: ErrHistoryUnordered.
 //
@@ -162,10 +163,12 @@ func (hs *Epochs) place(ev *Event, o int64) (int, error) {
 		return n - 2, nil // the old history's last second
 	case ev.Binlog != cur.Binlog:
 		return start(), nil
-	case o < cur.Last && ts > cur.MaxTs && ev.Op != OpRead:
+	case o < cur.Last && ts > cur.MaxTs && ev.Op != OpRead && !ev.SnapshotRead:
 		// A snapshot row's ts_ms is when it was read (milliseconds),
-		// not its binlog time: an incremental snapshot's row can be
-		// newer than later changes. It never starts a history by order.
+		// not its binlog time: it is newer than the changes streamed
+		// after it in the same second (binlog times are whole seconds),
+		// and an incremental snapshot's row can be newer than later
+		// changes. It never starts a history by order.
 		return start(), nil
 	case ts == cur.Since && o < cur.First && n > 1:
 		return 0, ErrHistoryUnordered

@@ -143,6 +143,34 @@ func TestPlaceSameHistory(t *testing.T) {
 	}
 }
 
+// TestPlaceChangeLogSnapshotRow: in a change log every row is an OpCreate
+// event, and a snapshot row is known by SnapshotRead. Read (milliseconds)
+// later than the changes streamed after it in the same second, with a
+// lower order, it stays in their history; an OpCreate row that is not
+// marked would start one.
+func TestPlaceChangeLogSnapshotRow(t *testing.T) {
+	for _, read := range []bool{true, false} {
+		b := NewAppend([]string{"a", OrderColumn}, Limits{})
+		after := mustOrder(t, "mysql-bin.000003", 900)
+		snap, _ := SourceOrder("mysql-bin.000003", 500, 0, true)
+		for _, e := range []Event{
+			{Op: OpCreate, Topic: "t", Partition: 1, Offset: 0, TsMs: 50_000, Order: after, Binlog: "mysql-bin", Row: []any{int64(1), after}},
+			{Op: OpCreate, Topic: "t", Partition: 0, Offset: 0, TsMs: 50_146, Order: snap, Binlog: "mysql-bin", Row: []any{int64(2), snap}, SnapshotRead: read},
+		} {
+			if err := b.Add(e, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		hs, err := b.Place(nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]int{true: 1, false: 2}[read]; len(hs) != want {
+			t.Errorf("SnapshotRead %v: epochs %s, want %d", read, hs, want)
+		}
+	}
+}
+
 // TestPlaceUnordered: a change of the previous history's basename in the
 // second the current history began, below everything applied from the
 // current history, is placed in the previous history; one of the current

@@ -528,6 +528,10 @@ func (w *worker) addChangeLog(ch *decode.Change, now time.Time) error {
 		}
 		e := ev
 		e.Op, e.Key, e.Row, e.Size = batch.OpCreate, nil, row, size
+		// Still a snapshot row for Buffer.Place, which must not take its
+		// read time for a binlog time (a history of its own would sort
+		// it after the changes of its second that follow it).
+		e.SnapshotRead = ev.Op == batch.OpRead
 		if err := w.buf.Add(e, now); err != nil {
 			return err
 		}
