@@ -126,7 +126,7 @@ func (d *Decoder) fetchGlue(ctx context.Context, id GlueID) ([]byte, error) {
 			return nil, fmt.Errorf("Glue schema version %s: %w", id, err)
 		}
 		if ctx.Err() != nil || time.Now().After(deadline) {
-			return nil, fmt.Errorf("%w: Glue schema version %s, retried for %s (check glue-registry-region, glue-endpoint and the AWS credentials): %w", ErrRegistryUnavailable, id, RegistryRetry, err)
+			return nil, fmt.Errorf("%w: Glue schema version %s, retried for %s (check glue-registry-region, glue-registry-endpoint and the AWS credentials): %w", ErrRegistryUnavailable, id, RegistryRetry, err)
 		}
 		select {
 		case <-ctx.Done():
