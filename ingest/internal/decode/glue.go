@@ -46,6 +46,12 @@ func ParseGlueID(s string) (GlueID, error) {
 	return id, nil
 }
 
+// ErrGlueNotFound is what a GlueRegistry's error wraps when AWS Glue
+// Schema Registry itself answers that a schema version does not exist
+// (EntityNotFoundException): as a Confluent registry's 404, a fact about
+// the record, which follows errors-tolerance.
+var ErrGlueNotFound = fmt.Errorf("%w: AWS Glue Schema Registry has no such schema version", ErrUnknownSchema)
+
 // GlueSchema is a schema version of AWS Glue Schema Registry.
 type GlueSchema struct {
 	// Definition is the schema's text.
@@ -56,7 +62,7 @@ type GlueSchema struct {
 
 // GlueRegistry is where the schemas of Glue-framed records are looked up
 // by schema version id. Its errors tell the decoder what they mean: one
-// wrapping ErrUnknownSchema is the registry's own "no such version" (the
+// wrapping ErrGlueNotFound is the registry's own "no such version" (the
 // record follows errors-tolerance), one wrapping ErrRegistryUnavailable a
 // refusal that waiting will not mend (credentials, permissions: returned
 // at once); any other is taken as the registry not answering and retried

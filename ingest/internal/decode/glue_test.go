@@ -35,7 +35,7 @@ func (f *fakeGlue) GlueSchemaVersion(ctx context.Context, id GlueID) (GlueSchema
 	}
 	s, ok := f.schemas[id]
 	if !ok {
-		return GlueSchema{}, fmt.Errorf("%w: EntityNotFoundException", ErrUnknownSchema)
+		return GlueSchema{}, fmt.Errorf("%w: EntityNotFoundException", ErrGlueNotFound)
 	}
 	return s, nil
 }
@@ -201,7 +201,7 @@ func TestGlueRegistryErrors(t *testing.T) {
 		want error
 		many bool // retried
 	}{
-		{"not found", fmt.Errorf("%w: EntityNotFoundException", ErrUnknownSchema), ErrUnknownSchema, false},
+		{"not found", fmt.Errorf("%w: EntityNotFoundException", ErrGlueNotFound), ErrUnknownSchema, false},
 		{"refused", fmt.Errorf("%w: AccessDeniedException", ErrRegistryUnavailable), ErrRegistryUnavailable, false},
 		{"unreachable", errors.New("dial tcp: connection refused"), ErrRegistryUnavailable, true},
 	} {

@@ -4,7 +4,7 @@
 // chain and a bounded cache of the versions it fetched.
 //
 // Its errors carry decode's meanings: the registry's own "no such version"
-// (EntityNotFoundException) wraps decode.ErrUnknownSchema, a fact about
+// (EntityNotFoundException) wraps decode.ErrGlueNotFound, a fact about
 // the record; a refusal of the caller (credentials, signature, IAM
 // permission) wraps decode.ErrRegistryUnavailable and names the settings
 // to check; anything else (unreachable, throttled, 5xx, after the SDK's own
@@ -126,7 +126,7 @@ func (c *Client) GlueSchemaVersion(ctx context.Context, id decode.GlueID) (decod
 		var ae smithy.APIError
 		switch {
 		case errors.As(err, &nf):
-			return decode.GlueSchema{}, fmt.Errorf("%w: AWS Glue Schema Registry has no schema version %s: %w", decode.ErrUnknownSchema, id, err)
+			return decode.GlueSchema{}, fmt.Errorf("%w: %s: %w", decode.ErrGlueNotFound, id, err)
 		case errors.As(err, &ae) && refusals[ae.ErrorCode()]:
 			return decode.GlueSchema{}, fmt.Errorf("%w: AWS Glue Schema Registry refused GetSchemaVersion %s with %s (check glue-registry-region, glue-registry-endpoint, the AWS credentials the default chain finds, the clock, and glue:GetSchemaVersion in their IAM policy): %w",
 				decode.ErrRegistryUnavailable, id, ae.ErrorCode(), err)
