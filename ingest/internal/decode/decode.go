@@ -49,8 +49,9 @@ var (
 	// ErrRegistryUnavailable reports a registry that did not answer a
 	// schema lookup (unreachable, or an error of its own) for
 	// RegistryRetry, or refused it (401, 403: check
-	// schema-registry-url and its credentials). It says nothing about the
-	// record.
+	// schema-registry-url and its credentials; for a Glue-framed record
+	// the error names glue-registry-region and the AWS credentials). It
+	// says nothing about the record.
 	ErrRegistryUnavailable = errors.New("decode: the schema registry did not answer (check schema-registry-url and that the registry is up)")
 	// ErrBadSchema reports a schema that cannot be read or mapped.
 	ErrBadSchema = errors.New("decode: unusable schema")
