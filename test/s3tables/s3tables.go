@@ -44,8 +44,6 @@ package s3tables
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -61,7 +59,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+
+	"github.com/binlake/binlake/test/awssig"
 )
 
 // Flavor is the AWS service a Handler stands in for.
@@ -121,15 +120,11 @@ type Config struct {
 // https://s3tables.<region>.amazonaws.com/iceberg.
 const BasePath = "/iceberg"
 
-// maxSkew is how far X-Amz-Date may be from the clock (AWS: 5 minutes).
-const maxSkew = 5 * time.Minute
-
 // Handler is the stand-in: an http.Handler that verifies, checks and
 // forwards to the backing catalog. It is safe for concurrent use.
 type Handler struct {
 	cfg     Config
 	backend *url.URL
-	signer  *v4.Signer
 	offset  atomic.Int64 // nanoseconds added to time.Now
 	denied  atomic.Int64
 	served  atomic.Int64
@@ -161,7 +156,7 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.MaintainEvery <= 0 {
 		cfg.MaintainEvery = 10 * time.Second
 	}
-	h := &Handler{cfg: cfg, backend: u, signer: v4.NewSigner()}
+	h := &Handler{cfg: cfg, backend: u}
 	if cfg.Maintain != nil {
 		ctx, cancel := context.WithCancel(context.Background())
 		h.stop, h.stopped = cancel, make(chan struct{})
@@ -398,10 +393,7 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, rest []string)
 }
 
 // payloadHash is the hex SHA-256 of body.
-func payloadHash(body []byte) string {
-	s := sha256.Sum256(body)
-	return hex.EncodeToString(s[:])
-}
+func payloadHash(body []byte) string { return awssig.PayloadHash(body) }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")

@@ -1,71 +1,14 @@
 package s3tables
 
 import (
-	"crypto/subtle"
-	"fmt"
 	"net/http"
-	"slices"
-	"strings"
-	"time"
+
+	"github.com/binlake/binlake/test/awssig"
 )
 
-// DeniedError is one refusal of a request's authentication: the AWS error
-// type (x-amzn-ErrorType) and message AWS answers with, and the status.
-type DeniedError struct {
-	Status  int
-	Type    string // e.g. InvalidSignatureException
-	Message string
-}
-
-func (e *DeniedError) Error() string { return e.Type + ": " + e.Message }
-
-const (
-	amzDate         = "X-Amz-Date"
-	amzToken        = "X-Amz-Security-Token"
-	amzContentSHA   = "X-Amz-Content-Sha256"
-	amzDateFormat   = "20060102T150405Z"
-	authAlgorithm   = "AWS4-HMAC-SHA256"
-	msgMismatch     = "The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method. Consult the service documentation for details."
-	msgInvalidToken = "The security token included in the request is invalid."
-)
-
-func denied(typ, format string, args ...any) *DeniedError {
-	return &DeniedError{Status: http.StatusForbidden, Type: typ, Message: fmt.Sprintf(format, args...)}
-}
-
-// authorization is a parsed SigV4 Authorization header.
-type authorization struct {
-	accessKey, date, region, service string
-	signedHeaders                    string
-	signature                        string
-}
-
-func parseAuthorization(v string) (authorization, bool) {
-	var a authorization
-	alg, rest, ok := strings.Cut(v, " ")
-	if !ok || alg != authAlgorithm {
-		return a, false
-	}
-	for _, part := range strings.Split(rest, ",") {
-		k, val, ok := strings.Cut(strings.TrimSpace(part), "=")
-		if !ok {
-			return a, false
-		}
-		switch k {
-		case "Credential":
-			f := strings.Split(val, "/")
-			if len(f) != 5 || f[4] != "aws4_request" {
-				return a, false
-			}
-			a.accessKey, a.date, a.region, a.service = f[0], f[1], f[2], f[3]
-		case "SignedHeaders":
-			a.signedHeaders = val
-		case "Signature":
-			a.signature = val
-		}
-	}
-	return a, a.accessKey != "" && a.signedHeaders != "" && a.signature != ""
-}
+// DeniedError is one refusal of a request's authentication (see
+// awssig.DeniedError).
+type DeniedError = awssig.DeniedError
 
 // Verify checks r's SigV4 signature over body against the Handler's
 // credentials, region and signing name, at the stand-in's clock; nil when
@@ -75,82 +18,9 @@ func (h *Handler) Verify(r *http.Request, body []byte) *DeniedError {
 }
 
 func (h *Handler) verify(r *http.Request, body []byte) *DeniedError {
-	creds := h.cfg.Credentials
-	service := h.cfg.Flavor.SigningName()
-	hdr := r.Header.Get("Authorization")
-	if hdr == "" {
-		return denied("MissingAuthenticationTokenException", "Missing Authentication Token")
-	}
-	a, ok := parseAuthorization(hdr)
-	if !ok {
-		return denied("IncompleteSignatureException", "Authorization header requires 'Credential', 'Signature' and 'SignedHeaders' parameters with algorithm %s. Authorization=%s", authAlgorithm, authAlgorithm)
-	}
-	signedAt, err := time.Parse(amzDateFormat, r.Header.Get(amzDate))
-	if err != nil {
-		return denied("IncompleteSignatureException", "Authorization header requires existence of either a 'X-Amz-Date' or a 'Date' header.")
-	}
-	if a.accessKey != creds.AccessKeyID {
-		return denied("UnrecognizedClientException", msgInvalidToken)
-	}
-	if r.Header.Get(amzToken) != creds.SessionToken {
-		return denied("UnrecognizedClientException", msgInvalidToken)
-	}
-	if a.date != signedAt.Format("20060102") {
-		return denied("InvalidSignatureException", "Date in Credential scope does not match YYYYMMDD from ISO-8601 version of date from HTTP: '%s' != '%s', from '%s'.", a.date, signedAt.Format("20060102"), r.Header.Get(amzDate))
-	}
-	if a.region != h.cfg.Region {
-		return denied("InvalidSignatureException", "Credential should be scoped to a valid region.")
-	}
-	if a.service != service {
-		return denied("InvalidSignatureException", "Credential should be scoped to correct service: '%s'.", service)
-	}
-	now := h.now().UTC()
-	if signedAt.Before(now.Add(-maxSkew)) {
-		return denied("InvalidSignatureException", "Signature expired: %s is now earlier than %s (%s - 5 min.)",
-			signedAt.Format(amzDateFormat), now.Add(-maxSkew).Format(amzDateFormat), now.Format(amzDateFormat))
-	}
-	if signedAt.After(now.Add(maxSkew)) {
-		return denied("InvalidSignatureException", "Signature not yet current: %s is still later than %s (%s + 5 min.)",
-			signedAt.Format(amzDateFormat), now.Add(maxSkew).Format(amzDateFormat), now.Format(amzDateFormat))
-	}
-	signed := strings.Split(a.signedHeaders, ";")
-	if !slices.Contains(signed, "host") || !slices.Contains(signed, "x-amz-date") {
-		return denied("IncompleteSignatureException", "Signed headers must include host and x-amz-date.")
-	}
-	sum := payloadHash(body)
-	if got := r.Header.Get(amzContentSHA); got != "" && got != sum {
-		return denied("InvalidSignatureException", "The provided 'x-amz-content-sha256' header does not match what was computed.")
-	}
-
-	// Recompute over a copy carrying only the signed headers.
-	u := *r.URL
-	u.Scheme, u.Host = "http", r.Host
-	cp := &http.Request{Method: r.Method, URL: &u, Host: r.Host, Header: http.Header{}}
-	for _, name := range signed {
-		switch name {
-		case "host":
-		case "content-length":
-			cp.ContentLength = r.ContentLength
-		default:
-			if v, ok := r.Header[http.CanonicalHeaderKey(name)]; ok {
-				cp.Header[http.CanonicalHeaderKey(name)] = v
-			}
-		}
-	}
-	if err := h.signer.SignHTTP(r.Context(), creds, cp, sum, service, h.cfg.Region, signedAt); err != nil {
-		return denied("IncompleteSignatureException", "recomputing the signature: %v", err)
-	}
-	want, _ := parseAuthorization(cp.Header.Get("Authorization"))
-	if want.signedHeaders != a.signedHeaders ||
-		subtle.ConstantTimeCompare([]byte(want.signature), []byte(a.signature)) != 1 {
-		return denied("InvalidSignatureException", msgMismatch)
-	}
-	return nil
+	v := awssig.Verifier{Credentials: h.cfg.Credentials, Region: h.cfg.Region, Service: h.cfg.Flavor.SigningName(), Now: h.now}
+	return v.Verify(r, body)
 }
 
 // awsError answers a refusal the way AWS's JSON protocols do.
-func awsError(w http.ResponseWriter, e *DeniedError) {
-	w.Header().Set("x-amzn-ErrorType", e.Type+":http://internal.amazon.com/coral/com.amazon.coral.service/")
-	w.Header().Set("Content-Type", "application/json")
-	writeJSON(w, e.Status, map[string]string{"message": e.Message})
-}
+func awsError(w http.ResponseWriter, e *DeniedError) { awssig.WriteError(w, e) }

@@ -1,11 +1,13 @@
 // Package decode turns the Kafka records of a Debezium change topic into
 // batch events.
 //
-// Two encodings are understood, told apart by the first byte of the value
-// (and of the key): Confluent-framed Avro (0x00, schema id, Avro binary; the
-// AvroConverter with its schemas in a Confluent-compatible registry) and
-// Debezium's JsonConverter with schemas enabled ('{': {"schema":…,
-// "payload":…}). For Avro, each schema is fetched from the registry once by
+// Three encodings are understood, told apart by the first byte of the
+// value (and of the key): Confluent-framed Avro (0x00, schema id, Avro
+// binary; the AvroConverter with its schemas in a Confluent-compatible
+// registry), Glue-framed Avro (0x03, compression, schema version UUID, Avro
+// binary, zlib-deflated or not; AWS's converter with its schemas in AWS
+// Glue Schema Registry, see WithGlue) and Debezium's JsonConverter with
+// schemas enabled ('{': {"schema":…, "payload":…}). For Avro, each schema is fetched from the registry once by
 // id and compiled into a reader that decodes the envelope's "after" row
 // straight into the converted values of schemamap (no intermediate maps);
 // fields the ingest does not need (before, transaction, most of source) are
@@ -38,16 +40,18 @@ import (
 // Errors callers branch on with errors.Is.
 var (
 	// ErrMagic reports a record that is neither Confluent-framed Avro
-	// (first byte 0x00) nor JsonConverter JSON (first byte '{').
-	ErrMagic = errors.New("decode: unknown encoding (want Confluent Avro magic byte 0x00 or JSON '{')")
+	// (first byte 0x00), Glue-framed Avro (first byte 0x03) nor
+	// JsonConverter JSON (first byte '{').
+	ErrMagic = errors.New("decode: unknown encoding (want Confluent Avro magic byte 0x00, Glue header version 0x03 or JSON '{')")
 	// ErrUnknownSchema reports a schema id the registry does not know or
 	// could not be asked about.
 	ErrUnknownSchema = errors.New("decode: schema not found in the registry")
 	// ErrRegistryUnavailable reports a registry that did not answer a
 	// schema lookup (unreachable, or an error of its own) for
 	// RegistryRetry, or refused it (401, 403: check
-	// schema-registry-url and its credentials). It says nothing about the
-	// record.
+	// schema-registry-url and its credentials; for a Glue-framed record
+	// the error names glue-registry-region and the AWS credentials). It
+	// says nothing about the record.
 	ErrRegistryUnavailable = errors.New("decode: the schema registry did not answer (check schema-registry-url and that the registry is up)")
 	// ErrBadSchema reports a schema that cannot be read or mapped.
 	ErrBadSchema = errors.New("decode: unusable schema")
@@ -86,7 +90,8 @@ var _ Registry = (*sr.Client)(nil)
 // same value schema share one *Schema, so a pointer comparison tells a
 // schema change.
 type Schema struct {
-	// ID names the schema: "avro:<registry id>" or "json:<n>".
+	// ID names the schema: "avro:<registry id>", "glue:<schema version
+	// id>" or "json:<n>".
 	ID string
 	// Row is the Connect row schema (the envelope's after field).
 	Row *debezium.Schema
@@ -160,11 +165,12 @@ func NonChangeSchema(name string) bool {
 // Decoder decodes records, caching compiled schemas by id.
 type Decoder struct {
 	reg    Registry
+	glue   GlueRegistry // nil: Glue-framed records are unknown schemas
 	limits Limits
 
 	mu        sync.RWMutex
-	keys      map[uint32]*keyCodec
-	values    map[uint32]*valueCodec
+	keys      map[schemaRef]*keyCodec
+	values    map[schemaRef]*valueCodec
 	json      map[string]*jsonCodec
 	jsonBytes int // the text of the schemas in json
 	jsonSeq   int // the last json:<n> given out
@@ -173,7 +179,7 @@ type Decoder struct {
 // New returns a Decoder that fetches Avro schemas from reg (nil: only
 // JSON records can be decoded).
 func New(reg Registry, opts ...Option) *Decoder {
-	d := &Decoder{reg: reg, limits: Limits{}.withDefaults(), keys: map[uint32]*keyCodec{}, values: map[uint32]*valueCodec{}, json: map[string]*jsonCodec{}}
+	d := &Decoder{reg: reg, limits: Limits{}.withDefaults(), keys: map[schemaRef]*keyCodec{}, values: map[schemaRef]*valueCodec{}, json: map[string]*jsonCodec{}}
 	for _, o := range opts {
 		o(d)
 	}
@@ -201,7 +207,7 @@ func (d *Decoder) Decode(ctx context.Context, topic string, partition int32, off
 	// its before images are needed to record deletes and updates.
 	keyless := len(key) == 0
 	switch {
-	case len(value) > 0 && value[0] == 0:
+	case len(value) > 0 && isAvro(value[0]):
 		ch, err = d.decodeAvroValue(ctx, value, keyless, bud)
 	case len(value) > 0 && value[0] == '{':
 		ch, err = d.decodeJSONValue(value, keyless, bud)
@@ -220,7 +226,7 @@ func (d *Decoder) Decode(ctx context.Context, topic string, partition int32, off
 		switch {
 		case keyless:
 			ch.Keyless = true
-		case key[0] == 0:
+		case isAvro(key[0]):
 			ch.Event.Key, ch.KeyFields, err = d.decodeAvroKey(ctx, key, bud)
 		case key[0] == '{':
 			ch.Event.Key, ch.KeyFields, err = decodeJSONKey(key, bud)
@@ -232,7 +238,7 @@ func (d *Decoder) Decode(ctx context.Context, topic string, partition int32, off
 		}
 		if nk := nullableKey(ch.Schema, ch.KeyFields); len(nk) > 0 {
 			// Decoded again for the before image a keyless change needs.
-			if value[0] == 0 {
+			if isAvro(value[0]) {
 				ch, err = d.decodeAvroValue(ctx, value, true, bud)
 			} else {
 				ch, err = d.decodeJSONValue(value, true, bud)
@@ -262,12 +268,44 @@ func nullableKey(s *Schema, key []string) []string {
 	return out
 }
 
-func frame(b []byte) (uint32, []byte, error) {
+// isAvro reports whether a record's first byte is that of an Avro
+// framing: Confluent's magic byte 0 or Glue's header version 3.
+func isAvro(b byte) bool { return b == 0 || b == glueHeaderVersion }
+
+// schemaRef names an Avro schema of either registry.
+type schemaRef struct {
+	glue   bool
+	id     uint32 // Confluent
+	glueID GlueID // Glue
+}
+
+func (r schemaRef) String() string {
+	if r.glue {
+		return "glue:" + r.glueID.String()
+	}
+	return fmt.Sprintf("avro:%d", r.id)
+}
+
+// frame splits an Avro record, Confluent- or Glue-framed, into its schema
+// and body (a zlib Glue body inflated within bud).
+func frame(b []byte, bud *budget) (schemaRef, []byte, error) {
+	if len(b) > 0 && b[0] == glueHeaderVersion {
+		id, payload, err := glueFrame(b, bud)
+		return schemaRef{glue: true, glueID: id}, payload, err
+	}
 	id, payload, err := debezium.ParseFrame(b)
 	if err != nil {
-		return 0, nil, fmt.Errorf("%w: %w", ErrMagic, err)
+		return schemaRef{}, nil, fmt.Errorf("%w: %w", ErrMagic, err)
 	}
-	return id, payload, nil
+	return schemaRef{id: id}, payload, nil
+}
+
+// fetchRef returns the Avro text of the schema ref names.
+func (d *Decoder) fetchRef(ctx context.Context, ref schemaRef) ([]byte, error) {
+	if ref.glue {
+		return d.fetchGlue(ctx, ref.glueID)
+	}
+	return d.fetch(ctx, ref.id)
 }
 
 func (d *Decoder) fetch(ctx context.Context, id uint32) ([]byte, error) {
@@ -327,7 +365,7 @@ type keyCodec struct {
 }
 
 func (d *Decoder) decodeAvroKey(ctx context.Context, key []byte, bud *budget) ([]any, []string, error) {
-	id, payload, err := frame(key)
+	id, payload, err := frame(key, bud)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -335,12 +373,12 @@ func (d *Decoder) decodeAvroKey(ctx context.Context, key []byte, bud *budget) ([
 	kc := d.keys[id]
 	d.mu.RUnlock()
 	if kc == nil {
-		text, err := d.fetch(ctx, id)
+		text, err := d.fetchRef(ctx, id)
 		if err != nil {
 			return nil, nil, err
 		}
 		if kc, err = compileKey(text); err != nil {
-			return nil, nil, fmt.Errorf("key schema %d: %w", id, err)
+			return nil, nil, fmt.Errorf("key schema %s: %w", id, err)
 		}
 		d.mu.Lock()
 		d.keys[id] = kc
@@ -412,7 +450,7 @@ type srcStep struct {
 }
 
 func (d *Decoder) decodeAvroValue(ctx context.Context, value []byte, wantBefore bool, bud *budget) (Change, error) {
-	id, payload, err := frame(value)
+	id, payload, err := frame(value, bud)
 	if err != nil {
 		return Change{}, err
 	}
@@ -420,12 +458,12 @@ func (d *Decoder) decodeAvroValue(ctx context.Context, value []byte, wantBefore 
 	vc := d.values[id]
 	d.mu.RUnlock()
 	if vc == nil {
-		text, err := d.fetch(ctx, id)
+		text, err := d.fetchRef(ctx, id)
 		if err != nil {
 			return Change{}, err
 		}
-		if vc, err = compileValue(fmt.Sprintf("avro:%d", id), text); err != nil {
-			return Change{}, fmt.Errorf("value schema %d: %w", id, err)
+		if vc, err = compileValue(id.String(), text); err != nil {
+			return Change{}, fmt.Errorf("value schema %s: %w", id, err)
 		}
 		d.mu.Lock()
 		d.values[id] = vc

@@ -28,6 +28,9 @@ func TestRecordFault(t *testing.T) {
 		{"404", rec(fmt.Errorf("%w: id 9: %w", decode.ErrUnknownSchema, &sr.ResponseError{StatusCode: http.StatusNotFound})), true},
 		{"registry down", rec(fmt.Errorf("%w: id 9: connection refused", decode.ErrRegistryUnavailable)), false},
 		{"unknown schema without a 404", rec(fmt.Errorf("%w: id 9", decode.ErrUnknownSchema)), false},
+		{"Glue EntityNotFoundException", rec(fmt.Errorf("Glue schema version 01: %w: EntityNotFoundException", decode.ErrGlueNotFound)), true},
+		{"Glue refused", rec(fmt.Errorf("%w: AccessDeniedException", decode.ErrRegistryUnavailable)), false},
+		{"no Glue registry configured", rec(fmt.Errorf("%w: Glue schema version 01 (no Glue registry configured)", decode.ErrUnknownSchema)), false},
 	} {
 		if got := recordFault(c.err); got != c.want {
 			t.Errorf("%s: recordFault = %v, want %v (%v)", c.name, got, c.want, c.err)

@@ -1288,10 +1288,14 @@ func (w *worker) pass(ctx context.Context, rec *kgo.Record) error {
 // recordFault reports whether err is the record's own fault, which no
 // retry can mend: it cannot be decoded, or its schema cannot be mapped
 // onto the table. A schema id the registry does not answer with 404 for
-// (the registry unreachable, say) is not.
+// (the registry unreachable, say) is not; nor is a Glue schema version id
+// AWS Glue Schema Registry does not answer EntityNotFoundException for.
 func recordFault(err error) bool {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, decode.ErrRegistryUnavailable) {
 		return false
+	}
+	if errors.Is(err, decode.ErrGlueNotFound) {
+		return true
 	}
 	if errors.Is(err, decode.ErrUnknownSchema) {
 		var re *sr.ResponseError

@@ -15,6 +15,7 @@ import (
 	"github.com/binlake/binlake/ingest/internal/cmd/maintain"
 	"github.com/binlake/binlake/ingest/internal/commit"
 	"github.com/binlake/binlake/ingest/internal/envflag"
+	"github.com/binlake/binlake/ingest/internal/gluereg"
 	"github.com/binlake/binlake/ingest/internal/kafkasec"
 	"github.com/binlake/binlake/ingest/internal/keyindex"
 	"github.com/binlake/binlake/ingest/internal/lake"
@@ -41,6 +42,9 @@ type Config struct {
 
 	// Schema registry (Confluent API) for Avro records.
 	RegistryURL string
+	// AWS Glue Schema Registry for Glue-framed Avro records (beside the
+	// Confluent one).
+	Glue gluereg.Config
 
 	// Iceberg.
 	lake.CatalogConfig
@@ -92,6 +96,7 @@ func (c *Config) Bind(f *envflag.Set) {
 	f.String(&c.TopicRegex, "topic-regex", "", "regex matching whole change topic names to consume, e.g. 'dbserver1\\.inventory\\..*'")
 	f.String(&c.RegistryURL, "schema-registry-url", "http://127.0.0.1:8081", "Confluent-compatible schema registry URL (Apicurio: .../apis/ccompat/v7); JSON records need none")
 	c.Registry.Bind(f)
+	c.Glue.Bind(f)
 	c.CatalogConfig.Bind(f)
 	f.Bool(&c.NamespaceWithPrefix, "namespace-with-prefix", false, "name namespaces <prefix>_<db> instead of <db>, for several sources in one catalog")
 	f.Bool(&c.MergeSources, "merge-sources", false, "let sources of different topic prefixes whose tables have one name write one table (shards merged on purpose; see README, Two sources, one name); without it such a table stops ingest")
@@ -134,6 +139,9 @@ func (c *Config) Validate() error {
 		bad("kafka-brokers is empty")
 	}
 	if err := c.Registry.Validate(c.RegistryURL); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Glue.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if err := c.Kafka.Validate(c.Brokers()); err != nil {
@@ -292,6 +300,7 @@ func (c *Config) Redacted() []any {
 		"kafka_brokers", c.KafkaBrokers, "kafka_tls", c.Kafka.TLS, "kafka_sasl_mechanism", c.Kafka.SASLMechanism,
 		"kafka_sasl_username", c.Kafka.SASLUsername, "group_id", c.GroupID, "group_session_timeout", c.GroupSessionTimeout, "topics", c.Topics, "topic_regex", c.TopicRegex,
 		"schema_registry_url", lake.RedactURL(c.RegistryURL), "schema_registry_username", c.Registry.Username, "schema_registry_password_set", c.Registry.Password != "", "schema_registry_token_set", c.Registry.Token != "", "schema_registry_ca_file", c.Registry.CAFile,
+		"glue_registry_region", c.Glue.Region, "glue_registry_endpoint", c.Glue.Endpoint,
 		"catalog_uri", lake.RedactURL(c.CatalogURI), "warehouse", c.Warehouse,
 		"catalog_credential_set", c.CatalogCredential != "", "catalog_token_set", c.CatalogToken != "",
 		"sigv4", c.SigV4, "sigv4_service", c.SigV4Service, "s3_endpoint", c.S3Endpoint, "s3_region", c.S3Region, "s3_keys_set", c.S3AccessKeyID != "",

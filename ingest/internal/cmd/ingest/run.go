@@ -32,6 +32,7 @@ import (
 	"github.com/binlake/binlake/ingest/internal/commit"
 	"github.com/binlake/binlake/ingest/internal/deadletter"
 	"github.com/binlake/binlake/ingest/internal/decode"
+	"github.com/binlake/binlake/ingest/internal/gluereg"
 	"github.com/binlake/binlake/ingest/internal/keyindex"
 	"github.com/binlake/binlake/ingest/internal/lake"
 	"github.com/binlake/binlake/ingest/internal/pipeline"
@@ -182,6 +183,14 @@ func PipelineConfig(ctx context.Context, cfg Config, indexBase string, logger *s
 		}
 		registry = cl
 	}
+	var decOpts []decode.Option
+	if cfg.Glue.Enabled() {
+		cl, err := gluereg.New(ctx, cfg.Glue)
+		if err != nil {
+			return pcfg, nil, release, err
+		}
+		decOpts = append(decOpts, decode.WithGlue(cl))
+	}
 	kafkaOpts, err := cfg.Kafka.ClientOpts(ctx, "binlake-ingest")
 	if err != nil {
 		return pcfg, nil, release, err
@@ -232,7 +241,7 @@ func PipelineConfig(ctx context.Context, cfg Config, indexBase string, logger *s
 		ShutdownTimeout:     cfg.ShutdownTimeout,
 		Logger:              logger,
 		ClientOpts:          kafkaOpts,
-	}, decode.New(registry), release, nil
+	}, decode.New(registry, decOpts...), release, nil
 }
 
 // pruneInterval is how often ingest removes the key indexes of tables that

@@ -1,0 +1,410 @@
+// Package gluesr is a stand-in for AWS Glue Schema Registry's API, for
+// tests that must see what AWS would answer: an http.Handler speaking
+// Glue's JSON 1.1 protocol (POST /, X-Amz-Target: AWSGlue.<Operation>,
+// Content-Type application/x-amz-json-1.1) that aws-sdk-go-v2's Glue
+// client talks to through its BaseEndpoint.
+//
+// A Handler guarantees, for every request, before any operation runs:
+//
+//   - The SigV4 signature is verified as AWS does (test/awssig) for the
+//     signing name glue, the Handler's region and its one key pair; a
+//     failure is a 403 shaped like AWS's JSON error (x-amzn-ErrorType
+//     header, {"message": ...} body).
+//   - The request is a POST of JSON 1.1 naming a known operation; anything
+//     else is a 400 (UnknownOperationException, SerializationException).
+//
+// It implements the schema registry calls binlake and its tests make:
+// CreateSchema (the first version with it), RegisterSchemaVersion
+// (answering the existing version for a definition registered before),
+// GetSchemaByDefinition and GetSchemaVersion (by SchemaVersionId, or by
+// SchemaId with a version number or LatestVersion). Unknown registries,
+// schemas and versions are EntityNotFoundException, bad ids and missing
+// members InvalidInputException, a second CreateSchema of one name
+// AlreadyExistsException: 400s with {"__type", "Message"} as Glue answers.
+//
+// What it does not model: IAM policies, compatibility checks between
+// versions (every definition is accepted as is, whatever Compatibility
+// says), registries other than those named in requests (each is created on
+// first use), schema metadata, deletion, and the other Glue APIs.
+package gluesr
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/binlake/binlake/test/awssig"
+)
+
+// Account is the AWS account id in the ARNs the stand-in answers.
+const Account = "111122223333"
+
+// DefaultRegistry is the registry a SchemaId without RegistryName names,
+// as in Glue.
+const DefaultRegistry = "default-registry"
+
+// Config configures a Handler.
+type Config struct {
+	// Region is the only signing region accepted. Default us-east-1.
+	Region string
+	// Credentials are the only credentials accepted. Required.
+	Credentials aws.Credentials
+}
+
+// Handler is the stand-in. It is safe for concurrent use.
+type Handler struct {
+	cfg    Config
+	verify awssig.Verifier
+	denied atomic.Int64
+	lookup atomic.Int64 // GetSchemaVersion calls answered
+
+	mu       sync.Mutex
+	schemas  map[string]*schema  // by registry/name
+	versions map[string]*version // by version id
+}
+
+type schema struct {
+	registry, name, format, compatibility string
+	versions                              []*version
+}
+
+type version struct {
+	id, definition string
+	number         int64
+	schema         *schema
+	created        time.Time
+}
+
+var _ http.Handler = (*Handler)(nil)
+
+// New returns a Handler for cfg.
+func New(cfg Config) (*Handler, error) {
+	if cfg.Region == "" {
+		cfg.Region = "us-east-1"
+	}
+	if cfg.Credentials.AccessKeyID == "" || cfg.Credentials.SecretAccessKey == "" {
+		return nil, fmt.Errorf("gluesr: Config.Credentials needs an access key and a secret")
+	}
+	return &Handler{
+		cfg:      cfg,
+		verify:   awssig.Verifier{Credentials: cfg.Credentials, Region: cfg.Region, Service: "glue"},
+		schemas:  map[string]*schema{},
+		versions: map[string]*version{},
+	}, nil
+}
+
+// Start serves a new Handler on a local port until the test ends and
+// returns it with the endpoint to give clients (their BaseEndpoint).
+func Start(t testing.TB, cfg Config) (*Handler, string) {
+	t.Helper()
+	h, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return h, srv.URL
+}
+
+// Denied is how many requests were refused for their signature so far.
+func (h *Handler) Denied() int64 { return h.denied.Load() }
+
+// Lookups is how many GetSchemaVersion calls were answered with a schema
+// so far.
+func (h *Handler) Lookups() int64 { return h.lookup.Load() }
+
+// apiError is an error of Glue's JSON 1.1 protocol.
+type apiError struct {
+	typ, msg string
+}
+
+func (e *apiError) Error() string { return e.typ + ": " + e.msg }
+
+func invalid(format string, args ...any) *apiError {
+	return &apiError{"InvalidInputException", fmt.Sprintf(format, args...)}
+}
+
+func notFound(format string, args ...any) *apiError {
+	return &apiError{"EntityNotFoundException", fmt.Sprintf(format, args...)}
+}
+
+// writeError answers e as Glue does: 400, the type in x-amzn-ErrorType
+// and in the body's __type, and Message.
+func writeError(w http.ResponseWriter, e *apiError) {
+	w.Header().Set("x-amzn-ErrorType", e.typ)
+	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+	w.WriteHeader(http.StatusBadRequest)
+	_ = json.NewEncoder(w).Encode(map[string]string{"__type": e.typ, "Message": e.msg})
+}
+
+// ServeHTTP verifies the request's signature, then runs its operation.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if err != nil {
+		writeError(w, &apiError{"SerializationException", "reading the request body: " + err.Error()})
+		return
+	}
+	if e := h.verify.Verify(r, body); e != nil {
+		h.denied.Add(1)
+		awssig.WriteError(w, e)
+		return
+	}
+	op, ok := strings.CutPrefix(r.Header.Get("X-Amz-Target"), "AWSGlue.")
+	if r.Method != http.MethodPost || r.URL.Path != "/" || !ok {
+		writeError(w, &apiError{"UnknownOperationException", "expected POST / with X-Amz-Target: AWSGlue.<Operation>"})
+		return
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "application/x-amz-json-1.1" {
+		writeError(w, &apiError{"SerializationException", fmt.Sprintf("content type %q, want application/x-amz-json-1.1", ct)})
+		return
+	}
+	var in request
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	if err := dec.Decode(&in); err != nil {
+		writeError(w, &apiError{"SerializationException", "the request body is not a JSON object of the operation's input: " + err.Error()})
+		return
+	}
+	var out any
+	var e *apiError
+	switch op {
+	case "CreateSchema":
+		out, e = h.createSchema(in)
+	case "RegisterSchemaVersion":
+		out, e = h.registerSchemaVersion(in)
+	case "GetSchemaByDefinition":
+		out, e = h.getSchemaByDefinition(in)
+	case "GetSchemaVersion":
+		out, e = h.getSchemaVersion(in)
+	default:
+		e = &apiError{"UnknownOperationException", "the stand-in does not implement " + op}
+	}
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+	_ = json.NewEncoder(w).Encode(out)
+}
+
+// request holds the members of every operation implemented.
+type request struct {
+	RegistryID          *struct{ RegistryName, RegistryArn string } `json:"RegistryId"`
+	SchemaID            *schemaID                                   `json:"SchemaId"`
+	SchemaName          string
+	DataFormat          string
+	Compatibility       string
+	SchemaDefinition    *string
+	SchemaVersionID     *string `json:"SchemaVersionId"`
+	SchemaVersionNumber *struct {
+		LatestVersion bool
+		VersionNumber *int64
+	}
+}
+
+type schemaID struct{ RegistryName, SchemaName, SchemaArn string }
+
+var (
+	nameRE = regexp.MustCompile(`^[a-zA-Z0-9-_$#.]{1,255}$`)
+	uuidRE = regexp.MustCompile(`^[a-fA-F0-9]{8}-[a-fA-F0-9]{4}-[a-fA-F0-9]{4}-[a-fA-F0-9]{4}-[a-fA-F0-9]{12}$`)
+)
+
+func (h *Handler) arn(kind, registry, name string) string {
+	a := fmt.Sprintf("arn:aws:glue:%s:%s:%s/%s", h.cfg.Region, Account, kind, registry)
+	if name != "" {
+		a += "/" + name
+	}
+	return a
+}
+
+// find returns the schema id names; h.mu is held.
+func (h *Handler) find(id *schemaID) (*schema, *apiError) {
+	if id == nil {
+		return nil, invalid("SchemaId is required")
+	}
+	registry, name := id.RegistryName, id.SchemaName
+	if id.SchemaArn != "" {
+		rest, ok := strings.CutPrefix(id.SchemaArn, fmt.Sprintf("arn:aws:glue:%s:%s:schema/", h.cfg.Region, Account))
+		r, n, ok2 := strings.Cut(rest, "/")
+		if !ok || !ok2 {
+			return nil, invalid("SchemaArn %q is not a schema ARN of this account and region", id.SchemaArn)
+		}
+		registry, name = r, n
+	}
+	if registry == "" {
+		registry = DefaultRegistry
+	}
+	if name == "" {
+		return nil, invalid("SchemaId needs SchemaName or SchemaArn")
+	}
+	s := h.schemas[registry+"/"+name]
+	if s == nil {
+		return nil, notFound("Schema is not found. RegistryName: %s, SchemaName: %s", registry, name)
+	}
+	return s, nil
+}
+
+func definition(in request) (string, *apiError) {
+	if in.SchemaDefinition == nil || *in.SchemaDefinition == "" {
+		return "", invalid("SchemaDefinition is required")
+	}
+	if len(*in.SchemaDefinition) > 170000 {
+		return "", invalid("SchemaDefinition is longer than 170000 characters")
+	}
+	return *in.SchemaDefinition, nil
+}
+
+// add makes def the next version of s; h.mu is held.
+func (h *Handler) add(s *schema, def string) *version {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	id := fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+	v := &version{id: id, definition: def, number: int64(len(s.versions) + 1), schema: s, created: time.Now().UTC()}
+	s.versions = append(s.versions, v)
+	h.versions[id] = v
+	return v
+}
+
+func (h *Handler) createSchema(in request) (any, *apiError) {
+	registry := DefaultRegistry
+	if in.RegistryID != nil && in.RegistryID.RegistryName != "" {
+		registry = in.RegistryID.RegistryName
+	}
+	if !nameRE.MatchString(registry) || !nameRE.MatchString(in.SchemaName) {
+		return nil, invalid("RegistryName and SchemaName must match %s", nameRE)
+	}
+	switch in.DataFormat {
+	case "AVRO", "JSON", "PROTOBUF":
+	default:
+		return nil, invalid("DataFormat %q is not AVRO, JSON or PROTOBUF", in.DataFormat)
+	}
+	compat := in.Compatibility
+	if compat == "" {
+		compat = "BACKWARD"
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.schemas[registry+"/"+in.SchemaName] != nil {
+		return nil, &apiError{"AlreadyExistsException", fmt.Sprintf("Schema already exists. RegistryName: %s, SchemaName: %s", registry, in.SchemaName)}
+	}
+	s := &schema{registry: registry, name: in.SchemaName, format: in.DataFormat, compatibility: compat}
+	out := map[string]any{
+		"RegistryName": registry, "RegistryArn": h.arn("registry", registry, ""),
+		"SchemaName": s.name, "SchemaArn": h.arn("schema", registry, s.name),
+		"DataFormat": s.format, "Compatibility": compat, "SchemaStatus": "AVAILABLE",
+		"SchemaCheckpoint": 1, "LatestSchemaVersion": 0, "NextSchemaVersion": 1,
+	}
+	if in.SchemaDefinition != nil {
+		def, e := definition(in)
+		if e != nil {
+			return nil, e
+		}
+		v := h.add(s, def)
+		out["SchemaVersionId"], out["SchemaVersionStatus"] = v.id, "AVAILABLE"
+		out["LatestSchemaVersion"], out["NextSchemaVersion"] = 1, 2
+	}
+	h.schemas[registry+"/"+s.name] = s
+	return out, nil
+}
+
+func (h *Handler) registerSchemaVersion(in request) (any, *apiError) {
+	def, e := definition(in)
+	if e != nil {
+		return nil, e
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s, e := h.find(in.SchemaID)
+	if e != nil {
+		return nil, e
+	}
+	v := s.byDefinition(def)
+	if v == nil {
+		v = h.add(s, def)
+	}
+	return map[string]any{"SchemaVersionId": v.id, "VersionNumber": v.number, "Status": "AVAILABLE"}, nil
+}
+
+func (s *schema) byDefinition(def string) *version {
+	for _, v := range s.versions {
+		if v.definition == def {
+			return v
+		}
+	}
+	return nil
+}
+
+func (h *Handler) getSchemaByDefinition(in request) (any, *apiError) {
+	def, e := definition(in)
+	if e != nil {
+		return nil, e
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s, e := h.find(in.SchemaID)
+	if e != nil {
+		return nil, e
+	}
+	v := s.byDefinition(def)
+	if v == nil {
+		return nil, notFound("Schema is not found.")
+	}
+	return map[string]any{
+		"SchemaVersionId": v.id, "SchemaArn": h.arn("schema", s.registry, s.name),
+		"DataFormat": s.format, "Status": "AVAILABLE", "CreatedTime": v.created.Format(time.RFC3339),
+	}, nil
+}
+
+func (h *Handler) getSchemaVersion(in request) (any, *apiError) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var v *version
+	switch {
+	case in.SchemaVersionID != nil && (in.SchemaID != nil || in.SchemaVersionNumber != nil):
+		return nil, invalid("Either SchemaVersionId or SchemaId with SchemaVersionNumber must be given, not both")
+	case in.SchemaVersionID != nil:
+		if !uuidRE.MatchString(*in.SchemaVersionID) {
+			return nil, invalid("SchemaVersionId %q is not a UUID", *in.SchemaVersionID)
+		}
+		if v = h.versions[strings.ToLower(*in.SchemaVersionID)]; v == nil {
+			return nil, notFound("Schema version is not found. SchemaVersionId: %s", *in.SchemaVersionID)
+		}
+	case in.SchemaID != nil && in.SchemaVersionNumber != nil:
+		s, e := h.find(in.SchemaID)
+		if e != nil {
+			return nil, e
+		}
+		n := in.SchemaVersionNumber
+		switch {
+		case n.LatestVersion == (n.VersionNumber != nil):
+			return nil, invalid("SchemaVersionNumber needs LatestVersion or VersionNumber, not both")
+		case n.LatestVersion && len(s.versions) > 0:
+			v = s.versions[len(s.versions)-1]
+		case n.VersionNumber != nil && *n.VersionNumber >= 1 && *n.VersionNumber <= int64(len(s.versions)):
+			v = s.versions[*n.VersionNumber-1]
+		default:
+			return nil, notFound("Schema version is not found.")
+		}
+	default:
+		return nil, invalid("SchemaVersionId, or SchemaId with SchemaVersionNumber, is required")
+	}
+	h.lookup.Add(1)
+	s := v.schema
+	return map[string]any{
+		"SchemaVersionId": v.id, "SchemaDefinition": v.definition, "DataFormat": s.format,
+		"SchemaArn": h.arn("schema", s.registry, s.name), "VersionNumber": v.number,
+		"Status": "AVAILABLE", "CreatedTime": v.created.Format(time.RFC3339),
+	}, nil
+}
