@@ -22,6 +22,8 @@
 // members InvalidInputException, a second CreateSchema of one name
 // AlreadyExistsException: 400s with {"__type", "Message"} as Glue answers.
 //
+// Calls and Schema let tests see what reached it.
+//
 // What it does not model: IAM policies, compatibility checks between
 // versions (every definition is accepted as is, whatever Compatibility
 // says), registries other than those named in requests (each is created on
@@ -72,6 +74,7 @@ type Handler struct {
 	mu       sync.Mutex
 	schemas  map[string]*schema  // by registry/name
 	versions map[string]*version // by version id
+	calls    map[string]int64    // answered (not refused) requests by operation
 }
 
 type schema struct {
@@ -101,6 +104,7 @@ func New(cfg Config) (*Handler, error) {
 		verify:   awssig.Verifier{Credentials: cfg.Credentials, Region: cfg.Region, Service: "glue"},
 		schemas:  map[string]*schema{},
 		versions: map[string]*version{},
+		calls:    map[string]int64{},
 	}, nil
 }
 
@@ -123,6 +127,37 @@ func (h *Handler) Denied() int64 { return h.denied.Load() }
 // Lookups is how many GetSchemaVersion calls were answered with a schema
 // so far.
 func (h *Handler) Lookups() int64 { return h.lookup.Load() }
+
+// Calls is how many requests of operation op (CreateSchema,
+// GetSchemaByDefinition...) passed the signature check so far, answered
+// with a result or an error.
+func (h *Handler) Calls(op string) int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.calls[op]
+}
+
+// SchemaInfo describes a schema the stand-in holds.
+type SchemaInfo struct {
+	DataFormat, Compatibility string
+	// Versions are the definitions of its versions, oldest first.
+	Versions []string
+}
+
+// Schema returns what the stand-in holds as schema name of registry.
+func (h *Handler) Schema(registry, name string) (SchemaInfo, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.schemas[registry+"/"+name]
+	if s == nil {
+		return SchemaInfo{}, false
+	}
+	info := SchemaInfo{DataFormat: s.format, Compatibility: s.compatibility}
+	for _, v := range s.versions {
+		info.Versions = append(info.Versions, v.definition)
+	}
+	return info, true
+}
 
 // apiError is an error of Glue's JSON 1.1 protocol.
 type apiError struct {
@@ -175,6 +210,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{"SerializationException", "the request body is not a JSON object of the operation's input: " + err.Error()})
 		return
 	}
+	h.mu.Lock()
+	h.calls[op]++
+	h.mu.Unlock()
 	var out any
 	var e *apiError
 	switch op {
