@@ -41,6 +41,21 @@ func TestGlueSchemaRegistryPipeline(t *testing.T) {
 	}, awsEnv...)...)
 	exec1(t, c, typesDDL,
 		`INSERT INTO t VALUES (1, 10000000000, 'one', 1.50, '2024-02-29 23:59:59.123456', '2024-01-01 10:00:00.123', '2024-02-29', '{"a": [1, 2]}', NULL)`)
+	// A wrong secret: capture stops at start, naming the settings to check.
+	bad := start(t, binary(t, "capture"), append(c.env[:len(c.env):len(c.env)], "AWS_SECRET_ACCESS_KEY=wrong"), "capture-refused.log")
+	select {
+	case <-bad.done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("capture with a wrong AWS secret still runs:\n%s", bad.output())
+	}
+	if out := bad.fullLog(t); bad.err == nil || !strings.Contains(out, "refused") || !strings.Contains(out, "glue-registry-region us-east-1") {
+		t.Fatalf("capture with a wrong AWS secret: %v, want an exit naming glue-registry-region:\n%s", bad.err, out)
+	}
+	if h.Denied() == 0 {
+		t.Fatal("the stand-in refused nothing")
+	}
+	denied := h.Denied()
+
 	cp := start(t, binary(t, "capture"), c.env, "capture.log")
 	waitLog(t, cp, "Connected to server", 30*time.Second)
 
@@ -92,8 +107,8 @@ func TestGlueSchemaRegistryPipeline(t *testing.T) {
 			t.Errorf("Glue schema %s in %s: %+v, %v", subject, registry, info, ok)
 		}
 	}
-	if h.Denied() != 0 || h.Lookups() == 0 {
-		t.Errorf("the stand-in refused %d requests and answered %d lookups", h.Denied(), h.Lookups())
+	if h.Denied() != denied || h.Lookups() == 0 {
+		t.Errorf("the stand-in refused %d requests of the good runs and answered %d lookups", h.Denied()-denied, h.Lookups())
 	}
 	if n := h.Calls("CreateSchema"); n < 2 {
 		t.Errorf("%d CreateSchema calls, want at least the key and value schemas of t", n)

@@ -14,7 +14,7 @@
 //     else is a 400 (UnknownOperationException, SerializationException).
 //
 // It implements the schema registry calls binlake and its tests make:
-// CreateSchema (the first version with it), RegisterSchemaVersion
+// GetRegistry, CreateSchema (the first version with it), RegisterSchemaVersion
 // (answering the existing version for a definition registered before),
 // GetSchemaByDefinition and GetSchemaVersion (by SchemaVersionId, or by
 // SchemaId with a version number or LatestVersion). Unknown registries,
@@ -224,6 +224,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		out, e = h.getSchemaByDefinition(in)
 	case "GetSchemaVersion":
 		out, e = h.getSchemaVersion(in)
+	case "GetRegistry":
+		out, e = h.getRegistry(in)
 	default:
 		e = &apiError{"UnknownOperationException", "the stand-in does not implement " + op}
 	}
@@ -403,6 +405,25 @@ func (h *Handler) getSchemaByDefinition(in request) (any, *apiError) {
 		"SchemaVersionId": v.id, "SchemaArn": h.arn("schema", s.registry, s.name),
 		"DataFormat": s.format, "Status": "AVAILABLE", "CreatedTime": v.created.Format(time.RFC3339),
 	}, nil
+}
+
+// getRegistry answers for any well-formed name: registries exist from
+// their first use.
+func (h *Handler) getRegistry(in request) (any, *apiError) {
+	if in.RegistryID == nil || (in.RegistryID.RegistryName == "") == (in.RegistryID.RegistryArn == "") {
+		return nil, invalid("RegistryId needs RegistryName or RegistryArn")
+	}
+	name := in.RegistryID.RegistryName
+	if arn := in.RegistryID.RegistryArn; arn != "" {
+		var ok bool
+		if name, ok = strings.CutPrefix(arn, fmt.Sprintf("arn:aws:glue:%s:%s:registry/", h.cfg.Region, Account)); !ok {
+			return nil, invalid("RegistryArn %q is not a registry ARN of this account and region", arn)
+		}
+	}
+	if !nameRE.MatchString(name) {
+		return nil, invalid("RegistryName must match %s", nameRE)
+	}
+	return map[string]any{"RegistryName": name, "RegistryArn": h.arn("registry", name, ""), "Status": "AVAILABLE"}, nil
 }
 
 func (h *Handler) getSchemaVersion(in request) (any, *apiError) {

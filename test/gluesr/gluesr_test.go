@@ -69,6 +69,25 @@ func TestSchemaLifecycle(t *testing.T) {
 	}
 }
 
+// TestGetRegistry checks a registry answers by name and by ARN, and a
+// malformed name is InvalidInputException.
+func TestGetRegistry(t *testing.T) {
+	_, url := Start(t, Config{Credentials: testCreds})
+	cl := client(url, testCreds, "us-east-1")
+	got, err := cl.GetRegistry(t.Context(), &glue.GetRegistryInput{RegistryId: &types.RegistryId{RegistryName: aws.String("binlake")}})
+	if err != nil || aws.ToString(got.RegistryName) != "binlake" || got.Status != types.RegistryStatusAvailable {
+		t.Fatalf("by name: %+v, %v", got, err)
+	}
+	if again, err := cl.GetRegistry(t.Context(), &glue.GetRegistryInput{RegistryId: &types.RegistryId{RegistryArn: got.RegistryArn}}); err != nil || aws.ToString(again.RegistryName) != "binlake" {
+		t.Fatalf("by ARN %s: %+v, %v", aws.ToString(got.RegistryArn), again, err)
+	}
+	_, err = cl.GetRegistry(t.Context(), &glue.GetRegistryInput{RegistryId: &types.RegistryId{RegistryName: aws.String("no spaces")}})
+	var bad *types.InvalidInputException
+	if !errors.As(err, &bad) {
+		t.Fatalf("malformed name: %v, want InvalidInputException", err)
+	}
+}
+
 // TestAPIErrors checks Glue's errors reach the SDK as its typed errors.
 func TestAPIErrors(t *testing.T) {
 	_, url := Start(t, Config{Credentials: testCreds})

@@ -26,6 +26,10 @@ var ErrGlueRefused = errors.New("publish: AWS Glue Schema Registry refused the c
 // the Glue registry while glue-schema-auto-registration is off.
 var ErrGlueSchemaMissing = errors.New("publish: schema not registered in AWS Glue Schema Registry and auto-registration is off")
 
+// ErrGlueRegistryMissing reports that the registry glue-registry-name
+// names does not exist in the region.
+var ErrGlueRegistryMissing = errors.New("publish: no such AWS Glue Schema Registry registry")
+
 // ErrGlueVersionFailed reports a schema version Glue would not make
 // available (its compatibility check failed).
 var ErrGlueVersionFailed = errors.New("publish: AWS Glue Schema Registry did not make the schema version available")
@@ -153,10 +157,41 @@ var glueRefusals = map[string]bool{
 func (r *GlueRegistry) explain(op, subject string, err error) error {
 	var ae smithy.APIError
 	if errors.As(err, &ae) && glueRefusals[ae.ErrorCode()] {
-		return fmt.Errorf("%w: %s of schema %s in registry %s answered %s (check glue-registry-region %s, glue-registry-endpoint, the AWS credentials the default chain finds, the clock, and glue:GetSchemaByDefinition, glue:CreateSchema, glue:RegisterSchemaVersion and glue:GetSchemaVersion in their IAM policy): %w",
-			ErrGlueRefused, op, subject, r.cfg.RegistryName, ae.ErrorCode(), r.cfg.Region, err)
+		return fmt.Errorf("%w: %s%s in registry %s answered %s (check glue-registry-region %s, glue-registry-endpoint, the AWS credentials the default chain finds, the clock, and glue:GetRegistry, glue:GetSchemaByDefinition, glue:CreateSchema, glue:RegisterSchemaVersion and glue:GetSchemaVersion in their IAM policy): %w",
+			ErrGlueRefused, op, ofSchema(subject), r.cfg.RegistryName, ae.ErrorCode(), r.cfg.Region, err)
 	}
-	return fmt.Errorf("calling AWS Glue Schema Registry %s for schema %s in registry %s: %w", op, subject, r.cfg.RegistryName, err)
+	return fmt.Errorf("calling AWS Glue Schema Registry %s%s in registry %s: %w", op, ofSchema(subject), r.cfg.RegistryName, err)
+}
+
+// Ping checks that Glue answers for the registry with these credentials
+// (GetRegistry): a refusal wraps ErrGlueRefused, a missing registry
+// ErrGlueRegistryMissing.
+func (r *GlueRegistry) Ping(ctx context.Context) error {
+	_, err := r.api.GetRegistry(ctx, &glue.GetRegistryInput{RegistryId: &types.RegistryId{RegistryName: aws.String(r.cfg.RegistryName)}})
+	var nf *types.EntityNotFoundException
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &nf):
+		return fmt.Errorf("%w: %s in glue-registry-region %s: create it, or set glue-registry-name: %w", ErrGlueRegistryMissing, r.cfg.RegistryName, r.cfg.Region, err)
+	}
+	return r.explain("GetRegistry", "", err)
+}
+
+// Final reports whether an error of Ping or Frame is one that retrying
+// does not mend: a refusal, a missing registry or schema, a version Glue
+// would not make available, or an input Glue calls invalid.
+func (r *GlueRegistry) Final(err error) bool {
+	var ae smithy.APIError
+	return errors.Is(err, ErrGlueRefused) || errors.Is(err, ErrGlueRegistryMissing) || errors.Is(err, ErrGlueSchemaMissing) ||
+		errors.Is(err, ErrGlueVersionFailed) || (errors.As(err, &ae) && ae.ErrorCode() == "InvalidInputException")
+}
+
+func ofSchema(subject string) string {
+	if subject == "" {
+		return ""
+	}
+	return " of schema " + subject
 }
 
 // Frame registers schema as a version of the Glue schema named subject

@@ -92,6 +92,9 @@ func TestFrames(t *testing.T) {
 func TestGlueRegistersOnce(t *testing.T) {
 	h, endpoint := gluesr.Start(t, gluesr.Config{Credentials: glueCreds})
 	r := NewGlueRegistryFromConfig(glueAWS(glueCreds), glueConfig(endpoint))
+	if err := r.Ping(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	var first Frame
 	for i := range 3 {
 		f, err := r.Frame(t.Context(), "p.db.t-value", []byte(valueDef))
@@ -193,6 +196,9 @@ func TestGlueRefused(t *testing.T) {
 	}
 	if h.Denied() == 0 {
 		t.Fatal("the stand-in refused nothing")
+	}
+	if err := r.Ping(t.Context()); !errors.Is(err, ErrGlueRefused) || !r.Final(err) || !strings.Contains(err.Error(), "GetRegistry") {
+		t.Fatalf("Ping with a wrong secret: %v (final %v), want a final ErrGlueRefused naming GetRegistry", err, r.Final(err))
 	}
 	// Signed for another region: refused too.
 	cfg := glueConfig(endpoint)

@@ -218,14 +218,21 @@ func sourceRefusal(err error) bool {
 	return !startup.Unreachable(err) && !errors.Is(err, mysql.ErrInvalidConn) && !errors.Is(err, driver.ErrBadConn)
 }
 
-// openRegistry returns the schema registry capture registers in: AWS Glue
-// Schema Registry when glue-registry-region is set (its calls are first
-// made when a table's schemas are registered), else the Confluent-API one
-// at schema-registry-url, reached before capture goes on.
+// openRegistry returns the schema registry capture registers in, reached
+// before capture goes on: AWS Glue Schema Registry when
+// glue-registry-region is set (its registry looked up), else the
+// Confluent-API one at schema-registry-url.
 func openRegistry(ctx context.Context, logger *slog.Logger, cfg config.Config) (stream.Registry, error) {
 	if cfg.Glue.Enabled() {
 		logger.Info("registering schemas in AWS Glue Schema Registry", "region", cfg.Glue.Region, "registry", cfg.Glue.RegistryName, "compression", cfg.Glue.Compression)
-		return publish.NewGlueRegistry(ctx, cfg.Glue)
+		glue, err := publish.NewGlueRegistry(ctx, cfg.Glue)
+		if err != nil {
+			return nil, err
+		}
+		if err := startup.Retry(ctx, logger, "AWS Glue Schema Registry", cfg.StartupTimeout, glue.Final, glue.Ping); err != nil {
+			return nil, err
+		}
+		return glue, nil
 	}
 	registryOpts, err := cfg.Registry.ClientOpts()
 	if err != nil {
