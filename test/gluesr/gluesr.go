@@ -26,7 +26,8 @@
 //
 // What it does not model: IAM policies, compatibility checks between
 // versions (every definition is accepted as is, whatever Compatibility
-// says), registries other than those named in requests (each is created on
+// says, unless Config.Refuse fails it; Config.PendingChecks delays new
+// versions as Glue's asynchronous check does), registries other than those named in requests (each is created on
 // first use), schema metadata, deletion, and the other Glue APIs.
 package gluesr
 
@@ -62,6 +63,14 @@ type Config struct {
 	Region string
 	// Credentials are the only credentials accepted. Required.
 	Credentials aws.Credentials
+	// PendingChecks, when above 0, makes a version that
+	// RegisterSchemaVersion adds PENDING (Glue checking its
+	// compatibility) for that many GetSchemaVersion answers; then it is
+	// AVAILABLE, or FAILURE if Refuse says so. Default 0: AVAILABLE at once.
+	PendingChecks int
+	// Refuse, if set, fails the compatibility check of the definitions it
+	// returns true for (with PendingChecks, after the pending answers).
+	Refuse func(definition string) bool
 }
 
 // Handler is the stand-in. It is safe for concurrent use.
@@ -84,6 +93,8 @@ type schema struct {
 
 type version struct {
 	id, definition string
+	status         string // AVAILABLE, PENDING or FAILURE
+	checks         int    // PENDING answers left
 	number         int64
 	schema         *schema
 	created        time.Time
@@ -311,7 +322,7 @@ func (h *Handler) add(s *schema, def string) *version {
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
 	id := fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
-	v := &version{id: id, definition: def, number: int64(len(s.versions) + 1), schema: s, created: time.Now().UTC()}
+	v := &version{id: id, definition: def, status: "AVAILABLE", number: int64(len(s.versions) + 1), schema: s, created: time.Now().UTC()}
 	s.versions = append(s.versions, v)
 	h.versions[id] = v
 	return v
@@ -373,8 +384,14 @@ func (h *Handler) registerSchemaVersion(in request) (any, *apiError) {
 	v := s.byDefinition(def)
 	if v == nil {
 		v = h.add(s, def)
+		switch {
+		case h.cfg.PendingChecks > 0:
+			v.status, v.checks = "PENDING", h.cfg.PendingChecks
+		case h.cfg.Refuse != nil && h.cfg.Refuse(def):
+			v.status = "FAILURE"
+		}
 	}
-	return map[string]any{"SchemaVersionId": v.id, "VersionNumber": v.number, "Status": "AVAILABLE"}, nil
+	return map[string]any{"SchemaVersionId": v.id, "VersionNumber": v.number, "Status": v.status}, nil
 }
 
 func (s *schema) byDefinition(def string) *version {
@@ -403,7 +420,7 @@ func (h *Handler) getSchemaByDefinition(in request) (any, *apiError) {
 	}
 	return map[string]any{
 		"SchemaVersionId": v.id, "SchemaArn": h.arn("schema", s.registry, s.name),
-		"DataFormat": s.format, "Status": "AVAILABLE", "CreatedTime": v.created.Format(time.RFC3339),
+		"DataFormat": s.format, "Status": v.status, "CreatedTime": v.created.Format(time.RFC3339),
 	}, nil
 }
 
@@ -459,11 +476,21 @@ func (h *Handler) getSchemaVersion(in request) (any, *apiError) {
 	default:
 		return nil, invalid("SchemaVersionId, or SchemaId with SchemaVersionNumber, is required")
 	}
+	if v.status == "PENDING" {
+		if v.checks > 0 {
+			v.checks--
+		} else {
+			v.status = "AVAILABLE"
+			if h.cfg.Refuse != nil && h.cfg.Refuse(v.definition) {
+				v.status = "FAILURE"
+			}
+		}
+	}
 	h.lookup.Add(1)
 	s := v.schema
 	return map[string]any{
 		"SchemaVersionId": v.id, "SchemaDefinition": v.definition, "DataFormat": s.format,
 		"SchemaArn": h.arn("schema", s.registry, s.name), "VersionNumber": v.number,
-		"Status": "AVAILABLE", "CreatedTime": v.created.Format(time.RFC3339),
+		"Status": v.status, "CreatedTime": v.created.Format(time.RFC3339),
 	}, nil
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -230,5 +231,31 @@ func TestGlueConfigValidate(t *testing.T) {
 		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want %q", cfg, err, c.want)
 		}
+	}
+}
+
+// TestGluePendingVersion checks a new version Glue answers PENDING is
+// asked about until AVAILABLE before its records are framed, and one that
+// fails Glue's compatibility check stops with ErrGlueVersionFailed naming
+// glue-compatibility.
+func TestGluePendingVersion(t *testing.T) {
+	h, endpoint := gluesr.Start(t, gluesr.Config{Credentials: glueCreds, PendingChecks: 2,
+		Refuse: func(def string) bool { return strings.Contains(def, `"refused"`) }})
+	r := NewGlueRegistryFromConfig(glueAWS(glueCreds), glueConfig(endpoint))
+	r.poll = time.Millisecond
+	if _, err := r.Frame(t.Context(), "p.db.t-value", []byte(valueDef)); err != nil { // CreateSchema: AVAILABLE at once
+		t.Fatal(err)
+	}
+	evolved := strings.Replace(valueDef, `]}`, `,{"name":"x","type":["null","int"],"default":null}]}`, 1)
+	if _, err := r.Frame(t.Context(), "p.db.t-value", []byte(evolved)); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.Lookups(); n != 3 {
+		t.Errorf("%d GetSchemaVersion calls for a version PENDING for 2, want 3", n)
+	}
+	refused := strings.Replace(valueDef, `]}`, `,{"name":"refused","type":"int"}]}`, 1)
+	_, err := r.Frame(t.Context(), "p.db.t-value", []byte(refused))
+	if !errors.Is(err, ErrGlueVersionFailed) || !strings.Contains(err.Error(), "FAILURE") || !strings.Contains(err.Error(), "glue-compatibility") || !r.Final(err) {
+		t.Fatalf("a refused definition: %v, want a final ErrGlueVersionFailed naming FAILURE and glue-compatibility", err)
 	}
 }
