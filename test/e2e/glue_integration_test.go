@@ -28,7 +28,10 @@ var glueCreds = aws.Credentials{AccessKeyID: "AKIDGLUEE2E", SecretAccessKey: "gl
 // stand-in, in this process): capture registers the table's schemas in
 // Glue and writes zlib-compressed Glue-framed records, ingest looks them
 // up by version id, and the Iceberg table ends equal to MariaDB after a
-// snapshot, inserts, updates, deletes and a primary-key update.
+// snapshot, inserts, updates, deletes and a primary-key update, then
+// again after both are killed and restarted and a column is added (a
+// second value schema version). A capture with a wrong AWS secret exits
+// at start first.
 func TestGlueSchemaRegistryPipeline(t *testing.T) {
 	h, endpoint := gluesr.Start(t, gluesr.Config{Region: "us-east-1", Credentials: glueCreds})
 	const registry = "binlake-e2e"
@@ -67,6 +70,7 @@ func TestGlueSchemaRegistryPipeline(t *testing.T) {
 	r := newIngestRunOn(t, c, l, append([]string{
 		"INGEST_GLUE_REGISTRY_REGION=us-east-1", "INGEST_GLUE_REGISTRY_ENDPOINT=" + endpoint,
 		"INGEST_SCHEMA_REGISTRY_URL=http://127.0.0.1:1",
+		"INGEST_GROUP_SESSION_TIMEOUT=6s", // the kill -9 below: rejoin after 6 s, not 45
 	}, awsEnv...)...)
 	ip := r.start(t)
 
@@ -81,6 +85,28 @@ func TestGlueSchemaRegistryPipeline(t *testing.T) {
 		"UPDATE t SET j = '{\"k\": \"v\"}' WHERE id = 5",
 	)
 	r.waitEqual(t, 90*time.Second, ip)
+	creates, registers := h.Calls("CreateSchema"), h.Calls("RegisterSchemaVersion")
+
+	// Both killed with SIGKILL, changes made while capture is down, both
+	// restarted: capture finds its versions by definition (no new
+	// schema); a column added makes a second value version.
+	cp.kill()
+	ip.kill()
+	exec1(t, c,
+		"INSERT INTO t (id, b, name, amount, dt, d) VALUES (6, 6, 'six', 6.00, '2024-06-02 12:00:00', '2024-06-02')",
+		"UPDATE t SET note = 'down' WHERE id = 2")
+	cp = start(t, binary(t, "capture"), c.env, "capture-2.log")
+	ip = r.start(t)
+	exec1(t, c,
+		"ALTER TABLE t ADD COLUMN extra INT NULL",
+		"INSERT INTO t (id, b, name, amount, dt, d, extra) VALUES (7, 7, 'seven', 7.00, '2024-06-03 12:00:00', '2024-06-03', 7)",
+		"DELETE FROM t WHERE id = 5")
+	r.waitEqual(t, 90*time.Second, ip)
+	// Only the altered value schema is registered after the restart: its
+	// CreateSchema answers AlreadyExists, then RegisterSchemaVersion.
+	if c, r := h.Calls("CreateSchema")-creates, h.Calls("RegisterSchemaVersion")-registers; c != 1 || r != 1 {
+		t.Errorf("after the restart: %d CreateSchema and %d RegisterSchemaVersion calls, want 1 and 1 (the altered value schema)", c, r)
+	}
 
 	// The records are Glue-framed (header 3, zlib) with the version ids
 	// the stand-in handed out, and the stand-in holds the schemas under
@@ -101,10 +127,10 @@ func TestGlueSchemaRegistryPipeline(t *testing.T) {
 	if _, err := io.ReadAll(zr); err != nil {
 		t.Fatalf("the value body does not inflate: %v", err)
 	}
-	for _, subject := range []string{r.topic + "-key", r.topic + "-value"} {
+	for subject, versions := range map[string]int{r.topic + "-key": 1, r.topic + "-value": 2} {
 		info, ok := h.Schema(registry, subject)
-		if !ok || info.DataFormat != "AVRO" || info.Compatibility != "FULL" || len(info.Versions) != 1 {
-			t.Errorf("Glue schema %s in %s: %+v, %v", subject, registry, info, ok)
+		if !ok || info.DataFormat != "AVRO" || info.Compatibility != "FULL" || len(info.Versions) != versions {
+			t.Errorf("Glue schema %s in %s: %d versions, want %d: %+v, %v", subject, registry, len(info.Versions), versions, info, ok)
 		}
 	}
 	if h.Denied() != denied || h.Lookups() == 0 {
