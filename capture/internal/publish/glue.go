@@ -58,8 +58,8 @@ type GlueConfig struct {
 	// Compatibility is compatibility: the mode of schemas capture
 	// creates. Default BACKWARD.
 	Compatibility string
-	// Compression is compression: none or zlib (the record body).
-	// Default none.
+	// Compression is compression: none or zlib (the record body; case
+	// does not matter). Default none.
 	Compression string
 }
 
@@ -70,7 +70,7 @@ func (c *GlueConfig) Bind(f *envflag.Set) {
 	f.String(&c.RegistryName, "glue-registry-name", "default-registry", "Glue registry holding capture's schemas (AWS converter property registry.name); it must exist")
 	f.Bool(&c.AutoRegistration, "glue-schema-auto-registration", true, "create missing schemas and schema versions in the Glue registry (AWS converter property schemaAutoRegistrationEnabled); false: a missing one stops capture")
 	f.String(&c.Compatibility, "glue-compatibility", "BACKWARD", "compatibility mode of the Glue schemas capture creates (AWS converter property compatibility): "+strings.Join(GlueCompatibilities, ", "))
-	f.String(&c.Compression, "glue-compression", "none", "compression of Glue-framed record bodies (AWS converter property compression): none or zlib")
+	f.String(&c.Compression, "glue-compression", "none", "compression of Glue-framed record bodies (AWS converter property compression): none or zlib (NONE and ZLIB, as AWS spells them, too)")
 }
 
 // Enabled reports whether Glue is configured.
@@ -96,7 +96,7 @@ func (c GlueConfig) Validate() error {
 	if !ok {
 		bad("glue-compatibility %q: want one of %s", c.Compatibility, strings.Join(GlueCompatibilities, ", "))
 	}
-	if c.Compression != "none" && c.Compression != "zlib" {
+	if !strings.EqualFold(c.Compression, "none") && !strings.EqualFold(c.Compression, "zlib") {
 		bad("glue-compression %q: want none or zlib", c.Compression)
 	}
 	return errors.Join(errs...)
@@ -113,8 +113,7 @@ type GlueRegistry struct {
 
 	mu    sync.Mutex
 	cache map[string]Frame // subject + "\x00" + definition
-	// Poll is how often a PENDING version is asked about; tests shorten it.
-	poll time.Duration
+	poll  time.Duration    // how often a PENDING version is asked about; tests shorten it
 }
 
 // NewGlueRegistry returns a GlueRegistry for cfg, with credentials from
@@ -212,7 +211,7 @@ func (r *GlueRegistry) Frame(ctx context.Context, subject string, schema []byte)
 	if err != nil {
 		return Frame{}, fmt.Errorf("reading the schema version id of %s that Glue answered: %w", subject, err)
 	}
-	f = GlueFrame(uuid, r.cfg.Compression == "zlib")
+	f = GlueFrame(uuid, strings.EqualFold(r.cfg.Compression, "zlib"))
 	r.mu.Lock()
 	r.cache[k] = f
 	r.mu.Unlock()

@@ -145,7 +145,7 @@ func TestGlueRegistersOnce(t *testing.T) {
 	// A restarted capture (zlib now) finds the first version by definition.
 	creates := h.Calls("CreateSchema") // the evolved one's answered AlreadyExists
 	cfg := glueConfig(endpoint)
-	cfg.Compression = "zlib"
+	cfg.Compression = "ZLIB" // as AWS spells it
 	r2 := NewGlueRegistryFromConfig(glueAWS(glueCreds), cfg)
 	f3, err := r2.Frame(t.Context(), "p.db.t-value", []byte(valueDef))
 	if err != nil {
