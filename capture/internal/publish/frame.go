@@ -49,7 +49,12 @@ func (f Frame) Header() []byte { return f.header[:max(f.n, 5)] }
 
 // AppendHeader appends the header to dst; append the Avro body after it
 // and pass the whole to Seal.
-func (f Frame) AppendHeader(dst []byte) []byte { return append(dst, f.Header()...) }
+func (f *Frame) AppendHeader(dst []byte) []byte {
+	if f.n == 18 {
+		return append(dst, f.header[:18]...)
+	}
+	return append(dst, f.header[0], f.header[1], f.header[2], f.header[3], f.header[4])
+}
 
 // Compressed reports whether Seal rewrites the body.
 func (f Frame) Compressed() bool { return f.zlib }

@@ -33,7 +33,8 @@ const (
 // TestFrames checks both framings byte by byte, and that a zlib Glue body
 // inflates back to the Avro written.
 func TestFrames(t *testing.T) {
-	if got := ConfluentFrame(0x01020304).AppendHeader(nil); !bytes.Equal(got, []byte{0, 1, 2, 3, 4}) {
+	cf := ConfluentFrame(0x01020304)
+	if got := cf.AppendHeader(nil); !bytes.Equal(got, []byte{0, 1, 2, 3, 4}) {
 		t.Errorf("Confluent header %x", got)
 	}
 	if got := (Frame{}).Header(); !bytes.Equal(got, []byte{0, 0, 0, 0, 0}) {
@@ -53,7 +54,8 @@ func TestFrames(t *testing.T) {
 		}
 	}
 	body := bytes.Repeat([]byte("avro body "), 50)
-	plain, err := GlueFrame(id, false).Seal(append(GlueFrame(id, false).AppendHeader(nil), body...))
+	pf := GlueFrame(id, false)
+	plain, err := pf.Seal(append(pf.AppendHeader(nil), body...))
 	if err != nil {
 		t.Fatal(err)
 	}

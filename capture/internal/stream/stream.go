@@ -759,7 +759,7 @@ const recordChunk = 64 << 10
 
 // frame returns the wire header of f in the free part of the chunk, to
 // append the Avro data to; pass the result to done, then to f.Seal.
-func (a *recordArena) frame(f publish.Frame) []byte {
+func (a *recordArena) frame(f *publish.Frame) []byte {
 	if cap(a.chunk)-len(a.chunk) < 512 {
 		a.chunk = make([]byte, 0, recordChunk)
 	}
@@ -785,7 +785,7 @@ func (s *Stream) emit(ctx context.Context, t *table, op debezium.Op, before, aft
 	var key []byte
 	if t.Key != nil {
 		var err error
-		key, err = appendKey(s.arena.frame(t.keyFrame), t, row)
+		key, err = appendKey(s.arena.frame(&t.keyFrame), t, row)
 		if err != nil {
 			return fmt.Errorf("encoding a key of %s: %w", t.topic, err)
 		}
@@ -795,7 +795,7 @@ func (s *Stream) emit(ctx context.Context, t *table, op debezium.Op, before, aft
 	}
 	env := debezium.Envelope{Before: before, After: after, Source: src, Op: op,
 		TsMs: now.UnixMilli(), TsUs: now.UnixMicro(), TsNs: now.UnixNano(), Transaction: s.meta.txEvent(t, op)}
-	val, err := env.AppendAvro(s.arena.frame(t.valueFrame), t.Envelope)
+	val, err := env.AppendAvro(s.arena.frame(&t.valueFrame), t.Envelope)
 	if err != nil {
 		return fmt.Errorf("encoding a change of %s: %w", t.topic, err)
 	}
