@@ -14,7 +14,7 @@
 //     else is a 400 (UnknownOperationException, SerializationException).
 //
 // It implements the schema registry calls binlake and its tests make:
-// CreateSchema (the first version with it), RegisterSchemaVersion
+// GetRegistry, CreateSchema (the first version with it), RegisterSchemaVersion
 // (answering the existing version for a definition registered before),
 // GetSchemaByDefinition and GetSchemaVersion (by SchemaVersionId, or by
 // SchemaId with a version number or LatestVersion). Unknown registries,
@@ -22,9 +22,12 @@
 // members InvalidInputException, a second CreateSchema of one name
 // AlreadyExistsException: 400s with {"__type", "Message"} as Glue answers.
 //
+// Calls and Schema let tests see what reached it.
+//
 // What it does not model: IAM policies, compatibility checks between
 // versions (every definition is accepted as is, whatever Compatibility
-// says), registries other than those named in requests (each is created on
+// says, unless Config.Refuse fails it; Config.PendingChecks delays new
+// versions as Glue's asynchronous check does), registries other than those named in requests (each is created on
 // first use), schema metadata, deletion, and the other Glue APIs.
 package gluesr
 
@@ -60,6 +63,14 @@ type Config struct {
 	Region string
 	// Credentials are the only credentials accepted. Required.
 	Credentials aws.Credentials
+	// PendingChecks, when above 0, makes a version that
+	// RegisterSchemaVersion adds PENDING (Glue checking its
+	// compatibility) for that many GetSchemaVersion answers; then it is
+	// AVAILABLE, or FAILURE if Refuse says so. Default 0: AVAILABLE at once.
+	PendingChecks int
+	// Refuse, if set, fails the compatibility check of the definitions it
+	// returns true for (with PendingChecks, after the pending answers).
+	Refuse func(definition string) bool
 }
 
 // Handler is the stand-in. It is safe for concurrent use.
@@ -72,6 +83,7 @@ type Handler struct {
 	mu       sync.Mutex
 	schemas  map[string]*schema  // by registry/name
 	versions map[string]*version // by version id
+	calls    map[string]int64    // answered (not refused) requests by operation
 }
 
 type schema struct {
@@ -81,6 +93,8 @@ type schema struct {
 
 type version struct {
 	id, definition string
+	status         string // AVAILABLE, PENDING or FAILURE
+	checks         int    // PENDING answers left
 	number         int64
 	schema         *schema
 	created        time.Time
@@ -101,6 +115,7 @@ func New(cfg Config) (*Handler, error) {
 		verify:   awssig.Verifier{Credentials: cfg.Credentials, Region: cfg.Region, Service: "glue"},
 		schemas:  map[string]*schema{},
 		versions: map[string]*version{},
+		calls:    map[string]int64{},
 	}, nil
 }
 
@@ -123,6 +138,37 @@ func (h *Handler) Denied() int64 { return h.denied.Load() }
 // Lookups is how many GetSchemaVersion calls were answered with a schema
 // so far.
 func (h *Handler) Lookups() int64 { return h.lookup.Load() }
+
+// Calls is how many requests of operation op (CreateSchema,
+// GetSchemaByDefinition...) passed the signature check so far, answered
+// with a result or an error.
+func (h *Handler) Calls(op string) int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.calls[op]
+}
+
+// SchemaInfo describes a schema the stand-in holds.
+type SchemaInfo struct {
+	DataFormat, Compatibility string
+	// Versions are the definitions of its versions, oldest first.
+	Versions []string
+}
+
+// Schema returns what the stand-in holds as schema name of registry.
+func (h *Handler) Schema(registry, name string) (SchemaInfo, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.schemas[registry+"/"+name]
+	if s == nil {
+		return SchemaInfo{}, false
+	}
+	info := SchemaInfo{DataFormat: s.format, Compatibility: s.compatibility}
+	for _, v := range s.versions {
+		info.Versions = append(info.Versions, v.definition)
+	}
+	return info, true
+}
 
 // apiError is an error of Glue's JSON 1.1 protocol.
 type apiError struct {
@@ -175,6 +221,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{"SerializationException", "the request body is not a JSON object of the operation's input: " + err.Error()})
 		return
 	}
+	h.mu.Lock()
+	h.calls[op]++
+	h.mu.Unlock()
 	var out any
 	var e *apiError
 	switch op {
@@ -186,6 +235,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		out, e = h.getSchemaByDefinition(in)
 	case "GetSchemaVersion":
 		out, e = h.getSchemaVersion(in)
+	case "GetRegistry":
+		out, e = h.getRegistry(in)
 	default:
 		e = &apiError{"UnknownOperationException", "the stand-in does not implement " + op}
 	}
@@ -271,7 +322,7 @@ func (h *Handler) add(s *schema, def string) *version {
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
 	id := fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
-	v := &version{id: id, definition: def, number: int64(len(s.versions) + 1), schema: s, created: time.Now().UTC()}
+	v := &version{id: id, definition: def, status: "AVAILABLE", number: int64(len(s.versions) + 1), schema: s, created: time.Now().UTC()}
 	s.versions = append(s.versions, v)
 	h.versions[id] = v
 	return v
@@ -333,8 +384,14 @@ func (h *Handler) registerSchemaVersion(in request) (any, *apiError) {
 	v := s.byDefinition(def)
 	if v == nil {
 		v = h.add(s, def)
+		switch {
+		case h.cfg.PendingChecks > 0:
+			v.status, v.checks = "PENDING", h.cfg.PendingChecks
+		case h.cfg.Refuse != nil && h.cfg.Refuse(def):
+			v.status = "FAILURE"
+		}
 	}
-	return map[string]any{"SchemaVersionId": v.id, "VersionNumber": v.number, "Status": "AVAILABLE"}, nil
+	return map[string]any{"SchemaVersionId": v.id, "VersionNumber": v.number, "Status": v.status}, nil
 }
 
 func (s *schema) byDefinition(def string) *version {
@@ -363,8 +420,27 @@ func (h *Handler) getSchemaByDefinition(in request) (any, *apiError) {
 	}
 	return map[string]any{
 		"SchemaVersionId": v.id, "SchemaArn": h.arn("schema", s.registry, s.name),
-		"DataFormat": s.format, "Status": "AVAILABLE", "CreatedTime": v.created.Format(time.RFC3339),
+		"DataFormat": s.format, "Status": v.status, "CreatedTime": v.created.Format(time.RFC3339),
 	}, nil
+}
+
+// getRegistry answers for any well-formed name: registries exist from
+// their first use.
+func (h *Handler) getRegistry(in request) (any, *apiError) {
+	if in.RegistryID == nil || (in.RegistryID.RegistryName == "") == (in.RegistryID.RegistryArn == "") {
+		return nil, invalid("RegistryId needs RegistryName or RegistryArn")
+	}
+	name := in.RegistryID.RegistryName
+	if arn := in.RegistryID.RegistryArn; arn != "" {
+		var ok bool
+		if name, ok = strings.CutPrefix(arn, fmt.Sprintf("arn:aws:glue:%s:%s:registry/", h.cfg.Region, Account)); !ok {
+			return nil, invalid("RegistryArn %q is not a registry ARN of this account and region", arn)
+		}
+	}
+	if !nameRE.MatchString(name) {
+		return nil, invalid("RegistryName must match %s", nameRE)
+	}
+	return map[string]any{"RegistryName": name, "RegistryArn": h.arn("registry", name, ""), "Status": "AVAILABLE"}, nil
 }
 
 func (h *Handler) getSchemaVersion(in request) (any, *apiError) {
@@ -400,11 +476,21 @@ func (h *Handler) getSchemaVersion(in request) (any, *apiError) {
 	default:
 		return nil, invalid("SchemaVersionId, or SchemaId with SchemaVersionNumber, is required")
 	}
+	if v.status == "PENDING" {
+		if v.checks > 0 {
+			v.checks--
+		} else {
+			v.status = "AVAILABLE"
+			if h.cfg.Refuse != nil && h.cfg.Refuse(v.definition) {
+				v.status = "FAILURE"
+			}
+		}
+	}
 	h.lookup.Add(1)
 	s := v.schema
 	return map[string]any{
 		"SchemaVersionId": v.id, "SchemaDefinition": v.definition, "DataFormat": s.format,
 		"SchemaArn": h.arn("schema", s.registry, s.name), "VersionNumber": v.number,
-		"Status": "AVAILABLE", "CreatedTime": v.created.Format(time.RFC3339),
+		"Status": v.status, "CreatedTime": v.created.Format(time.RFC3339),
 	}, nil
 }

@@ -69,6 +69,25 @@ func TestSchemaLifecycle(t *testing.T) {
 	}
 }
 
+// TestGetRegistry checks a registry answers by name and by ARN, and a
+// malformed name is InvalidInputException.
+func TestGetRegistry(t *testing.T) {
+	_, url := Start(t, Config{Credentials: testCreds})
+	cl := client(url, testCreds, "us-east-1")
+	got, err := cl.GetRegistry(t.Context(), &glue.GetRegistryInput{RegistryId: &types.RegistryId{RegistryName: aws.String("binlake")}})
+	if err != nil || aws.ToString(got.RegistryName) != "binlake" || got.Status != types.RegistryStatusAvailable {
+		t.Fatalf("by name: %+v, %v", got, err)
+	}
+	if again, err := cl.GetRegistry(t.Context(), &glue.GetRegistryInput{RegistryId: &types.RegistryId{RegistryArn: got.RegistryArn}}); err != nil || aws.ToString(again.RegistryName) != "binlake" {
+		t.Fatalf("by ARN %s: %+v, %v", aws.ToString(got.RegistryArn), again, err)
+	}
+	_, err = cl.GetRegistry(t.Context(), &glue.GetRegistryInput{RegistryId: &types.RegistryId{RegistryName: aws.String("no spaces")}})
+	var bad *types.InvalidInputException
+	if !errors.As(err, &bad) {
+		t.Fatalf("malformed name: %v, want InvalidInputException", err)
+	}
+}
+
 // TestAPIErrors checks Glue's errors reach the SDK as its typed errors.
 func TestAPIErrors(t *testing.T) {
 	_, url := Start(t, Config{Credentials: testCreds})
@@ -168,5 +187,40 @@ func TestSignatureRefused(t *testing.T) {
 				t.Fatalf("%d %s, want %d %s", resp.StatusCode, resp.Header.Get("x-amzn-ErrorType"), c.status, c.want)
 			}
 		})
+	}
+}
+
+// TestPendingVersions checks a registered version stays PENDING for
+// PendingChecks answers, then turns AVAILABLE, or FAILURE when Refuse says.
+func TestPendingVersions(t *testing.T) {
+	_, url := Start(t, Config{Credentials: testCreds, PendingChecks: 2, Refuse: func(def string) bool { return strings.Contains(def, `"x"`) }})
+	cl := client(url, testCreds, "us-east-1")
+	ctx := t.Context()
+	if _, err := cl.CreateSchema(ctx, &glue.CreateSchemaInput{SchemaName: aws.String("s"), DataFormat: types.DataFormatAvro, SchemaDefinition: aws.String(avroV1)}); err != nil {
+		t.Fatal(err)
+	}
+	sid := &types.SchemaId{SchemaName: aws.String("s")}
+	for _, c := range []struct {
+		def  string
+		want types.SchemaVersionStatus
+	}{
+		{strings.Replace(avroV1, `"id"`, `"id2"`, 1), types.SchemaVersionStatusAvailable},
+		{avroV2, types.SchemaVersionStatusFailure},
+	} {
+		reg, err := cl.RegisterSchemaVersion(ctx, &glue.RegisterSchemaVersionInput{SchemaId: sid, SchemaDefinition: aws.String(c.def)})
+		if err != nil || reg.Status != types.SchemaVersionStatusPending {
+			t.Fatalf("RegisterSchemaVersion: %+v, %v; want PENDING", reg, err)
+		}
+		var got []types.SchemaVersionStatus
+		for range 3 {
+			v, err := cl.GetSchemaVersion(ctx, &glue.GetSchemaVersionInput{SchemaVersionId: reg.SchemaVersionId})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, v.Status)
+		}
+		if got[0] != types.SchemaVersionStatusPending || got[1] != types.SchemaVersionStatusPending || got[2] != c.want {
+			t.Errorf("statuses of %s: %v, want PENDING, PENDING, %s", c.def, got, c.want)
+		}
 	}
 }

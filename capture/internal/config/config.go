@@ -17,6 +17,7 @@ import (
 	"github.com/binlake/binlake/capture/internal/kafkasec"
 	"github.com/binlake/binlake/capture/internal/mysqltls"
 	"github.com/binlake/binlake/capture/internal/mysqltype"
+	"github.com/binlake/binlake/capture/internal/publish"
 	"github.com/binlake/binlake/capture/internal/registrysec"
 	"github.com/binlake/binlake/capture/internal/schemahist"
 	"github.com/binlake/binlake/capture/internal/snapshot"
@@ -52,10 +53,13 @@ type Config struct {
 	ID          string // capture id: transactional id and position key; default TopicPrefix
 
 	// Kafka and the registry.
-	KafkaBrokers       string
-	Kafka              kafkasec.KafkaSecurity       // TLS and SASL (MSK)
-	Registry           registrysec.RegistrySecurity // schema registry credentials and CA
-	RegistryURL        string
+	KafkaBrokers string
+	Kafka        kafkasec.KafkaSecurity       // TLS and SASL (MSK)
+	Registry     registrysec.RegistrySecurity // schema registry credentials and CA
+	RegistryURL  string
+	// Glue is AWS Glue Schema Registry, in place of RegistryURL when its
+	// region is set.
+	Glue               publish.GlueConfig
 	OffsetsTopic       string
 	HistoryTopic       string
 	TopicPartitions    int
@@ -131,6 +135,7 @@ func (c *Config) Bind(f *envflag.Set) {
 	c.Kafka.Bind(f)
 	f.String(&c.RegistryURL, "schema-registry-url", "http://127.0.0.1:8081", "Confluent-compatible schema registry URL (Apicurio: .../apis/ccompat/v7)")
 	c.Registry.Bind(f)
+	c.Glue.Bind(f)
 	f.String(&c.OffsetsTopic, "offsets-topic", "__binlake-capture-offsets", "compacted topic holding capture positions")
 	f.String(&c.HistoryTopic, "schema-history-topic", "", "topic holding table definitions as they change (default __binlake-schema-history.<prefix>)")
 	f.Int(&c.TopicPartitions, "topic-creation-default-partitions", 1, "partitions of change topics capture creates")
@@ -191,6 +196,9 @@ func (c *Config) Validate() error {
 		bad("startup-timeout %s: want 0 or more", c.StartupTimeout)
 	}
 	if err := c.Registry.Validate(c.RegistryURL); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Glue.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if err := c.Kafka.Validate(strings.Split(c.KafkaBrokers, ",")); err != nil {
@@ -318,6 +326,8 @@ func (c *Config) Redacted() []any {
 		"topic_prefix", c.TopicPrefix, "id", c.ID, "kafka_brokers", c.KafkaBrokers,
 		"kafka_tls", c.Kafka.TLS, "kafka_sasl_mechanism", c.Kafka.SASLMechanism, "kafka_sasl_username", c.Kafka.SASLUsername,
 		"schema_registry_url", RedactURL(c.RegistryURL), "schema_registry_username", c.Registry.Username, "schema_registry_password_set", c.Registry.Password != "", "schema_registry_token_set", c.Registry.Token != "", "schema_registry_ca_file", c.Registry.CAFile,
+		"glue_registry_region", c.Glue.Region, "glue_registry_endpoint", c.Glue.Endpoint, "glue_registry_name", c.Glue.RegistryName,
+		"glue_schema_auto_registration", c.Glue.AutoRegistration, "glue_compatibility", c.Glue.Compatibility, "glue_compression", c.Glue.Compression,
 		"offsets_topic", c.OffsetsTopic, "schema_history_topic", c.HistoryTopic,
 		"server_id", c.ServerID, "flavor", c.Flavor, "snapshot_mode", c.SnapshotMode, "signal_kafka_topic", c.SignalKafkaTopic, "snapshot_chunk_rows", c.SnapshotChunkRows, "snapshot_read_ahead", c.SnapshotReadAhead, "commit_interval", c.CommitInterval,
 		"field_name_adjustment_mode", c.Naming.Field, "schema_name_adjustment_mode", c.Naming.Schema,

@@ -208,3 +208,37 @@ func TestRegistryCredentials(t *testing.T) {
 		})
 	}
 }
+
+// TestGlueSettings checks the Glue settings come from their CAPTURE_*
+// variables with AWS's converter defaults, and that Validate reports a
+// bad one by its name.
+func TestGlueSettings(t *testing.T) {
+	parse := func(e map[string]string) Config {
+		t.Helper()
+		var cfg Config
+		var out bytes.Buffer
+		ef := testFlags(&out, e)
+		cfg.Bind(ef)
+		if err := ef.FlagSet().Parse(nil); err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	def := parse(nil).Glue
+	if def.Enabled() || def.RegistryName != "default-registry" || !def.AutoRegistration || def.Compatibility != "BACKWARD" || def.Compression != "none" {
+		t.Errorf("defaults %+v, want Glue off, default-registry, auto-registration, BACKWARD, none", def)
+	}
+	set := parse(map[string]string{
+		"CAPTURE_GLUE_REGISTRY_REGION": "eu-west-1", "CAPTURE_GLUE_REGISTRY_ENDPOINT": "https://glue.example",
+		"CAPTURE_GLUE_REGISTRY_NAME": "cdc", "CAPTURE_GLUE_SCHEMA_AUTO_REGISTRATION": "false",
+		"CAPTURE_GLUE_COMPATIBILITY": "FULL_ALL", "CAPTURE_GLUE_COMPRESSION": "zlib",
+	}).Glue
+	want := publish.GlueConfig{Region: "eu-west-1", Endpoint: "https://glue.example", RegistryName: "cdc", AutoRegistration: false, Compatibility: "FULL_ALL", Compression: "zlib"}
+	if set != want {
+		t.Errorf("from the environment %+v, want %+v", set, want)
+	}
+	bad := parse(map[string]string{"CAPTURE_TOPIC_PREFIX": "p", "CAPTURE_GLUE_REGISTRY_REGION": "eu-west-1", "CAPTURE_GLUE_COMPRESSION": "gzip"})
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "glue-compression") {
+		t.Errorf("Validate with glue-compression gzip: %v", err)
+	}
+}

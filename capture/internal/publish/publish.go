@@ -6,6 +6,11 @@
 // kept on local disk, which suits MSK-only deployments. New fences older
 // producers with the same transactional id, so two captures started with
 // the same id never interleave: the older one fails with ErrFenced.
+//
+// Schemas are registered, and records framed, by a Registry (the
+// Confluent API: magic byte 0, 4-byte id) or a GlueRegistry (AWS Glue
+// Schema Registry: header version 3, compression byte, 16-byte schema
+// version id, as AWS's serde writes); both hand out a Frame per schema.
 package publish
 
 import (

@@ -52,3 +52,13 @@ func (r *Registry) Register(ctx context.Context, subject string, schema []byte) 
 	r.mu.Unlock()
 	return ss.ID, nil
 }
+
+// Frame registers schema under subject and returns the Confluent framing
+// of its records.
+func (r *Registry) Frame(ctx context.Context, subject string, schema []byte) (Frame, error) {
+	id, err := r.Register(ctx, subject, schema)
+	if err != nil {
+		return Frame{}, err
+	}
+	return ConfluentFrame(id), nil
+}

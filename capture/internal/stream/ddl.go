@@ -83,7 +83,10 @@ func (s *Stream) query(ctx context.Context, ev binlog.Event) error {
 	now := s.cfg.Now()
 	env := debezium.Envelope{Source: src, Op: debezium.OpTruncate, TsMs: now.UnixMilli(), TsUs: now.UnixMicro(), TsNs: now.UnixNano(),
 		Transaction: s.meta.txEvent(t, debezium.OpTruncate)}
-	val, err := env.AppendAvro(frame(t.valueID), t.Envelope)
+	val, err := env.AppendAvro(frame(t.valueFrame), t.Envelope)
+	if err == nil {
+		val, err = t.valueFrame.Seal(val)
+	}
 	if err != nil {
 		return err
 	}

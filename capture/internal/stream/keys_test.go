@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/binlake/binlake/capture/internal/publish"
 	"github.com/binlake/binlake/capture/internal/schemahist"
 	"github.com/binlake/binlake/schemas/debezium"
 )
@@ -69,7 +70,8 @@ func TestRecordArena(t *testing.T) {
 	var a recordArena
 	var got [][]byte
 	for i := range 3000 {
-		b := a.frame(i)
+		f := publish.ConfluentFrame(i)
+		b := a.frame(&f)
 		b = append(b, bytes.Repeat([]byte{byte(i)}, i%700)...) // some outgrow the chunk's rest
 		got = append(got, a.done(b))
 		if cap(got[i]) != len(got[i]) {
@@ -90,9 +92,10 @@ func BenchmarkEmitEncode(b *testing.B) {
 	tb := keyTable()
 	row := debezium.Struct{int32(7), "x", []byte{0xff}}
 	var a recordArena
+	f := publish.ConfluentFrame(1)
 	b.ReportAllocs()
 	for b.Loop() {
-		k, _ := appendKey(a.frame(1), tb, row)
+		k, _ := appendKey(a.frame(&f), tb, row)
 		_ = a.done(k)
 	}
 }
@@ -104,6 +107,6 @@ func BenchmarkEmitEncodeBefore(b *testing.B) {
 	row := debezium.Struct{int32(7), "x", []byte{0xff}}
 	b.ReportAllocs()
 	for b.Loop() {
-		_, _ = debezium.AppendAvro(frame(1), tb.Key, keyStruct(tb, row))
+		_, _ = debezium.AppendAvro(frame(publish.ConfluentFrame(1)), tb.Key, keyStruct(tb, row))
 	}
 }

@@ -57,6 +57,11 @@ func (r *fakeRegistry) Register(_ context.Context, subject string, schema []byte
 	return r.ids[k], nil
 }
 
+func (r *fakeRegistry) Frame(ctx context.Context, subject string, schema []byte) (publish.Frame, error) {
+	id, err := r.Register(ctx, subject, schema)
+	return publish.ConfluentFrame(id), err
+}
+
 // fakeDefs is information_schema: the definitions of the tables that
 // exist now, which a test may change (a DDL).
 type fakeDefs struct {

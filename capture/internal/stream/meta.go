@@ -71,7 +71,7 @@ func newMetaWriter(cfg Config, reg Registry, pub *publish.Publisher, headers []k
 
 type metaIDs struct {
 	ready        bool
-	key, value   int
+	key, value   publish.Frame
 	topic        string
 	keyS, valueS *debezium.Schema
 }
@@ -98,10 +98,10 @@ func (w *metaWriter) topic(ctx context.Context, m *metaIDs, topic string, key, v
 	if err != nil {
 		return err
 	}
-	if m.key, err = w.reg.Register(ctx, topic+"-key", ks); err != nil {
+	if m.key, err = w.reg.Frame(ctx, topic+"-key", ks); err != nil {
 		return fmt.Errorf("registering the key schema of %s: %w", topic, err)
 	}
-	if m.value, err = w.reg.Register(ctx, topic+"-value", vs); err != nil {
+	if m.value, err = w.reg.Frame(ctx, topic+"-value", vs); err != nil {
 		return fmt.Errorf("registering the value schema of %s: %w", topic, err)
 	}
 	if err := w.pub.EnsureTopic(ctx, topic, nil, 0); err != nil {
@@ -114,10 +114,16 @@ func (w *metaWriter) topic(ctx context.Context, m *metaIDs, topic string, key, v
 // write encodes and produces one record of a metadata topic.
 func (w *metaWriter) write(ctx context.Context, m *metaIDs, key, value debezium.Struct, headers []kgo.RecordHeader) error {
 	k, err := debezium.AppendAvro(frame(m.key), m.keyS, key)
+	if err == nil {
+		k, err = m.key.Seal(k)
+	}
 	if err != nil {
 		return fmt.Errorf("encoding a key of %s: %w", m.topic, err)
 	}
 	v, err := debezium.AppendAvro(frame(m.value), m.valueS, value)
+	if err == nil {
+		v, err = m.value.Seal(v)
+	}
 	if err != nil {
 		return fmt.Errorf("encoding a record of %s: %w", m.topic, err)
 	}

@@ -29,9 +29,11 @@ import (
 	"github.com/binlake/binlake/schemas/debezium"
 )
 
-// Registry registers schemas and returns their ids (the Confluent API).
+// Registry registers schemas and returns how their records are framed:
+// *publish.Registry (the Confluent API) or *publish.GlueRegistry (AWS Glue
+// Schema Registry).
 type Registry interface {
-	Register(ctx context.Context, subject string, schema []byte) (int, error)
+	Frame(ctx context.Context, subject string, schema []byte) (publish.Frame, error)
 }
 
 // Source is where the loop reads the binlog: a *binlog.Reader, or in
@@ -736,12 +738,10 @@ func renderKey(t *table, vals debezium.Struct, idx []int) string {
 	return b.String()
 }
 
-// frame returns the Confluent wire header of schema id, with room for the
-// Avro data after it.
-func frame(id int) []byte {
-	b := make([]byte, 5, 256)
-	b[1], b[2], b[3], b[4] = byte(id>>24), byte(id>>16), byte(id>>8), byte(id)
-	return b
+// frame returns the wire header of f, with room for the Avro data after
+// it; pass the record to f.Seal.
+func frame(f publish.Frame) []byte {
+	return f.AppendHeader(make([]byte, 0, 256))
 }
 
 // recordArena hands out the bytes of change-event keys and values from
@@ -757,13 +757,13 @@ type recordArena struct{ chunk []byte }
 // append does, and the chunk is kept for the next one.
 const recordChunk = 64 << 10
 
-// frame returns the Confluent wire header of schema id in the free part
-// of the chunk, to append the Avro data to; pass the result to done.
-func (a *recordArena) frame(id int) []byte {
+// frame returns the wire header of f in the free part of the chunk, to
+// append the Avro data to; pass the result to done, then to f.Seal.
+func (a *recordArena) frame(f *publish.Frame) []byte {
 	if cap(a.chunk)-len(a.chunk) < 512 {
 		a.chunk = make([]byte, 0, recordChunk)
 	}
-	return append(a.chunk[len(a.chunk):], 0, byte(id>>24), byte(id>>16), byte(id>>8), byte(id))
+	return f.AppendHeader(a.chunk[len(a.chunk):])
 }
 
 // done takes b, appended to from frame's result, out of the free part of
@@ -785,19 +785,23 @@ func (s *Stream) emit(ctx context.Context, t *table, op debezium.Op, before, aft
 	var key []byte
 	if t.Key != nil {
 		var err error
-		key, err = appendKey(s.arena.frame(t.keyID), t, row)
+		key, err = appendKey(s.arena.frame(&t.keyFrame), t, row)
 		if err != nil {
 			return fmt.Errorf("encoding a key of %s: %w", t.topic, err)
 		}
-		key = s.arena.done(key)
+		if key, err = t.keyFrame.Seal(s.arena.done(key)); err != nil {
+			return fmt.Errorf("encoding a key of %s: %w", t.topic, err)
+		}
 	}
 	env := debezium.Envelope{Before: before, After: after, Source: src, Op: op,
 		TsMs: now.UnixMilli(), TsUs: now.UnixMicro(), TsNs: now.UnixNano(), Transaction: s.meta.txEvent(t, op)}
-	val, err := env.AppendAvro(s.arena.frame(t.valueID), t.Envelope)
+	val, err := env.AppendAvro(s.arena.frame(&t.valueFrame), t.Envelope)
 	if err != nil {
 		return fmt.Errorf("encoding a change of %s: %w", t.topic, err)
 	}
-	val = s.arena.done(val)
+	if val, err = t.valueFrame.Seal(s.arena.done(val)); err != nil {
+		return fmt.Errorf("encoding a change of %s: %w", t.topic, err)
+	}
 	rctx := publish.WithDescriber(ctx, describe(t, row))
 	// Records only read their headers: share the context headers unless
 	// this record has its own (primary-key changes).

@@ -36,9 +36,9 @@ type CollationSource interface {
 
 type table struct {
 	*schemahist.Table
-	keyID, valueID int
-	topic          string
-	ready          bool
+	keyFrame, valueFrame publish.Frame
+	topic                string
+	ready                bool
 	// mapChecked is the last table map event found to match the
 	// definition. go-mysql decodes each table map event into a new
 	// value that the rows events after it share (one per statement, for
@@ -175,7 +175,7 @@ func (s *Stream) prepare(ctx context.Context, t *table) error {
 		if err != nil {
 			return err
 		}
-		if t.keyID, err = s.reg.Register(ctx, t.topic+"-key", ks); err != nil {
+		if t.keyFrame, err = s.reg.Frame(ctx, t.topic+"-key", ks); err != nil {
 			return fmt.Errorf("registering the key schema of %s: %w", t.topic, err)
 		}
 	}
@@ -183,7 +183,7 @@ func (s *Stream) prepare(ctx context.Context, t *table) error {
 	if err != nil {
 		return err
 	}
-	if t.valueID, err = s.reg.Register(ctx, t.topic+"-value", vs); err != nil {
+	if t.valueFrame, err = s.reg.Frame(ctx, t.topic+"-value", vs); err != nil {
 		return fmt.Errorf("registering the value schema of %s: %w", t.topic, err)
 	}
 	if err := s.pub.EnsureTopic(ctx, t.topic, nil, 0); err != nil {

@@ -218,6 +218,36 @@ func sourceRefusal(err error) bool {
 	return !startup.Unreachable(err) && !errors.Is(err, mysql.ErrInvalidConn) && !errors.Is(err, driver.ErrBadConn)
 }
 
+// openRegistry returns the schema registry capture registers in, reached
+// before capture goes on: AWS Glue Schema Registry when
+// glue-registry-region is set (its registry looked up), else the
+// Confluent-API one at schema-registry-url.
+func openRegistry(ctx context.Context, logger *slog.Logger, cfg config.Config) (stream.Registry, error) {
+	if cfg.Glue.Enabled() {
+		logger.Info("registering schemas in AWS Glue Schema Registry", "region", cfg.Glue.Region, "registry", cfg.Glue.RegistryName, "compression", cfg.Glue.Compression)
+		glue, err := publish.NewGlueRegistry(ctx, cfg.Glue)
+		if err != nil {
+			return nil, err
+		}
+		if err := startup.Retry(ctx, logger, "AWS Glue Schema Registry", cfg.StartupTimeout, glue.Final, glue.Ping); err != nil {
+			return nil, err
+		}
+		return glue, nil
+	}
+	registryOpts, err := cfg.Registry.ClientOpts()
+	if err != nil {
+		return nil, err
+	}
+	registry, err := publish.NewRegistry(cfg.RegistryURL, registryOpts...)
+	if err != nil {
+		return nil, err
+	}
+	if err := startup.Retry(ctx, logger, "the schema registry", cfg.StartupTimeout, registryRefusal, registry.Ping); err != nil {
+		return nil, fmt.Errorf("%w (check schema-registry-url %s)", err, config.RedactURL(cfg.RegistryURL))
+	}
+	return registry, nil
+}
+
 // registryRefusal reports whether an error reaching the schema registry
 // is final: an answer other than a 5xx (a wrong path, credentials).
 func registryRefusal(err error) bool {
@@ -288,16 +318,9 @@ func stream1(ctx context.Context, cfg config.Config, logger *slog.Logger, metric
 		return err
 	}
 
-	registryOpts, err := cfg.Registry.ClientOpts()
+	registry, err := openRegistry(ctx, logger, cfg)
 	if err != nil {
 		return err
-	}
-	registry, err := publish.NewRegistry(cfg.RegistryURL, registryOpts...)
-	if err != nil {
-		return err
-	}
-	if err := startup.Retry(ctx, logger, "the schema registry", cfg.StartupTimeout, registryRefusal, registry.Ping); err != nil {
-		return fmt.Errorf("%w (check schema-registry-url %s)", err, config.RedactURL(cfg.RegistryURL))
 	}
 
 	kafkaOpts, err := cfg.Kafka.ClientOpts(ctx, "binlake-capture")
