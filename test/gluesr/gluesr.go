@@ -71,6 +71,12 @@ type Config struct {
 	// Refuse, if set, fails the compatibility check of the definitions it
 	// returns true for (with PendingChecks, after the pending answers).
 	Refuse func(definition string) bool
+	// Logf, if set, is told of every request answered with an error (a
+	// bad signature, an unknown operation, a missing schema...): the
+	// operation, the error and the start of the request body, so a test
+	// sees what a client the stand-in does not understand sent. Start
+	// sets it to the test's Logf.
+	Logf func(format string, args ...any)
 }
 
 // Handler is the stand-in. It is safe for concurrent use.
@@ -123,6 +129,9 @@ func New(cfg Config) (*Handler, error) {
 // returns it with the endpoint to give clients (their BaseEndpoint).
 func Start(t testing.TB, cfg Config) (*Handler, string) {
 	t.Helper()
+	if cfg.Logf == nil {
+		cfg.Logf = t.Logf
+	}
 	h, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -201,13 +210,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{"SerializationException", "reading the request body: " + err.Error()})
 		return
 	}
+	target := r.Header.Get("X-Amz-Target")
 	if e := h.verify.Verify(r, body); e != nil {
 		h.denied.Add(1)
+		h.logf("refused %s: bad signature: %v", target, e)
 		awssig.WriteError(w, e)
 		return
 	}
-	op, ok := strings.CutPrefix(r.Header.Get("X-Amz-Target"), "AWSGlue.")
+	op, ok := strings.CutPrefix(target, "AWSGlue.")
 	if r.Method != http.MethodPost || r.URL.Path != "/" || !ok {
+		h.logf("refused %s %s (X-Amz-Target %q): not a Glue call", r.Method, r.URL.Path, target)
 		writeError(w, &apiError{"UnknownOperationException", "expected POST / with X-Amz-Target: AWSGlue.<Operation>"})
 		return
 	}
@@ -241,11 +253,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		e = &apiError{"UnknownOperationException", "the stand-in does not implement " + op}
 	}
 	if e != nil {
+		h.logf("answered %s with %v; the request: %.2000s", target, e, body)
 		writeError(w, e)
 		return
 	}
 	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
 	_ = json.NewEncoder(w).Encode(out)
+}
+
+func (h *Handler) logf(format string, args ...any) {
+	if h.cfg.Logf != nil {
+		h.cfg.Logf("gluesr: "+format, args...)
+	}
 }
 
 // request holds the members of every operation implemented.
