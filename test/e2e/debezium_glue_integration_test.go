@@ -3,6 +3,9 @@
 package e2e
 
 import (
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,14 +81,27 @@ func TestDebeziumGlueConverter(t *testing.T) {
 	if first == nil || len(first.Value) < 18 || first.Value[0] != 3 || first.Value[1] != 0 || len(first.Key) < 18 || first.Key[0] != 3 {
 		t.Fatalf("first record of %s is not Glue-framed: key %x value %x", r.topic, head(first, true), head(first, false))
 	}
+	// The serde tags every version it registers with the topic
+	// (PutSchemaVersionMetadata x-amz-meta-transport).
 	info, ok := h.Schema(registry, r.topic)
 	if !ok || info.DataFormat != "AVRO" || len(info.Versions) != 3 {
 		t.Errorf("Glue schema %s in %s: %+v (found %v), want AVRO with 3 versions (key, value, altered value)", r.topic, registry, info, ok)
 	}
+	for i, md := range info.Metadata {
+		if !slices.Contains(md, "x-amz-meta-transport="+r.topic) {
+			t.Errorf("version %d of schema %s has metadata %q, want x-amz-meta-transport=%s", i+1, r.topic, md, r.topic)
+		}
+	}
+	if u := h.Unknown(); len(u) > 0 {
+		t.Errorf("AWS's serde or ingest called operations the stand-in does not implement: %v", u)
+	}
 	if h.Denied() != 0 || h.Lookups() == 0 {
 		t.Errorf("the stand-in refused %d signatures and answered %d lookups", h.Denied(), h.Lookups())
 	}
-	t.Logf("Glue calls: CreateSchema %d, RegisterSchemaVersion %d, GetSchemaByDefinition %d, GetSchemaVersion %d, GetRegistry %d",
-		h.Calls("CreateSchema"), h.Calls("RegisterSchemaVersion"), h.Calls("GetSchemaByDefinition"), h.Calls("GetSchemaVersion"), h.Calls("GetRegistry"))
+	var calls []string
+	for _, op := range []string{"GetSchemaByDefinition", "CreateSchema", "RegisterSchemaVersion", "PutSchemaVersionMetadata", "GetSchemaVersion", "GetRegistry"} {
+		calls = append(calls, fmt.Sprintf("%s=%d", op, h.Calls(op)))
+	}
+	fmt.Printf("DBZGLUE converter=%s versions=%d signed=%s denied=%d\n", debezium.GlueConverterClass, len(info.Versions), strings.Join(calls, ","), h.Denied())
 	ip.stop(t, 60*time.Second)
 }
