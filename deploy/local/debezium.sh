@@ -199,7 +199,11 @@ cmd_install() { # cmd_install [jdbc] [glue]: the runtime, the MariaDB connector,
   install_log4j
   flock -u 9
   exec 9>&-
-  log "installed: Kafka Connect $KAFKA_VERSION, Debezium MariaDB $DEBEZIUM_VERSION, Apicurio converter"
+  local what="Kafka Connect $KAFKA_VERSION, Debezium MariaDB $DEBEZIUM_VERSION, Apicurio converter"
+  if [[ -f $CONNECT/plugins-glue/aws-glue-converter/schema-registry-kafkaconnect-converter-$GLUE_CONVERTER_VERSION.jar ]]; then
+    what+=", AWS Glue converter $GLUE_CONVERTER_VERSION"
+  fi
+  log "installed: $what"
 }
 
 # ---------------------------------------------------------------- run, stop, status

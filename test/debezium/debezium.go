@@ -12,7 +12,9 @@
 // Apicurio Registry with the settings of AvroConverterProperties: the payload
 // is the Confluent wire format (magic byte 0, 4-byte big-endian contentId,
 // Avro binary) and the schemas are registered, self-contained, under the
-// TopicNameStrategy subjects <topic>-key and <topic>-value.
+// TopicNameStrategy subjects <topic>-key and <topic>-value. With Converter
+// "glue" it writes through AWS's AWSKafkaAvroConverter instead, registering
+// in the Glue Schema Registry API at the endpoint given (GlueConverter).
 package debezium
 
 import (
