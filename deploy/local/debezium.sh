@@ -46,7 +46,10 @@ APICURIO_SDK_VERSION=3.0.7
 # AWS's Glue Schema Registry converter: software.amazon.glue:schema-registry-kafkaconnect-converter
 # is one shaded jar (AWS SDK, Avro, its own copy of Kafka's client, whose org.apache.kafka classes
 # the worker's own shadow). 1.1.9 is the only release the mirror serves (maven-metadata lists no
-# other), so it is also the newest Maven resolves here.
+# other), so it is also the newest Maven resolves here. It has no ServiceLoader manifest for its
+# converter, so its workers scan plugins (hybrid_warn, the default here); the scan logs "Failed to
+# get plugin version for class org.apache.kafka.connect.storage.StringConverter" for the shaded copy
+# of Kafka's StringConverter in the jar, which nothing uses.
 GLUE_CONVERTER_VERSION=${GLUE_CONVERTER_VERSION:-1.1.9}
 GLUE_CONVERTER_CLASS=com.amazonaws.services.schemaregistry.kafkaconnect.AWSKafkaAvroConverter
 
