@@ -3,6 +3,7 @@
 # worker (standalone mode), the reference that capture's events are compared with.
 #
 #   debezium.sh install                       download what is missing (idempotent)
+#   debezium.sh install-glue                  the same, with AWS's Glue converter required
 #   debezium.sh run <name> <connector.properties>
 #                                             start a standalone worker running that connector
 #   debezium.sh stop <name>                   stop it (offsets and history are kept)
@@ -16,6 +17,9 @@
 #   lib/        Kafka Connect runtime jars    plugins/   Debezium and the Apicurio converter
 #                                             (and Debezium's JDBC sink, fetched by install or
 #                                             by the first run of a JdbcSinkConnector)
+#   plugins-glue/  AWS's Glue Schema Registry converter (fetched by install, install-glue or the
+#               first run of a connector that names AWSKafkaAvroConverter; on plugin.path only
+#               for those, so the other workers do not scan its 57 MB jar)
 #   <name>/     worker.properties, connector.properties, offsets.dat, schema-history.dat,
 #               connect.log, connect.pid
 # In connector.properties, the text @DIR@ is replaced with the absolute path of <name>/.
@@ -39,6 +43,15 @@ DEBEZIUM_VERSION=${DEBEZIUM_VERSION:-3.5.0.Final}
 # served, 3.0.7 is. See maven/apicurio-converter/pom.xml for the third-party jars.
 APICURIO_CONVERTER_VERSION=3.0.9
 APICURIO_SDK_VERSION=3.0.7
+# AWS's Glue Schema Registry converter: software.amazon.glue:schema-registry-kafkaconnect-converter
+# is one shaded jar (AWS SDK, Avro, its own copy of Kafka's client, whose org.apache.kafka classes
+# the worker's own shadow). 1.1.9 is the only release the mirror serves (maven-metadata lists no
+# other), so it is also the newest Maven resolves here. It has no ServiceLoader manifest for its
+# converter, so its workers scan plugins (hybrid_warn, the default here); the scan logs "Failed to
+# get plugin version for class org.apache.kafka.connect.storage.StringConverter" for the shaded copy
+# of Kafka's StringConverter in the jar, which nothing uses.
+GLUE_CONVERTER_VERSION=${GLUE_CONVERTER_VERSION:-1.1.9}
+GLUE_CONVERTER_CLASS=com.amazonaws.services.schemaregistry.kafkaconnect.AWSKafkaAvroConverter
 
 BROKERS=${BINLAKE_KAFKA_BROKERS:-127.0.0.1:19092}
 REST_PORT=${BINLAKE_CONNECT_PORT:-18083}
@@ -51,7 +64,7 @@ PLUGIN_DISCOVERY=${BINLAKE_CONNECT_PLUGIN_DISCOVERY:-hybrid_warn}
 log() { printf '%s debezium: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
-usage() { sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,26p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 # ---------------------------------------------------------------- Java 17
 
@@ -121,6 +134,16 @@ install_converter() {
   touch "$dir/.complete"
 }
 
+install_glue_converter() { # AWS's Glue converter, in a plugin directory of its own
+  local dir=$CONNECT/plugins-glue/aws-glue-converter
+  if [[ -f $dir/schema-registry-kafkaconnect-converter-$GLUE_CONVERTER_VERSION.jar ]]; then return; fi
+  log "downloading AWS's Glue Schema Registry converter $GLUE_CONVERTER_VERSION (Maven Central)"
+  rm -rf "$dir.tmp"
+  mvn_copy "software.amazon.glue:schema-registry-kafkaconnect-converter:$GLUE_CONVERTER_VERSION" "$dir.tmp"
+  rm -rf "$dir"
+  mv "$dir.tmp" "$dir"
+}
+
 JDBC_SINK_CLASS=io.debezium.connector.jdbc.JdbcSinkConnector
 
 install_jdbc_sink() { # Debezium's JDBC sink connector: a third-party consumer of capture's topics
@@ -158,7 +181,7 @@ logger.debezium.level = INFO
 EOF
 }
 
-cmd_install() { # cmd_install [jdbc]: the runtime, the MariaDB connector, the converter (and the JDBC sink)
+cmd_install() { # cmd_install [jdbc] [glue]: the runtime, the MariaDB connector, the converter (and the JDBC sink, AWS's Glue converter)
   command -v mvn >/dev/null || die "maven (mvn) is needed: apt-get install maven"
   find_java17 >/dev/null || die "Java 17 is needed: apt-get install openjdk-17-jre-headless"
   mkdir -p "$CONNECT"
@@ -169,11 +192,21 @@ cmd_install() { # cmd_install [jdbc]: the runtime, the MariaDB connector, the co
   install_runtime
   install_debezium
   install_converter
-  if [[ ${1:-} == jdbc ]]; then install_jdbc_sink; fi
+  local a
+  for a in "$@"; do
+    case $a in
+    jdbc) install_jdbc_sink ;;
+    glue) install_glue_converter ;;
+    esac
+  done
   install_log4j
   flock -u 9
   exec 9>&-
-  log "installed: Kafka Connect $KAFKA_VERSION, Debezium MariaDB $DEBEZIUM_VERSION, Apicurio converter"
+  local what="Kafka Connect $KAFKA_VERSION, Debezium MariaDB $DEBEZIUM_VERSION, Apicurio converter"
+  if [[ -f $CONNECT/plugins-glue/aws-glue-converter/schema-registry-kafkaconnect-converter-$GLUE_CONVERTER_VERSION.jar ]]; then
+    what+=", AWS Glue converter $GLUE_CONVERTER_VERSION"
+  fi
+  log "installed: $what"
 }
 
 # ---------------------------------------------------------------- run, stop, status
@@ -197,14 +230,18 @@ cmd_run() {
   running "$dir" && die "worker $1 is already running (pid $(cat "$dir/connect.pid"))"
   if rest / >/dev/null 2>&1; then die "another Kafka Connect worker already listens on port $REST_PORT"; fi
   # The JDBC sink plugin (55 MB) only for the workers that run it.
-  if grep -q "^connector.class=$JDBC_SINK_CLASS" "$props"; then cmd_install jdbc; else cmd_install; fi
+  local extras=() plugins=$CONNECT/plugins
+  if grep -q "^connector.class=$JDBC_SINK_CLASS" "$props"; then extras+=(jdbc); fi
+  # AWS's Glue converter only for the workers whose connector uses it.
+  if grep -q "converter=$GLUE_CONVERTER_CLASS" "$props"; then extras+=(glue); plugins+=",$CONNECT/plugins-glue"; fi
+  cmd_install "${extras[@]}"
   java=$(find_java17)
   mkdir -p "$dir"
   sed "s#@DIR@#$dir#g" "$props" >"$dir/connector.properties"
   cat >"$dir/worker.properties" <<EOF
 bootstrap.servers=$BROKERS
 listeners=http://127.0.0.1:$REST_PORT
-plugin.path=$CONNECT/plugins
+plugin.path=$plugins
 plugin.discovery=$PLUGIN_DISCOVERY
 offset.storage.file.filename=$dir/offsets.dat
 offset.flush.interval.ms=1000
@@ -318,7 +355,13 @@ cmd_logs() {
 }
 
 case ${1:-} in
-install) cmd_install jdbc ;;
+install)
+  cmd_install jdbc
+  # AWS's Glue converter is only for test/e2e's TestDebeziumGlueConverter, which skips without it:
+  # a machine where it does not resolve still gets everything else.
+  (cmd_install glue) || log "warning: AWS's Glue converter did not install (see above); the rest did"
+  ;;
+install-glue) cmd_install glue ;;
 run) shift; cmd_run "$@" ;;
 stop) shift; cmd_stop "$@" ;;
 reset) shift; cmd_reset "$@" ;;

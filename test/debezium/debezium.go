@@ -12,10 +12,13 @@
 // Apicurio Registry with the settings of AvroConverterProperties: the payload
 // is the Confluent wire format (magic byte 0, 4-byte big-endian contentId,
 // Avro binary) and the schemas are registered, self-contained, under the
-// TopicNameStrategy subjects <topic>-key and <topic>-value.
+// TopicNameStrategy subjects <topic>-key and <topic>-value. With Converter
+// "glue" it writes through AWS's AWSKafkaAvroConverter instead, registering
+// in the Glue Schema Registry API at the endpoint given (GlueConverter).
 package debezium
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -40,9 +43,15 @@ type Config struct {
 	TopicPrefix  string // topic.prefix; topics are <prefix>.<db>.<table>
 	ServerID     uint32 // database.server.id: unique among the server's replicas
 	SnapshotMode string // snapshot.mode; "" means no_data (stream only)
-	// Converter is "avro" (the default: Apicurio AvroConverter) or "json"
-	// (Kafka's JsonConverter with schemas.enable=true).
+	// Converter is "avro" (the default: Apicurio AvroConverter), "json"
+	// (Kafka's JsonConverter with schemas.enable=true) or "glue" (AWS's
+	// AWSKafkaAvroConverter with the settings of Glue, see
+	// GlueConverterProperties).
 	Converter string
+	Glue      GlueConverter // with Converter "glue"
+	// Env is added to the Kafka Connect worker's environment (NAME=value):
+	// credentials for a converter's default chain, as AWS_ACCESS_KEY_ID.
+	Env []string
 	// Extra connector properties, applied last (they override the defaults).
 	Extra map[string]string
 }
@@ -129,6 +138,48 @@ func JSONConverterProperties() map[string]string {
 	}
 }
 
+// GlueConverterClass is AWS's Avro converter for Glue Schema Registry, in
+// Maven Central's software.amazon.glue:schema-registry-kafkaconnect-converter
+// (deploy/local/debezium.sh installs it).
+const GlueConverterClass = "com.amazonaws.services.schemaregistry.kafkaconnect.AWSKafkaAvroConverter"
+
+// GlueConverter holds the Glue settings of AWS's converter.
+type GlueConverter struct {
+	Region   string // region: the signing region
+	Endpoint string // endpoint: the Glue API's URL, in place of AWS's for the region
+	Registry string // registry.name
+	// Compatibility of the schemas it creates (compatibility); "" is AWS's
+	// default, BACKWARD.
+	Compatibility string
+	Compression   string // compression: NONE (the default) or ZLIB
+}
+
+// GlueConverterProperties are the key and value converter settings that
+// make Debezium write Glue-framed Avro (header byte 3, compression byte,
+// schema version UUID) through AWS's AWSKafkaAvroConverter, registering
+// schemas as its serde does: with the default naming strategy, key and
+// value schemas are both named after the topic (two versions of one
+// schema), auto-registration on, GENERIC_RECORD. Credentials come from the
+// worker's environment (Config.Env), AWS's default chain.
+func GlueConverterProperties(g GlueConverter) map[string]string {
+	p := map[string]string{}
+	for _, side := range []string{"key", "value"} {
+		c := side + ".converter"
+		p[c] = GlueConverterClass
+		p[c+".region"] = g.Region
+		p[c+".endpoint"] = g.Endpoint
+		p[c+".registry.name"] = g.Registry
+		p[c+".schemaAutoRegistrationEnabled"] = "true"
+		p[c+".dataFormat"] = "AVRO"
+		p[c+".avroRecordType"] = "GENERIC_RECORD"
+		p[c+".compression"] = cmp.Or(g.Compression, "NONE")
+		if g.Compatibility != "" {
+			p[c+".compatibility"] = g.Compatibility
+		}
+	}
+	return p
+}
+
 // Properties returns the connector properties for cfg. mariadbAddr is
 // host:port; registryURL is the Confluent-compatible URL of the registry (only
 // used by the Avro converter). The text @DIR@ stands for the worker directory
@@ -177,9 +228,12 @@ func Properties(name string, cfg Config, mariadbAddr, user, password, registryUR
 		"topic.creation.default.replication.factor": "1",
 		"topic.creation.default.partitions":         "1",
 	}
-	if cfg.Converter == "json" {
+	switch cfg.Converter {
+	case "json":
 		maps.Copy(p, JSONConverterProperties())
-	} else {
+	case "glue":
+		maps.Copy(p, GlueConverterProperties(cfg.Glue))
+	default:
 		maps.Copy(p, AvroConverterProperties(NativeRegistryURL(registryURL)))
 	}
 	maps.Copy(p, cfg.Extra)
@@ -229,7 +283,7 @@ func Run(t testing.TB, cfg Config) *Connector {
 			t.Errorf("stopping debezium worker %s: %v", name, err)
 		}
 	})
-	if err := c.script(t, "run", name, file); err != nil {
+	if err := c.script(t, append(slices.Clip(cfg.Env), "run", name, file)...); err != nil {
 		t.Fatalf("starting debezium: %v\n%s", err, c.logTail())
 	}
 	if err := c.script(t, "wait", name, "180"); err != nil {
@@ -300,6 +354,22 @@ func script(t testing.TB, stack string, args ...string) error {
 	}
 	if err != nil {
 		return fmt.Errorf("debezium.sh %s: %w", strings.Join(args, " "), err)
+	}
+	return nil
+}
+
+// InstallGlueConverter installs AWS's Glue converter with debezium.sh
+// install-glue (nothing when it is there), returning the script's error
+// and output when Maven could not fetch it.
+func InstallGlueConverter(t testing.TB) error {
+	t.Helper()
+	stack := env(t, "BINLAKE_STACK_DIR")
+	cmd := exec.Command("bash", Script(), "install-glue")
+	cmd.Env = append(os.Environ(), "BINLAKE_STACK_DIR="+stack)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		log, _ := os.ReadFile(filepath.Join(stack, "connect", "maven.log"))
+		return fmt.Errorf("debezium.sh install-glue: %w\n%s\nMaven log:\n%s", err, out, log)
 	}
 	return nil
 }

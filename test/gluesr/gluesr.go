@@ -13,16 +13,19 @@
 //   - The request is a POST of JSON 1.1 naming a known operation; anything
 //     else is a 400 (UnknownOperationException, SerializationException).
 //
-// It implements the schema registry calls binlake and its tests make:
-// GetRegistry, CreateSchema (the first version with it), RegisterSchemaVersion
-// (answering the existing version for a definition registered before),
-// GetSchemaByDefinition and GetSchemaVersion (by SchemaVersionId, or by
-// SchemaId with a version number or LatestVersion). Unknown registries,
+// It implements the schema registry calls binlake, its tests and AWS's
+// Java serde (the Kafka Connect converter) make: GetRegistry, CreateSchema
+// (the first version with it), RegisterSchemaVersion (answering the
+// existing version for a definition registered before),
+// GetSchemaByDefinition, GetSchemaVersion (by SchemaVersionId, or by
+// SchemaId with a version number or LatestVersion) and
+// PutSchemaVersionMetadata (key-value pairs kept per version, 10 at most). Unknown registries,
 // schemas and versions are EntityNotFoundException, bad ids and missing
 // members InvalidInputException, a second CreateSchema of one name
 // AlreadyExistsException: 400s with {"__type", "Message"} as Glue answers.
 //
-// Calls and Schema let tests see what reached it.
+// Calls, Unknown and Schema let tests see what reached it; Config.Logf
+// is told of every request answered with an error.
 //
 // What it does not model: IAM policies, compatibility checks between
 // versions (every definition is accepted as is, whatever Compatibility
@@ -39,6 +42,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -71,6 +75,12 @@ type Config struct {
 	// Refuse, if set, fails the compatibility check of the definitions it
 	// returns true for (with PendingChecks, after the pending answers).
 	Refuse func(definition string) bool
+	// Logf, if set, is told of every request answered with an error (a
+	// bad signature, an unknown operation, a missing schema...): the
+	// operation, the error and the start of the request body, so a test
+	// sees what a client the stand-in does not understand sent. Start
+	// sets it to the test's Logf.
+	Logf func(format string, args ...any)
 }
 
 // Handler is the stand-in. It is safe for concurrent use.
@@ -84,6 +94,7 @@ type Handler struct {
 	schemas  map[string]*schema  // by registry/name
 	versions map[string]*version // by version id
 	calls    map[string]int64    // answered (not refused) requests by operation
+	unknown  []string            // operations called that the stand-in does not implement
 }
 
 type schema struct {
@@ -98,6 +109,7 @@ type version struct {
 	number         int64
 	schema         *schema
 	created        time.Time
+	metadata       [][2]string // key-value pairs, in the order put
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -123,6 +135,9 @@ func New(cfg Config) (*Handler, error) {
 // returns it with the endpoint to give clients (their BaseEndpoint).
 func Start(t testing.TB, cfg Config) (*Handler, string) {
 	t.Helper()
+	if cfg.Logf == nil {
+		cfg.Logf = t.Logf
+	}
 	h, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -148,11 +163,22 @@ func (h *Handler) Calls(op string) int64 {
 	return h.calls[op]
 }
 
+// Unknown lists the operations called so far that the stand-in does not
+// implement (answered UnknownOperationException), in call order.
+func (h *Handler) Unknown() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.unknown)
+}
+
 // SchemaInfo describes a schema the stand-in holds.
 type SchemaInfo struct {
 	DataFormat, Compatibility string
 	// Versions are the definitions of its versions, oldest first.
 	Versions []string
+	// Metadata holds each version's metadata (PutSchemaVersionMetadata),
+	// "key=value" in the order put; Metadata[i] is Versions[i]'s.
+	Metadata [][]string
 }
 
 // Schema returns what the stand-in holds as schema name of registry.
@@ -166,6 +192,11 @@ func (h *Handler) Schema(registry, name string) (SchemaInfo, bool) {
 	info := SchemaInfo{DataFormat: s.format, Compatibility: s.compatibility}
 	for _, v := range s.versions {
 		info.Versions = append(info.Versions, v.definition)
+		var md []string
+		for _, kv := range v.metadata {
+			md = append(md, kv[0]+"="+kv[1])
+		}
+		info.Metadata = append(info.Metadata, md)
 	}
 	return info, true
 }
@@ -201,13 +232,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{"SerializationException", "reading the request body: " + err.Error()})
 		return
 	}
+	target := r.Header.Get("X-Amz-Target")
 	if e := h.verify.Verify(r, body); e != nil {
 		h.denied.Add(1)
+		h.logf("refused %s: bad signature: %v", target, e)
 		awssig.WriteError(w, e)
 		return
 	}
-	op, ok := strings.CutPrefix(r.Header.Get("X-Amz-Target"), "AWSGlue.")
+	op, ok := strings.CutPrefix(target, "AWSGlue.")
 	if r.Method != http.MethodPost || r.URL.Path != "/" || !ok {
+		h.logf("refused %s %s (X-Amz-Target %q): not a Glue call", r.Method, r.URL.Path, target)
 		writeError(w, &apiError{"UnknownOperationException", "expected POST / with X-Amz-Target: AWSGlue.<Operation>"})
 		return
 	}
@@ -237,15 +271,27 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		out, e = h.getSchemaVersion(in)
 	case "GetRegistry":
 		out, e = h.getRegistry(in)
+	case "PutSchemaVersionMetadata":
+		out, e = h.putSchemaVersionMetadata(in)
 	default:
+		h.mu.Lock()
+		h.unknown = append(h.unknown, op)
+		h.mu.Unlock()
 		e = &apiError{"UnknownOperationException", "the stand-in does not implement " + op}
 	}
 	if e != nil {
+		h.logf("answered %s with %v; the request: %.2000s", target, e, body)
 		writeError(w, e)
 		return
 	}
 	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
 	_ = json.NewEncoder(w).Encode(out)
+}
+
+func (h *Handler) logf(format string, args ...any) {
+	if h.cfg.Logf != nil {
+		h.cfg.Logf("gluesr: "+format, args...)
+	}
 }
 
 // request holds the members of every operation implemented.
@@ -261,6 +307,7 @@ type request struct {
 		LatestVersion bool
 		VersionNumber *int64
 	}
+	MetadataKeyValue *struct{ MetadataKey, MetadataValue string }
 }
 
 type schemaID struct{ RegistryName, SchemaName, SchemaArn string }
@@ -416,7 +463,10 @@ func (h *Handler) getSchemaByDefinition(in request) (any, *apiError) {
 	}
 	v := s.byDefinition(def)
 	if v == nil {
-		return nil, notFound("Schema is not found.")
+		// Glue's message for a schema without this definition. AWS's serde
+		// tells it from "Schema is not found." (no schema of that name) by
+		// the text, and registers a version rather than creating the schema.
+		return nil, notFound("Schema version is not found.")
 	}
 	return map[string]any{
 		"SchemaVersionId": v.id, "SchemaArn": h.arn("schema", s.registry, s.name),
@@ -443,10 +493,9 @@ func (h *Handler) getRegistry(in request) (any, *apiError) {
 	return map[string]any{"RegistryName": name, "RegistryArn": h.arn("registry", name, ""), "Status": "AVAILABLE"}, nil
 }
 
-func (h *Handler) getSchemaVersion(in request) (any, *apiError) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var v *version
+// versionOf returns the version in names, by SchemaVersionId or by
+// SchemaId with SchemaVersionNumber; h.mu is held.
+func (h *Handler) versionOf(in request) (*version, *apiError) {
 	switch {
 	case in.SchemaVersionID != nil && (in.SchemaID != nil || in.SchemaVersionNumber != nil):
 		return nil, invalid("Either SchemaVersionId or SchemaId with SchemaVersionNumber must be given, not both")
@@ -454,9 +503,11 @@ func (h *Handler) getSchemaVersion(in request) (any, *apiError) {
 		if !uuidRE.MatchString(*in.SchemaVersionID) {
 			return nil, invalid("SchemaVersionId %q is not a UUID", *in.SchemaVersionID)
 		}
-		if v = h.versions[strings.ToLower(*in.SchemaVersionID)]; v == nil {
+		v := h.versions[strings.ToLower(*in.SchemaVersionID)]
+		if v == nil {
 			return nil, notFound("Schema version is not found. SchemaVersionId: %s", *in.SchemaVersionID)
 		}
+		return v, nil
 	case in.SchemaID != nil && in.SchemaVersionNumber != nil:
 		s, e := h.find(in.SchemaID)
 		if e != nil {
@@ -467,14 +518,21 @@ func (h *Handler) getSchemaVersion(in request) (any, *apiError) {
 		case n.LatestVersion == (n.VersionNumber != nil):
 			return nil, invalid("SchemaVersionNumber needs LatestVersion or VersionNumber, not both")
 		case n.LatestVersion && len(s.versions) > 0:
-			v = s.versions[len(s.versions)-1]
+			return s.versions[len(s.versions)-1], nil
 		case n.VersionNumber != nil && *n.VersionNumber >= 1 && *n.VersionNumber <= int64(len(s.versions)):
-			v = s.versions[*n.VersionNumber-1]
-		default:
-			return nil, notFound("Schema version is not found.")
+			return s.versions[*n.VersionNumber-1], nil
 		}
-	default:
-		return nil, invalid("SchemaVersionId, or SchemaId with SchemaVersionNumber, is required")
+		return nil, notFound("Schema version is not found.")
+	}
+	return nil, invalid("SchemaVersionId, or SchemaId with SchemaVersionNumber, is required")
+}
+
+func (h *Handler) getSchemaVersion(in request) (any, *apiError) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	v, e := h.versionOf(in)
+	if e != nil {
+		return nil, e
 	}
 	if v.status == "PENDING" {
 		if v.checks > 0 {
@@ -492,5 +550,40 @@ func (h *Handler) getSchemaVersion(in request) (any, *apiError) {
 		"SchemaVersionId": v.id, "SchemaDefinition": v.definition, "DataFormat": s.format,
 		"SchemaArn": h.arn("schema", s.registry, s.name), "VersionNumber": v.number,
 		"Status": v.status, "CreatedTime": v.created.Format(time.RFC3339),
+	}, nil
+}
+
+// maxMetadata is how many metadata key-value pairs Glue keeps per schema
+// version.
+const maxMetadata = 10
+
+// putSchemaVersionMetadata adds a key-value pair to a version's metadata,
+// as AWS's serde does after registering one (x-amz-meta-transport: the
+// topic). A pair the version has already is AlreadyExistsException, as in
+// Glue; a key may hold several values.
+func (h *Handler) putSchemaVersionMetadata(in request) (any, *apiError) {
+	kv := in.MetadataKeyValue
+	if kv == nil || len(kv.MetadataKey) < 1 || len(kv.MetadataKey) > 128 || len(kv.MetadataValue) < 1 || len(kv.MetadataValue) > 256 {
+		return nil, invalid("MetadataKeyValue needs a MetadataKey of 1 to 128 characters and a MetadataValue of 1 to 256")
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	v, e := h.versionOf(in)
+	if e != nil {
+		return nil, e
+	}
+	pair := [2]string{kv.MetadataKey, kv.MetadataValue}
+	if slices.Contains(v.metadata, pair) {
+		return nil, &apiError{"AlreadyExistsException", fmt.Sprintf("Schema version metadata already exists. MetadataKey: %s, MetadataValue: %s", pair[0], pair[1])}
+	}
+	if len(v.metadata) >= maxMetadata {
+		return nil, &apiError{"ResourceNumberLimitExceededException", fmt.Sprintf("a schema version holds at most %d metadata key-value pairs", maxMetadata)}
+	}
+	v.metadata = append(v.metadata, pair)
+	s := v.schema
+	return map[string]any{
+		"SchemaArn": h.arn("schema", s.registry, s.name), "SchemaName": s.name, "RegistryName": s.registry,
+		"LatestVersion": s.versions[len(s.versions)-1] == v, "VersionNumber": v.number, "SchemaVersionId": v.id,
+		"MetadataKey": pair[0], "MetadataValue": pair[1],
 	}, nil
 }

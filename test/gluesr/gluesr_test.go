@@ -117,6 +117,65 @@ func TestAPIErrors(t *testing.T) {
 	}
 }
 
+// TestSchemaVersionMetadata puts metadata on a version as AWS's serde
+// does (x-amz-meta-transport: the topic) by id and by number: a pair put
+// again is AlreadyExistsException, a key may hold several values, an
+// eleventh pair is ResourceNumberLimitExceededException, an unknown
+// version EntityNotFoundException; an operation the stand-in does not
+// implement is listed by Unknown.
+func TestSchemaVersionMetadata(t *testing.T) {
+	h, url := Start(t, Config{Credentials: testCreds})
+	cl := client(url, testCreds, "us-east-1")
+	ctx := t.Context()
+	cs, err := cl.CreateSchema(ctx, &glue.CreateSchemaInput{RegistryId: &types.RegistryId{RegistryName: aws.String("r")}, SchemaName: aws.String("topic"), DataFormat: types.DataFormatAvro, SchemaDefinition: aws.String(avroV1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv := func(k, v string) *types.MetadataKeyValuePair {
+		return &types.MetadataKeyValuePair{MetadataKey: aws.String(k), MetadataValue: aws.String(v)}
+	}
+	put, err := cl.PutSchemaVersionMetadata(ctx, &glue.PutSchemaVersionMetadataInput{SchemaVersionId: cs.SchemaVersionId, MetadataKeyValue: kv("x-amz-meta-transport", "topic")})
+	if err != nil || aws.ToString(put.SchemaVersionId) != aws.ToString(cs.SchemaVersionId) || aws.ToInt64(put.VersionNumber) != 1 || !put.LatestVersion ||
+		aws.ToString(put.SchemaName) != "topic" || aws.ToString(put.RegistryName) != "r" || aws.ToString(put.MetadataValue) != "topic" {
+		t.Fatalf("PutSchemaVersionMetadata: %+v, %v", put, err)
+	}
+	var ae *types.AlreadyExistsException
+	if _, err := cl.PutSchemaVersionMetadata(ctx, &glue.PutSchemaVersionMetadataInput{SchemaVersionId: cs.SchemaVersionId, MetadataKeyValue: kv("x-amz-meta-transport", "topic")}); !errors.As(err, &ae) {
+		t.Fatalf("the same pair again: %v, want AlreadyExistsException", err)
+	}
+	byNumber := &glue.PutSchemaVersionMetadataInput{SchemaId: &types.SchemaId{RegistryName: aws.String("r"), SchemaName: aws.String("topic")},
+		SchemaVersionNumber: &types.SchemaVersionNumber{VersionNumber: aws.Int64(1)}, MetadataKeyValue: kv("x-amz-meta-transport", "other")}
+	if _, err := cl.PutSchemaVersionMetadata(ctx, byNumber); err != nil {
+		t.Fatalf("a second value of the key, by version number: %v", err)
+	}
+	for i := range 8 {
+		if _, err := cl.PutSchemaVersionMetadata(ctx, &glue.PutSchemaVersionMetadataInput{SchemaVersionId: cs.SchemaVersionId, MetadataKeyValue: kv("k", strings.Repeat("v", i+1))}); err != nil {
+			t.Fatalf("pair %d: %v", i+3, err)
+		}
+	}
+	var rl *types.ResourceNumberLimitExceededException
+	if _, err := cl.PutSchemaVersionMetadata(ctx, &glue.PutSchemaVersionMetadataInput{SchemaVersionId: cs.SchemaVersionId, MetadataKeyValue: kv("k", "eleventh")}); !errors.As(err, &rl) {
+		t.Fatalf("an eleventh pair: %v, want ResourceNumberLimitExceededException", err)
+	}
+	var nf *types.EntityNotFoundException
+	if _, err := cl.PutSchemaVersionMetadata(ctx, &glue.PutSchemaVersionMetadataInput{SchemaVersionId: aws.String("6f1c2b8e-1d2a-4c3b-9e8f-0a1b2c3d4e5f"), MetadataKeyValue: kv("k", "v")}); !errors.As(err, &nf) {
+		t.Fatalf("an unknown version: %v, want EntityNotFoundException", err)
+	}
+	info, _ := h.Schema("r", "topic")
+	if len(info.Metadata) != 1 || len(info.Metadata[0]) != 10 || info.Metadata[0][0] != "x-amz-meta-transport=topic" || info.Metadata[0][1] != "x-amz-meta-transport=other" {
+		t.Errorf("metadata held: %q", info.Metadata)
+	}
+	if u := h.Unknown(); len(u) != 0 {
+		t.Errorf("unknown operations %v before any was called", u)
+	}
+	if _, err := cl.DeleteSchema(ctx, &glue.DeleteSchemaInput{SchemaId: &types.SchemaId{RegistryName: aws.String("r"), SchemaName: aws.String("topic")}}); err == nil {
+		t.Fatal("DeleteSchema answered")
+	}
+	if u := h.Unknown(); len(u) != 1 || u[0] != "DeleteSchema" {
+		t.Errorf("unknown operations %v, want [DeleteSchema]", u)
+	}
+}
+
 // TestSignatureRefused checks that only a request signed with the key
 // pair, region and signing name glue is admitted.
 func TestSignatureRefused(t *testing.T) {
