@@ -32,6 +32,7 @@
 package mskiam
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -147,6 +148,20 @@ func (b *Broker) Admitted() []Auth {
 		}
 	}
 	return ok
+}
+
+// Loopback dials every broker name at 127.0.0.1 over TLS, the port kept:
+// MSK's names do not resolve here (franz-go takes either a Dialer or a TLS
+// configuration, so the dialer does TLS itself).
+func Loopback(tc *tls.Config) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		_, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		d := tls.Dialer{Config: tc}
+		return d.DialContext(ctx, network, net.JoinHostPort("127.0.0.1", port))
+	}
 }
 
 // listener terminates TLS and puts the SASL check on every connection. Its

@@ -2,7 +2,6 @@ package mskiam_test
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"net"
 	"strings"
@@ -23,20 +22,6 @@ const (
 	host   = "b-1.demo.abc123.c2.kafka.eu-west-1.amazonaws.com"
 )
 
-// Loopback dials every broker name at 127.0.0.1 over TLS, the port kept:
-// MSK's names do not resolve here (franz-go takes either a Dialer or a TLS
-// configuration, so the dialer does TLS itself).
-func Loopback(tc *tls.Config) func(ctx context.Context, network, addr string) (net.Conn, error) {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		_, port, err := net.SplitHostPort(addr)
-		if err != nil {
-			return nil, err
-		}
-		d := tls.Dialer{Config: tc}
-		return d.DialContext(ctx, network, net.JoinHostPort("127.0.0.1", port))
-	}
-}
-
 func client(t *testing.T, b testBroker, seed, secretKey string, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
 	pki := b.PKI
@@ -48,7 +33,7 @@ func client(t *testing.T, b testBroker, seed, secretKey string, opts ...kgo.Opt)
 	})
 	cl, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(net.JoinHostPort(seed, port)),
-		kgo.Dialer(Loopback(tc)), kgo.SASL(m),
+		kgo.Dialer(mskiam.Loopback(tc)), kgo.SASL(m),
 		kgo.RetryTimeout(2 * time.Second),
 	}, opts...)...)
 	if err != nil {
