@@ -42,6 +42,11 @@ const (
 	SASLAWSMSKIAM SASLMechanism = "aws-msk-iam"
 )
 
+// MSKConnectAction is the IAM action MSK checks when a client authenticates
+// with aws-msk-iam (the other kafka-cluster: actions are checked per
+// request; see deploy/README.md).
+const MSKConnectAction = "kafka-cluster:Connect"
+
 // KafkaSecurity is how the Kafka connection is encrypted and authenticated
 // (Amazon MSK: TLS on 9094, SASL/SCRAM on 9096, IAM on 9098). The zero
 // value is a plaintext, unauthenticated connection.
@@ -206,6 +211,8 @@ func (k *KafkaSecurity) Explain(err error) (_ error, refused bool) {
 	switch {
 	case err == nil:
 		return nil, false
+	case errors.Is(err, kerr.SaslAuthenticationFailed) && k.SASLMechanism == SASLAWSMSKIAM:
+		hint = "MSK IAM authentication refused: check the AWS credentials (default chain: AWS_*, IRSA, instance role), that they are current, and that their role may " + MSKConnectAction + " on this cluster; setting kafka-sasl-mechanism (aws-msk-iam)"
 	case errors.Is(err, kerr.SaslAuthenticationFailed):
 		hint = fmt.Sprintf("the broker refused the SASL credentials: check kafka-sasl-username (%q) and the password in INGEST_KAFKA_SASL_PASSWORD or the file named by INGEST_KAFKA_SASL_PASSWORD_FILE", k.SASLUsername)
 	case errors.Is(err, kerr.UnsupportedSaslMechanism), errors.Is(err, kerr.IllegalSaslState):

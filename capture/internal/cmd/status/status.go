@@ -109,6 +109,8 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 		found, err = false, nil
 	}
 	if err != nil {
+		// A broker refusing the security settings: name the setting.
+		err, _ = cfg.Kafka.Explain(err)
 		return nil, fmt.Errorf("reading the stored position of %s in %s: %w", cfg.ID, cfg.OffsetsTopic, err)
 	}
 	if !found {

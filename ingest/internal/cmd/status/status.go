@@ -170,6 +170,8 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Report, error) {
 	}
 	rep, err := status(ctx, cat, cl, opts, cfg.Ingest.Brokers(), filter, consumes, time.Now())
 	if err != nil {
+		// A broker refusing the security settings: name the setting.
+		err, _ = cfg.Ingest.Kafka.Explain(err)
 		return rep, err
 	}
 	for _, t := range rep.Tables {
