@@ -278,6 +278,13 @@ func mapSchema(s *debezium.Schema, ids *idAlloc, depth int) (Column, iceberg.Typ
 		if len(s.Fields) > MaxFields {
 			return Column{}, nil, fmt.Errorf("%w: more than %d fields", ErrLimit, MaxFields)
 		}
+		if len(s.Fields) == 0 {
+			// No source writes one (MySQL has no struct columns; Debezium's
+			// structs, geometries say, have fields), Parquet cannot store an
+			// empty group, and iceberg-go's HighestFieldID does not count
+			// it, so a change log's columns after it took its field id.
+			return Column{}, nil, fmt.Errorf("%w: a struct with no fields", ErrUnsupported)
+		}
 		col := Column{Kind: KindStruct}
 		st := &iceberg.StructType{}
 		base := make([]int, len(s.Fields))
