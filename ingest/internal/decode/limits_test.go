@@ -49,8 +49,8 @@ func avroBody(extra ...byte) []byte { return append([]byte{0, 2, 2, 2, 'c'}, ext
 // nestedRecords is an Avro record type nesting depth levels of two fields
 // of one named record type each: 2^depth null leaves in a value that
 // takes no bytes.
-func nestedRecords(depth int) string {
-	t := `{"type":"record","name":"L` + fmt.Sprint(depth) + `","fields":[]}`
+func nestedRecords(depth int, leafFields string) string {
+	t := `{"type":"record","name":"L` + fmt.Sprint(depth) + `","fields":[` + leafFields + `]}`
 	for k := depth - 1; k >= 0; k-- {
 		t = fmt.Sprintf(`{"type":"record","name":"L%d","fields":[{"name":"a","type":%s},{"name":"b","type":"L%d"}]}`, k, t, k+1)
 	}
@@ -102,8 +102,12 @@ func craftedRecords(t testing.TB, reg *sr.Client) []crafted {
 		append([]byte{0, 2, 2, 2}, append(blocks, 0, 2, 'c', 0)...))
 	avroDecimal := avro(avroEnvelope(`,{"name":"d","type":["null",{"type":"bytes","connect.name":"org.apache.kafka.connect.data.Decimal","connect.parameters":{"scale":"11","connect.decimal.precision":"10"}}],"default":null}`, `["null","int"]`),
 		[]byte{0, 2, 2, 0, 2, 'c', 0})
-	fanOut := avro(avroEnvelope("", nestedRecords(40)), avroBody())
-	fanOutRow := avro(avroEnvelope(`,{"name":"n","type":`+nestedRecords(40)+`}`, `["null","int"]`), avroBody(0))
+	// Empty leaves take no bytes: skipping the field is 2^40 steps over
+	// nothing. The row's leaves have a field (a column of an empty record
+	// is refused as such, below).
+	fanOut := avro(avroEnvelope("", nestedRecords(40, "")), avroBody())
+	fanOutRow := avro(avroEnvelope(`,{"name":"n","type":`+nestedRecords(40, `{"name":"x","type":"int"}`)+`}`, `["null","int"]`), avroBody(0))
+	emptyRecord := avro(avroEnvelope(`,{"name":"n","type":{"type":"record","name":"E","fields":[]}}`, `["null","int"]`), avroBody(0))
 	countBeyond := avro(avroEnvelope("", `{"type":"array","items":"long"}`), avroBody(debezium.AppendLong(nil, 1000)...))
 
 	key := []byte(jsonKey)
@@ -126,6 +130,7 @@ func craftedRecords(t testing.TB, reg *sr.Client) []crafted {
 		{"avro array of fixed(0)", key, zeroFixed, []error{ErrBadSchema, ErrLimit}},
 		{"avro 2^40 fields in a skipped field", key, fanOut, []error{ErrLimit}},
 		{"avro 2^40 fields in the row", key, fanOutRow, []error{ErrBadSchema, schemamap.ErrLimit}},
+		{"avro column of an empty record", key, emptyRecord, []error{ErrBadSchema, schemamap.ErrUnsupported}},
 		{"avro block count beyond the data", key, countBeyond, []error{ErrMalformed}},
 	}
 }
