@@ -748,7 +748,7 @@ func (p *Pipeline) renameLake(ctx context.Context, log *slog.Logger, fromNames t
 		}
 		return t, err
 	}
-	renamed, lookedAgain := false, false
+	renamed, lookedAgain, retargeted := false, false, false
 	err = retryCatalog(ctx, func() error {
 		fromT, err := exists(from)
 		if err != nil {
@@ -764,6 +764,23 @@ func (p *Pipeline) renameLake(ctx context.Context, log *slog.Logger, fromNames t
 			renamed = true
 			return nil
 		case fromT == nil:
+			// Another process may have renamed it a moment ago, under
+			// the name its source still calls another source's until
+			// that process records the new source (setSource): the
+			// target resolved then was the hashed name. Name the target
+			// again once; a renamed table is then found under it.
+			if !retargeted {
+				retargeted = true
+				again, err := p.renameTarget(ctx, toNames, toTopic, from, fromNames)
+				if err != nil {
+					return err
+				}
+				if !slices.Equal(again, to) {
+					log.Info("the target's name changed while renaming: looking again", "was", strings.Join(to, "."), "to", strings.Join(again, "."))
+					to = again
+					return errLookAgain
+				}
+			}
 			log.Info("no table to rename: the old table holds no change", "to", strings.Join(to, "."))
 			return nil
 		case toT != nil:
