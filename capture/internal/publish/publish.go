@@ -267,16 +267,27 @@ func readTopic(ctx context.Context, adm *kadm.Client, brokers []string, opts []k
 	if !committed {
 		list, iso = adm.ListEndOffsets, kgo.ReadUncommitted()
 	}
-	ends, err := list(ctx, topic)
-	if err != nil {
-		return fmt.Errorf("listing offsets of %s: %w", topic, err)
-	}
-	starts, err := adm.ListStartOffsets(ctx, topic)
-	if err != nil {
-		return fmt.Errorf("listing offsets of %s: %w", topic, err)
-	}
-	if err := ends.Error(); err != nil {
-		return fmt.Errorf("listing offsets of %s: %w", topic, err)
+	// A topic capture has just created may not be served yet by its
+	// leader (UNKNOWN_TOPIC_OR_PARTITION): ask again for a while.
+	var ends, starts kadm.ListedOffsets
+	for try := 0; ; try++ {
+		var err error
+		if ends, err = list(ctx, topic); err == nil {
+			if starts, err = adm.ListStartOffsets(ctx, topic); err == nil {
+				err = ends.Error()
+			}
+		}
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, kerr.UnknownTopicOrPartition) || try >= 50 {
+			return fmt.Errorf("listing offsets of %s: %w", topic, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("listing offsets of %s: %w", topic, context.Cause(ctx))
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 	want := map[int32]int64{}
 	offsets := map[int32]kgo.Offset{}
