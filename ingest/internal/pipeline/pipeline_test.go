@@ -319,3 +319,57 @@ func TestStaleDropWhileWaiting(t *testing.T) {
 		t.Errorf("the batch holds %d events after a stale drop, want 1", w.buf.Len())
 	}
 }
+
+// TestDropWhileWaitingLetsGoOfTheRecordInHand: a drop (a revoke) that
+// reaches a worker while it waits for the schema topic before buffering a
+// record (add's awaitSchema) rewinds the partitions it keeps to the
+// abandoned batch's first records. The record in hand comes again from
+// there (or, its partition revoked, to the next owner), so it must not be
+// buffered: buffered, it marked the records of its partition from the
+// rewound offset up to it as held, and they were skipped when fetched
+// again. make test's TestScaleOutRenames lost an update that way (a
+// column-rename table's row kept its value before the last update). A
+// record of a kept partition the batch held nothing of is not fetched
+// again and stays in hand.
+func TestDropWhileWaitingLetsGoOfTheRecordInHand(t *testing.T) {
+	const topic = "p.db.t"
+	cl, err := kgo.NewClient(kgo.SeedBrokers("127.0.0.1:1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	for _, c := range []struct {
+		name string
+		rec  *kgo.Record
+		gone bool
+	}{
+		{"rewound partition, after the batch's first record", &kgo.Record{Topic: topic, Partition: 0, Offset: 9}, true},
+		{"revoked partition", &kgo.Record{Topic: topic, Partition: 2, Offset: 5}, true},
+		{"kept partition the batch held nothing of", &kgo.Record{Topic: topic, Partition: 1, Offset: 4}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := &Pipeline{log: slog.New(slog.DiscardHandler), ren: newRenamer(), cl: cl}
+			p.own(map[string][]int32{topic: {0, 1}}, true) // partition 2 was revoked
+			w := &worker{p: p, topic: topic, in: make(chan msg, 4), log: p.log}
+			w.buf = batch.NewAppend([]string{"v"}, batch.Limits{})
+			for _, off := range []int64{7, 8} {
+				if err := w.buf.Add(batch.Event{Op: batch.OpCreate, Row: []any{1}, Partition: 0, Offset: off}, time.Now()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			w.inHand = c.rec
+			done := make(chan error, 1)
+			w.in <- msg{ctl: ctlDrop, ctx: t.Context(), done: done}
+			err := w.waitFor(t.Context(), func() (bool, error) { return len(done) > 0, nil })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w.buf.Len() != 0 {
+				t.Fatalf("the batch holds %d events after the drop, want none", w.buf.Len())
+			}
+			if w.inHandGone != c.gone {
+				t.Errorf("record in hand %d/%d: let go %v, want %v", c.rec.Partition, c.rec.Offset, w.inHandGone, c.gone)
+			}
+		})
+	}
+}

@@ -97,6 +97,15 @@ type worker struct {
 	chPos decode.SourcePos
 	// recAt is when the poll returned the record in hand.
 	recAt time.Time
+	// inHand is the record being added (handle), and inHandGone is set
+	// when a drop while add waited for the schema topic (waitFor) let go
+	// of its partition or rewound it to the record or before: the record
+	// comes again (to this worker, from the rewound offset, or to the
+	// partition's next owner), so add must not buffer it. Buffered, it
+	// marked the records of its partition between the rewound offset and
+	// itself as held, and they were skipped when fetched again: lost.
+	inHand     *kgo.Record
+	inHandGone bool
 	// changeAt is the source position of the change whose schema is being
 	// adopted: the column renames before it apply first (colrename.go).
 	changeAt decode.SourcePos
@@ -267,8 +276,15 @@ func (w *worker) handle(ctx context.Context, m msg) error {
 			return nil
 		}
 		w.recAt = m.at
-		if err := w.add(ctx, m.rec); err != nil {
+		w.inHand, w.inHandGone = m.rec, false
+		err := w.add(ctx, m.rec)
+		gone := w.inHandGone
+		w.inHand, w.inHandGone = nil, false
+		if err != nil {
 			return err
+		}
+		if gone {
+			return w.checkRename(ctx)
 		}
 		if w.seen == nil {
 			w.seen = map[int32]int64{}
@@ -328,6 +344,11 @@ func (w *worker) add(ctx context.Context, rec *kgo.Record) error {
 		w.chPos = ch.Source
 		if err := w.awaitSchema(ctx, ch.Source); err != nil {
 			return err
+		}
+		if w.inHandGone {
+			w.log.Debug("let go of the record in hand: a drop while it waited for the schema topic rewound or revoked its partition",
+				"partition", rec.Partition, "offset", rec.Offset)
+			return nil
 		}
 	}
 	if job := w.job; job != nil {
@@ -884,9 +905,9 @@ func (w *worker) drop() map[int32]int64 {
 }
 
 // forgetDropped lets go, after a drop, of the records w holds (waiting, or
-// held back by a rename) of partitions it no longer owns or that were
-// rewound to before them: they come again, to this worker or to their
-// next owner. Those of partitions kept and not rewound are kept: nothing
+// held back by a rename, or in hand: see inHand) of partitions it no
+// longer owns or that were rewound to before them: they come again, to
+// this worker or to their next owner. Those of partitions kept and not rewound are kept: nothing
 // fetches them again. A rename's held-back partitions are recomputed, so
 // that a rewound partition's records before the rename are applied, not
 // held behind records after it that were let go.
@@ -903,6 +924,9 @@ func (w *worker) forgetDropped(rewound map[int32]int64) {
 		return ok && m.rec.Offset >= from
 	}
 	w.held = slices.DeleteFunc(w.held, gone)
+	if w.inHand != nil && gone(msg{rec: w.inHand}) {
+		w.inHandGone = true
+	}
 	for part := range w.seen {
 		if !w.p.owns(w.topic, part) {
 			delete(w.seen, part)
