@@ -346,7 +346,7 @@ func (w *worker) add(ctx context.Context, rec *kgo.Record) error {
 			return err
 		}
 		if w.inHandGone {
-			w.log.Debug("let go of the record in hand: a drop while it waited for the schema topic rewound or revoked its partition",
+			w.log.Info("let go of the record in hand: a drop while it waited for the schema topic rewound or revoked its partition; it is fetched again",
 				"partition", rec.Partition, "offset", rec.Offset)
 			return nil
 		}
