@@ -215,35 +215,48 @@ func (c *conn) Write(p []byte) (int, error) {
 }
 
 func (c *conn) Read(p []byte) (int, error) {
-	for len(c.pending) == 0 {
-		frame, err := readFrame(c.Conn)
+	if len(c.pending) == 0 {
+		frame, err := c.next()
 		if err != nil {
 			return 0, err
 		}
+		c.pending = frame
+	}
+	n := copy(p, c.pending)
+	c.pending = c.pending[n:]
+	return n, nil
+}
+
+// next answers the SASL requests of the connection and returns its next
+// other request frame (size prefix included): ApiVersions at any time,
+// anything else only once authenticated.
+func (c *conn) next() ([]byte, error) {
+	for {
+		frame, err := readFrame(c.Conn)
+		if err != nil {
+			return nil, err
+		}
 		if len(frame) < 12 {
-			return 0, errors.New("mskiam: short request")
+			return nil, errors.New("mskiam: short request")
 		}
 		key := int16(binary.BigEndian.Uint16(frame[4:]))
 		switch kmsg.Key(key) {
 		case kmsg.SASLHandshake, kmsg.SASLAuthenticate:
 			if err := c.sasl(frame); err != nil {
 				c.Conn.Close()
-				return 0, err
+				return nil, err
 			}
 		case kmsg.ApiVersions:
-			c.pending = frame
+			return frame, nil
 		default:
 			if !c.authed {
 				// A broker closes a connection that skips authentication.
 				c.Conn.Close()
-				return 0, fmt.Errorf("mskiam: request key %d before SASL authentication", key)
+				return nil, fmt.Errorf("mskiam: request key %d before SASL authentication", key)
 			}
-			c.pending = frame
+			return frame, nil
 		}
 	}
-	n := copy(p, c.pending)
-	c.pending = c.pending[n:]
-	return n, nil
 }
 
 func readFrame(r io.Reader) ([]byte, error) {
