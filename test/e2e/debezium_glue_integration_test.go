@@ -48,11 +48,7 @@ func TestDebeziumGlueConverter(t *testing.T) {
 		Env: awsEnv,
 	})
 
-	ice := testenv.IcebergEnv(t)
-	l := &lake{ice: ice, env: []string{
-		"INGEST_CATALOG_URI=" + ice.URI, "INGEST_S3_ENDPOINT=" + ice.S3Endpoint, "INGEST_S3_REGION=" + ice.Region,
-		"INGEST_S3_ACCESS_KEY_ID=" + ice.AccessKey, "INGEST_S3_SECRET_ACCESS_KEY=" + ice.SecretKey,
-	}}
+	l := keyedLake(t)
 	r := newIngestRunOn(t, c, l, append([]string{
 		"INGEST_GLUE_REGISTRY_REGION=us-east-1", "INGEST_GLUE_REGISTRY_ENDPOINT=" + endpoint,
 		// Unused with Glue on: a registry nothing answers at.

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"compress/zlib"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -62,11 +63,7 @@ func TestGlueSchemaRegistryPipeline(t *testing.T) {
 	cp := start(t, binary(t, "capture"), c.env, "capture.log")
 	waitLog(t, cp, "Connected to server", 30*time.Second)
 
-	ice := testenv.IcebergEnv(t)
-	l := &lake{ice: ice, env: []string{
-		"INGEST_CATALOG_URI=" + ice.URI, "INGEST_S3_ENDPOINT=" + ice.S3Endpoint, "INGEST_S3_REGION=" + ice.Region,
-		"INGEST_S3_ACCESS_KEY_ID=" + ice.AccessKey, "INGEST_S3_SECRET_ACCESS_KEY=" + ice.SecretKey,
-	}}
+	l := keyedLake(t)
 	r := newIngestRunOn(t, c, l, append([]string{
 		"INGEST_GLUE_REGISTRY_REGION=us-east-1", "INGEST_GLUE_REGISTRY_ENDPOINT=" + endpoint,
 		"INGEST_SCHEMA_REGISTRY_URL=http://127.0.0.1:1",
@@ -74,16 +71,9 @@ func TestGlueSchemaRegistryPipeline(t *testing.T) {
 	}, awsEnv...)...)
 	ip := r.start(t)
 
-	exec1(t, c,
-		`INSERT INTO t VALUES
-		 (2, -5, 'two ü😀', -2.25, '1970-01-01 00:00:00.000000', '2038-01-19 03:14:07.999', '1999-12-31', NULL, 'x'),
-		 (3, 0, '', 99999999.99, '9999-12-31 23:59:59.999999', '2001-09-09 01:46:40.000', '1000-01-01', '[]', 'n')`,
-		"UPDATE t SET name = 'TWO', amount = amount + 1, note = NULL WHERE id = 2",
-		"UPDATE t SET id = 4 WHERE id = 1",
-		"DELETE FROM t WHERE id = 3",
+	exec1(t, c, append(slices.Clone(typesChanges),
 		"INSERT INTO t (id, b, name, amount, dt, d) VALUES (5, 5, 'five', 0.01, '2024-06-01 12:00:00', '2024-06-01')",
-		"UPDATE t SET j = '{\"k\": \"v\"}' WHERE id = 5",
-	)
+		"UPDATE t SET j = '{\"k\": \"v\"}' WHERE id = 5")...)
 	r.waitEqual(t, 90*time.Second, ip)
 	creates, registers := h.Calls("CreateSchema"), h.Calls("RegisterSchemaVersion")
 

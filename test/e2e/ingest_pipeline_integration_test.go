@@ -38,6 +38,18 @@ const typesDDL = `CREATE TABLE t (
 	j JSON,
 	note VARCHAR(20) NULL)`
 
+// typesChanges change typesDDL's table after its row 1 was written: two
+// rows inserted (UTF-8, extremes of every type), one updated, row 1 given
+// a new key, one deleted.
+var typesChanges = []string{
+	`INSERT INTO t VALUES
+		 (2, -5, 'two ü😀', -2.25, '1970-01-01 00:00:00.000000', '2038-01-19 03:14:07.999', '1999-12-31', NULL, 'x'),
+		 (3, 0, '', 99999999.99, '9999-12-31 23:59:59.999999', '2001-09-09 01:46:40.000', '1000-01-01', '[]', 'n')`,
+	"UPDATE t SET name = 'TWO', amount = amount + 1, note = NULL WHERE id = 2",
+	"UPDATE t SET id = 4 WHERE id = 1",
+	"DELETE FROM t WHERE id = 3",
+}
+
 // canonicalSQL renders each MariaDB row the way canonical renders an
 // Iceberg row (session time zone UTC, as capture reads it).
 const canonicalSQL = `SELECT CONCAT_WS('|', id, b, name, amount,

@@ -4,6 +4,8 @@ package e2e
 
 import (
 	"fmt"
+	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -46,10 +48,10 @@ func TestMSKIAMPipeline(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatalf("capture with a wrong AWS secret still runs:\n%s", bad.output())
 	}
-	out := bad.fullLog(t)
+	log := bad.fullLog(t)
 	for _, want := range []string{"kafka-cluster:Connect", "kafka-sasl-mechanism", "signature does not match"} {
-		if bad.err == nil || !strings.Contains(out, want) {
-			t.Errorf("capture with a wrong AWS secret: %v, want an exit naming %q:\n%s", bad.err, want, lastLines(out, 10))
+		if bad.err == nil || !strings.Contains(log, want) {
+			t.Errorf("capture with a wrong AWS secret: %v, want an exit naming %q:\n%s", bad.err, want, lastLines(log, 10))
 		}
 	}
 	refused := len(p.Auths()) - len(p.Admitted())
@@ -59,20 +61,10 @@ func TestMSKIAMPipeline(t *testing.T) {
 
 	cp := start(t, binary(t, "capture"), c.env, "capture.log")
 	waitLog(t, cp, "Connected to server", 60*time.Second)
-	ice := testenv.IcebergEnv(t)
-	l := &lake{ice: ice, env: []string{
-		"INGEST_CATALOG_URI=" + ice.URI, "INGEST_S3_ENDPOINT=" + ice.S3Endpoint, "INGEST_S3_REGION=" + ice.Region,
-		"INGEST_S3_ACCESS_KEY_ID=" + ice.AccessKey, "INGEST_S3_SECRET_ACCESS_KEY=" + ice.SecretKey,
-	}}
+	l := keyedLake(t)
 	r := newIngestRunOn(t, c, l, kafka("INGEST")...)
 	ip := r.start(t)
-	exec1(t, c,
-		`INSERT INTO t VALUES
-		 (2, -5, 'two ü😀', -2.25, '1970-01-01 00:00:00.000000', '2038-01-19 03:14:07.999', '1999-12-31', NULL, 'x'),
-		 (3, 0, '', 99999999.99, '9999-12-31 23:59:59.999999', '2001-09-09 01:46:40.000', '1000-01-01', '[]', 'n')`,
-		"UPDATE t SET name = 'TWO', amount = amount + 1, note = NULL WHERE id = 2",
-		"UPDATE t SET id = 4 WHERE id = 1",
-		"DELETE FROM t WHERE id = 3")
+	exec1(t, c, typesChanges...)
 	r.waitEqual(t, 90*time.Second, ip)
 	// A few sessions' time with changes flowing: every client signs in
 	// again with a fresh signature.
@@ -97,16 +89,32 @@ func TestMSKIAMPipeline(t *testing.T) {
 	runIngest(t, append(slices.Clone(r.env), "INGEST_METRICS_ADDR=off"), "replay", "--tables", strings.ReplaceAll(strings.Join(r.ident, "."), ".", `\.`),
 		"--from-snapshot", fmt.Sprint(first), "--publish", "--branch", "iam")
 	r.waitEqual(t, 30*time.Second, nil)
+	// The same replay with a wrong secret is refused, naming the action
+	// and the setting.
+	cmd := exec.CommandContext(t.Context(), binary(t, "ingest"), "replay", "--tables", strings.ReplaceAll(strings.Join(r.ident, "."), ".", `\.`),
+		"--from-snapshot", fmt.Sprint(first), "--branch", "iam-refused")
+	cmd.Env = append(append(os.Environ(), r.env...), "INGEST_METRICS_ADDR=off", "AWS_SECRET_ACCESS_KEY=wrong")
+	out, rerr := cmd.CombinedOutput()
+	for _, want := range []string{"kafka-cluster:Connect", "kafka-sasl-mechanism"} {
+		if rerr == nil || !strings.Contains(string(out), want) {
+			t.Errorf("ingest replay with a wrong AWS secret: %v, want an exit naming %q:\n%s", rerr, want, lastLines(string(out), 10))
+		}
+	}
 	cp.stop(t, 30*time.Second)
 
-	byAgent, sigs := map[string]int{}, map[string]bool{}
-	for _, a := range p.Auths()[refused:] {
+	// Refused: only the two runs with the wrong secret (capture's first,
+	// the replay's last).
+	byAgent, refusedBy, sigs := map[string]int{}, map[string]int{}, map[string]bool{}
+	for _, a := range p.Auths() {
 		if a.Err != nil {
-			t.Errorf("a sign-in of a good run was refused: %+v", a)
+			refusedBy[a.UserAgent]++
 			continue
 		}
 		byAgent[a.UserAgent]++
 		sigs[a.Signature] = true
+	}
+	if len(refusedBy) != 2 || refusedBy["binlake-capture"] != refused || refusedBy["binlake-ingest-replay"] == 0 {
+		t.Errorf("refused sign-ins by client: %v, want %d of capture's wrong secret and the wrong replay's only", refusedBy, refused)
 	}
 	for _, agent := range []string{"binlake-capture", "binlake-ingest"} {
 		if byAgent[agent] < 3 {
@@ -118,5 +126,5 @@ func TestMSKIAMPipeline(t *testing.T) {
 			t.Errorf("no sign-in of %s: it did not go through the IAM check (sign-ins by agent: %v)", agent, byAgent)
 		}
 	}
-	t.Logf("MSKIAM sign-ins by client: %v, %d distinct signatures, %d refused (the wrong secret)", byAgent, len(sigs), refused)
+	t.Logf("MSKIAM sign-ins by client: %v, %d distinct signatures; refused (the wrong secrets): %v", byAgent, len(sigs), refusedBy)
 }

@@ -95,6 +95,18 @@ type lake struct {
 	last string // the last maintenance run's summary line, for failures
 }
 
+// keyedLake is the stack's catalog with the object store's keys in
+// ingest's own S3 settings: for a test whose AWS_* variables are another
+// service's (Glue, MSK IAM), which the default chain would otherwise sign
+// the data files with.
+func keyedLake(t *testing.T) *lake {
+	ice := testenv.IcebergEnv(t)
+	return &lake{ice: ice, env: []string{
+		"INGEST_CATALOG_URI=" + ice.URI, "INGEST_S3_ENDPOINT=" + ice.S3Endpoint, "INGEST_S3_REGION=" + ice.Region,
+		"INGEST_S3_ACCESS_KEY_ID=" + ice.AccessKey, "INGEST_S3_SECRET_ACCESS_KEY=" + ice.SecretKey,
+	}}
+}
+
 // newLake returns the stack's catalog, or with BINLAKE_TEST_CATALOG=s3tables
 // a stand-in with managed maintenance in front of it, serving until the
 // test ends.

@@ -161,7 +161,10 @@ func (c *Config) parse() (*regexp.Regexp, startAt, error) {
 // running ingest keeps main current, and publishes the branch as main when
 // cfg.Publish is set. Progress goes to progress as one updated line when it
 // is a terminal, else to the log every ProgressInterval.
-func Run(ctx context.Context, cfg Config, logger *slog.Logger, progress io.Writer) error {
+func Run(ctx context.Context, cfg Config, logger *slog.Logger, progress io.Writer) (err error) {
+	// A broker refusing the security settings: name the setting, as run
+	// and status do.
+	defer func() { err, _ = cfg.Ingest.Kafka.Explain(err) }()
 	filter, at, err := cfg.parse()
 	if err != nil {
 		return err
