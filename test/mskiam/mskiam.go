@@ -1,8 +1,9 @@
 // Package mskiam is a broker-side check of Amazon MSK's IAM access control
-// (the AWS_MSK_IAM SASL mechanism) for tests: a Kafka broker (kfake) whose
-// listener terminates TLS and answers SaslHandshake and SaslAuthenticate
-// itself, verifying the signed payload the way MSK does, before any other
-// request reaches the broker.
+// (the AWS_MSK_IAM SASL mechanism) for tests: a Check that terminates TLS
+// and answers SaslHandshake and SaslAuthenticate itself, verifying the
+// signed payload the way MSK does, before any other request reaches the
+// broker. Proxy puts it in front of a real broker (integration tests);
+// package test/mskiam/fake puts it in front of kfake (unit tests only).
 //
 // The exchange (AWS's aws-msk-iam-auth README and its signer, and franz-go's
 // pkg/sasl/aws, which binlake uses): the client sends SaslHandshake naming
@@ -48,11 +49,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -94,53 +93,44 @@ type Auth struct {
 	Err error
 }
 
-// Broker is a kfake cluster of one broker behind the IAM check.
-type Broker struct {
-	*kfake.Cluster
+// Check is the broker side of the IAM sign-in: the one principal it
+// admits (Config) and a record of every exchange it answered. Server puts
+// it on a connection; a Broker (package test/mskiam/fake, kfake) or a
+// Proxy (in front of a real broker) serves the connections.
+type Check struct {
 	cfg Config
 
 	mu    sync.Mutex
 	auths []Auth
 }
 
-// Start starts the broker with TLS from tlsCfg and stops it when t ends.
-func Start(t testing.TB, cfg Config, tlsCfg *tls.Config) *Broker {
-	t.Helper()
+// NewCheck returns the check of cfg (Now defaults to time.Now).
+func NewCheck(cfg Config) *Check {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	b := &Broker{cfg: cfg}
-	opts := []kfake.Opt{
-		kfake.NumBrokers(1),
-		kfake.ListenFn(func(network, addr string) (net.Listener, error) {
-			ln, err := net.Listen(network, addr)
-			if err != nil {
-				return nil, err
-			}
-			return &listener{Listener: ln, b: b, tls: tlsCfg}, nil
-		}),
-	}
-	if len(cfg.Topics) > 0 {
-		opts = append(opts, kfake.SeedTopics(1, cfg.Topics...))
-	}
-	c, err := kfake.NewCluster(opts...)
-	if err != nil {
-		t.Fatalf("starting the MSK IAM broker: %v", err)
-	}
-	t.Cleanup(c.Close)
-	b.Cluster = c
-	return b
+	return &Check{cfg: cfg}
+}
+
+// Host is the name clients must dial and sign for ("" for 127.0.0.1).
+func (b *Check) Host() string { return b.cfg.Host }
+
+// Server terminates TLS from tlsCfg on raw and answers its SASL requests;
+// reading it yields the connection's other requests, ApiVersions at any
+// time and the rest only once authenticated.
+func (b *Check) Server(raw net.Conn, tlsCfg *tls.Config) net.Conn {
+	return &conn{Conn: tls.Server(raw, tlsCfg), b: b}
 }
 
 // Auths returns the SaslAuthenticate exchanges so far, in order.
-func (b *Broker) Auths() []Auth {
+func (b *Check) Auths() []Auth {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return append([]Auth(nil), b.auths...)
 }
 
 // Admitted returns the admitted exchanges so far.
-func (b *Broker) Admitted() []Auth {
+func (b *Check) Admitted() []Auth {
 	var ok []Auth
 	for _, a := range b.Auths() {
 		if a.Err == nil {
@@ -164,46 +154,15 @@ func Loopback(tc *tls.Config) func(ctx context.Context, network, addr string) (n
 	}
 }
 
-// listener terminates TLS and puts the SASL check on every connection. Its
-// address names Host, which kfake advertises in metadata.
-type listener struct {
-	net.Listener
-	b   *Broker
-	tls *tls.Config
-}
-
-func (l *listener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	return &conn{Conn: tls.Server(c, l.tls), b: l.b}, nil
-}
-
-type hostAddr struct {
-	net.Addr
-	s string
-}
-
-func (a hostAddr) String() string { return a.s }
-
-func (l *listener) Addr() net.Addr {
-	if l.b.cfg.Host == "" {
-		return l.Listener.Addr()
-	}
-	_, port, _ := net.SplitHostPort(l.Listener.Addr().String())
-	return hostAddr{l.Listener.Addr(), net.JoinHostPort(l.b.cfg.Host, port)}
-}
-
-// conn hands kfake the requests of an authenticated connection and answers
-// the SASL requests itself. franz-go (like Kafka's clients) sends the SASL
+// conn hands the server (kfake, or the proxy's relay) the requests of an
+// authenticated connection and answers the SASL requests itself. franz-go (like Kafka's clients) sends the SASL
 // requests only with no other request in flight on the connection, so the
-// answers cannot interleave with kfake's.
+// answers cannot interleave with the server's.
 type conn struct {
 	net.Conn
-	b       *Broker
+	b       *Check
 	wmu     sync.Mutex
-	pending []byte // a request frame for kfake, partly read
+	pending []byte // a request frame for the server, partly read
 	authed  bool
 	mech    bool // the handshake named AWS_MSK_IAM
 }
@@ -381,7 +340,7 @@ func skipHeader(b []byte, flexible bool) ([]byte, error) {
 
 // Verify checks one AWS_MSK_IAM payload as MSK does, returning what it
 // holds (Err set on a refusal) and when its signature expires.
-func (b *Broker) Verify(payload []byte) (Auth, time.Time) {
+func (b *Check) Verify(payload []byte) (Auth, time.Time) {
 	var m map[string]string
 	if err := json.Unmarshal(payload, &m); err != nil {
 		return Auth{Err: fmt.Errorf("the payload is not a JSON object of strings: %w", err)}, time.Time{}
@@ -392,7 +351,7 @@ func (b *Broker) Verify(payload []byte) (Auth, time.Time) {
 	return a, exp
 }
 
-func (b *Broker) verify(m map[string]string, a *Auth) (time.Time, error) {
+func (b *Check) verify(m map[string]string, a *Auth) (time.Time, error) {
 	cfg := b.cfg
 	host := cfg.Host
 	if host == "" {

@@ -13,6 +13,7 @@ import (
 	saslaws "github.com/twmb/franz-go/pkg/sasl/aws"
 
 	"github.com/binlake/binlake/test/mskiam"
+	mskiamfake "github.com/binlake/binlake/test/mskiam/fake"
 	"github.com/binlake/binlake/test/tlstest"
 )
 
@@ -44,7 +45,7 @@ func client(t *testing.T, b testBroker, seed, secretKey string, opts ...kgo.Opt)
 }
 
 type testBroker struct {
-	*mskiam.Broker
+	*mskiamfake.Broker
 	PKI *tlstest.PKI
 }
 
@@ -60,7 +61,7 @@ func start(t *testing.T, cfg mskiam.Config) testBroker {
 		cfg.Host = host
 	}
 	cfg.Topics = []string{"iam"}
-	return testBroker{mskiam.Start(t, cfg, pki.ServerConfig(false)), pki}
+	return testBroker{mskiamfake.Start(t, cfg, pki.ServerConfig(false)), pki}
 }
 
 // TestAdmitsAGoodSignature produces and reads back a record as a client

@@ -16,7 +16,7 @@ import (
 
 // Proxy is the IAM check in front of a real Kafka broker (the stack's):
 // each client connection is TLS, its SaslHandshake and SaslAuthenticate
-// are answered here exactly as Broker answers them (Verify), and every
+// are answered here exactly as every Check answers them (Verify), and every
 // other request of an authenticated connection goes to the broker over a
 // plaintext connection of its own, with the answer relayed back. The
 // broker's own address never reaches the client: Metadata, FindCoordinator
@@ -24,7 +24,7 @@ import (
 // a client opens (to the group and transaction coordinators too) is
 // checked. One broker behind one proxy: the stack's single node.
 type Proxy struct {
-	b        *Broker // the check and its record (no kfake cluster)
+	b        *Check
 	ln       net.Listener
 	upstream string
 	tls      *tls.Config
@@ -40,9 +40,6 @@ type Proxy struct {
 // ignored: the topics are the broker's.
 func StartProxy(t testing.TB, cfg Config, tlsCfg *tls.Config, upstream string) *Proxy {
 	t.Helper()
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("mskiam proxy: %v", err)
@@ -53,7 +50,7 @@ func StartProxy(t testing.TB, cfg Config, tlsCfg *tls.Config, upstream string) *
 	if host == "" {
 		host = "127.0.0.1"
 	}
-	p := &Proxy{b: &Broker{cfg: cfg}, ln: ln, upstream: upstream, tls: tlsCfg, host: host, port: int32(n)}
+	p := &Proxy{b: NewCheck(cfg), ln: ln, upstream: upstream, tls: tlsCfg, host: host, port: int32(n)}
 	go p.accept()
 	t.Cleanup(p.close)
 	return p
@@ -100,7 +97,7 @@ type keyVersion struct{ key, version int16 }
 
 func (p *Proxy) serve(raw net.Conn) {
 	defer raw.Close()
-	c := &conn{Conn: tls.Server(raw, p.tls), b: p.b}
+	c := p.b.Server(raw, p.tls).(*conn)
 	up, err := net.DialTimeout("tcp", p.upstream, 10*time.Second)
 	if err != nil {
 		return

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/binlake/binlake/test/mskiam"
+	mskiamfake "github.com/binlake/binlake/test/mskiam/fake"
 	"github.com/binlake/binlake/test/tlstest"
 )
 
@@ -61,10 +62,10 @@ func TestKafkaSecurityMSKIAMAgainstVerifyingBroker(t *testing.T) {
 	t.Setenv("AWS_REGION", "eu-west-1")
 	pki := tlstest.New(t)
 	var calls atomic.Int32
-	setup := func(cfg mskiam.Config, secret string) (*mskiam.Broker, *kgo.Client, KafkaSecurity) {
+	setup := func(cfg mskiam.Config, secret string) (*mskiamfake.Broker, *kgo.Client, KafkaSecurity) {
 		cfg.AccessKey, cfg.SecretKey, cfg.SessionToken, cfg.Region = iamKey, iamSecret, iamToken, "eu-west-1"
 		cfg.Topics = []string{"iam"}
-		b := mskiam.Start(t, cfg, pki.ServerConfig(false))
+		b := mskiamfake.Start(t, cfg, pki.ServerConfig(false))
 		k := KafkaSecurity{TLS: true, TLSCAFile: pki.CAFile, SASLMechanism: "AWS_MSK_IAM", awsRegionEnv: "eu-west-1", awsCredentials: staticCreds(secret, &calls)}
 		if err := k.Validate(b.ListenAddrs()); err != nil {
 			t.Fatal(err)
@@ -126,7 +127,7 @@ func TestKafkaSecurityMSKIAMAgainstVerifyingBroker(t *testing.T) {
 // fresh signatures, the credentials asked again each time.
 func TestKafkaSecurityMSKIAMOverMSKNames(t *testing.T) {
 	pki := tlstest.New(t)
-	b := mskiam.Start(t, mskiam.Config{
+	b := mskiamfake.Start(t, mskiam.Config{
 		AccessKey: iamKey, SecretKey: iamSecret, SessionToken: iamToken, Region: "eu-west-1",
 		Host: mskHost, SessionLifetime: time.Second, Topics: []string{"iam"},
 	}, pki.ServerConfig(false))

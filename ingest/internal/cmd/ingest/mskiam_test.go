@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/binlake/binlake/test/mskiam"
+	mskiamfake "github.com/binlake/binlake/test/mskiam/fake"
 	"github.com/binlake/binlake/test/tlstest"
 )
 
@@ -41,7 +42,7 @@ func (l *lockedLog) String() string {
 // and the setting.
 func TestRunMSKIAM(t *testing.T) {
 	pki := tlstest.New(t)
-	b := mskiam.Start(t, mskiam.Config{AccessKey: "AKIDINGEST", SecretKey: "ingest-secret", SessionToken: "ingest-token",
+	b := mskiamfake.Start(t, mskiam.Config{AccessKey: "AKIDINGEST", SecretKey: "ingest-secret", SessionToken: "ingest-token",
 		Region: "eu-west-1", SessionLifetime: time.Second, Topics: []string{"p.db.t"}}, pki.ServerConfig(false))
 	none := filepath.Join(t.TempDir(), "none")
 	t.Setenv("AWS_REGION", "eu-west-1")

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/binlake/binlake/test/mskiam"
+	mskiamfake "github.com/binlake/binlake/test/mskiam/fake"
 	"github.com/binlake/binlake/test/tlstest"
 )
 
@@ -21,7 +22,7 @@ import (
 // naming the IAM action and the setting.
 func TestRunMSKIAM(t *testing.T) {
 	pki := tlstest.New(t)
-	b := mskiam.Start(t, mskiam.Config{AccessKey: "AKIDSTATUS", SecretKey: "status-secret", SessionToken: "status-token",
+	b := mskiamfake.Start(t, mskiam.Config{AccessKey: "AKIDSTATUS", SecretKey: "status-secret", SessionToken: "status-token",
 		Region: "eu-west-1", Topics: []string{"p.db.t"}}, pki.ServerConfig(false))
 	none := filepath.Join(t.TempDir(), "none")
 	t.Setenv("AWS_REGION", "eu-west-1")
