@@ -483,6 +483,13 @@ func (f *follower) renameOne(ctx context.Context, adm *kadm.Client, fromTopic, t
 		}
 		return p.renameLake(ctx, log, fromNames, fromTopic, toNames, toTopic, mark)
 	})
+	if err != nil && ctx.Err() != nil {
+		// Stopped with the process, not failed: the workers holding
+		// records for the job must not fail the process's stop over it
+		// (make test's TestScaleOutRenames saw an ingest exit 1 after
+		// SIGTERM, "partitions … not read in 20 s").
+		err = fmt.Errorf("%w (%w)", errRenameStopped, err)
+	}
 	job.err = err
 	return err
 }
@@ -668,12 +675,16 @@ func (p *Pipeline) firstChanges(ctx context.Context, topic string, from, cut map
 		return nil, fmt.Errorf("creating a client to read %s: %w", topic, err)
 	}
 	defer cl.Close()
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	open := maps.Clone(from)
 	out := map[int32]firstChange{}
 	for len(open) > 0 {
 		fetches := cl.PollFetches(ctx)
+		if parent.Err() != nil {
+			return nil, context.Cause(parent)
+		}
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("reading %s up to the rename's cut: partitions %v not read in 20 s", topic, slices.Sorted(maps.Keys(open)))
 		}

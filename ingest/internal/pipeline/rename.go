@@ -68,6 +68,20 @@ type renameJob struct {
 	err     error
 }
 
+// errRenameStopped ends a rename job whose follower stopped with the
+// process before the rename was done.
+var errRenameStopped = errors.New("pipeline: the rename was stopped with the process; it is followed again after the restart")
+
+// stopped reports whether the job ended because the process is stopping.
+func (j *renameJob) stopped() bool {
+	select {
+	case <-j.renamed:
+		return errors.Is(j.err, errRenameStopped)
+	default:
+		return false
+	}
+}
+
 // renamer is the pipeline's rename bookkeeping. Its mutex is a leaf: no
 // other lock is taken while it is held.
 type renamer struct {
@@ -512,7 +526,7 @@ func (w *worker) takeJob(j *renameJob) {
 // jobRenamed is closed when the rename in hand is done; nil (never ready)
 // when none is in hand.
 func (w *worker) jobRenamed() <-chan struct{} {
-	if w.job == nil {
+	if w.job == nil || w.job.stopped() {
 		return nil
 	}
 	return w.job.renamed
@@ -525,6 +539,9 @@ func (w *worker) checkRename(ctx context.Context) error {
 	job := w.job
 	if job == nil {
 		return nil
+	}
+	if job.stopped() {
+		return nil // see finishRename
 	}
 	select {
 	case <-job.renamed:
@@ -561,6 +578,14 @@ func (w *worker) finishRename(ctx context.Context) error {
 	job := w.job
 	if err := w.settle(); err != nil {
 		return err
+	}
+	if errors.Is(job.err, errRenameStopped) {
+		// The process is stopping; the rename is followed again after the
+		// restart. The job stays in hand, so the records after the rename
+		// stay held (never buffered for the old table, never committed):
+		// what is buffered is from before it, and the final commit takes
+		// it to the old table as the rename itself would have.
+		return nil
 	}
 	if job.err != nil {
 		return job.err
