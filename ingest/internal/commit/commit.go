@@ -44,6 +44,12 @@
 // position (not from a binlog) is the older copy-on-write overwrite that
 // drops every data file.
 //
+// In the positional modes a commit may be followed by a rewrite
+// (Config.Rewrite, [RewriteConfig]): the live rows of the table's most
+// deleted data files are moved into new files in a commit of their own,
+// pinned like every commit, and the key index follows them, so that the
+// read cost of the table stays bounded without a compaction job.
+//
 // A commit that has nothing to write (only dropped or passed records, or a
 // truncate of a table without snapshots) still commits its offsets and
 // watermark: in an empty snapshot, pinned like any other, so that a
@@ -110,6 +116,10 @@ type Config struct {
 	// Committer checks, at each reload, that the name still holds the
 	// table it first loaded.
 	TableUUID string
+	// Rewrite, in the positional delete modes, rewrites the live rows of
+	// the table's most deleted data files after a commit lands (see
+	// RewriteConfig); the zero value is off.
+	Rewrite RewriteConfig
 }
 
 // Validate checks the settings.
@@ -119,6 +129,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxBackoff > 0 && c.MinBackoff > c.MaxBackoff {
 		return errors.New("commit: min backoff above max backoff")
+	}
+	if err := c.Rewrite.validate(); err != nil {
+		return err
 	}
 	switch c.DeleteMode {
 	case "", DeleteEquality:
@@ -163,6 +176,13 @@ type Committer struct {
 	// without identifier fields: an append-only change log deletes
 	// nothing).
 	idx *keyindex.Index
+	// replan: the next commit plans a rewrite even if it deletes nothing
+	// (the first commit; after a rewrite, which may have left files over
+	// the byte bound; after one that failed).
+	replan bool
+	// beforeRewriteCommit, when set (tests), runs just before a rewrite's
+	// catalog commit.
+	beforeRewriteCommit func()
 }
 
 // New loads the table ident and returns its Committer. The table must be
@@ -171,7 +191,7 @@ func New(ctx context.Context, cat catalog.Catalog, ident table.Identifier, cfg C
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	c := &Committer{cat: cat, ident: ident, cfg: cfg.withDefaults(), uuid: cfg.TableUUID}
+	c := &Committer{cat: cat, ident: ident, cfg: cfg.withDefaults(), uuid: cfg.TableUUID, replan: true}
 	if err := c.reload(ctx); err != nil {
 		return nil, err
 	}
@@ -270,6 +290,11 @@ type Result struct {
 	// Offsets are the table's offsets after the commit for the batch's
 	// topics.
 	Offsets batch.Offsets
+	// Rewrite is the rewrite made after the commit (Config.Rewrite), and
+	// RewriteErr why it failed: the commit landed all the same, and the
+	// next commit plans the rewrite again.
+	Rewrite    RewriteResult
+	RewriteErr error
 }
 
 // Commit writes the net effect of buf's events to the table in one
@@ -357,6 +382,24 @@ func (c *Committer) Commit(ctx context.Context, buf *batch.Buffer) (Result, erro
 				// The commit landed; the index catches up from the table
 				// at the next attempt.
 				log.Warn("updating the key index failed; it catches up from the table", "error", err)
+			}
+			// A commit that deleted no row made no file deader: nothing to
+			// plan, unless the last plan asked for another.
+			if c.idx != nil && c.cfg.Rewrite.Enabled() && (out.deletes > 0 || c.replan) {
+				res.Rewrite, res.RewriteErr = c.rewrite(ctx)
+				c.replan = res.RewriteErr != nil || res.Rewrite.Conflict || res.Rewrite.Files > 0
+				switch rw := res.Rewrite; {
+				case res.RewriteErr != nil:
+					log.Warn("rewriting the table's most deleted data files failed; the next commit tries again", "error", res.RewriteErr)
+				case rw.Conflict:
+					log.Info("another writer committed during the rewrite of the table's most deleted data files; the next commit plans it again")
+				case rw.Files == 0 && rw.Manifests > 0:
+					log.Info("merged the table's data manifests", "manifests", rw.Manifests, "snapshot_id", rw.SnapshotID, "seconds", rw.Duration.Seconds())
+				case rw.Files > 0:
+					log.Info("rewrote the table's most deleted data files", "files", rw.Files, "bytes", rw.Bytes,
+						"rows", rw.Rows, "dead_rows", rw.DeadRows, "delete_files_removed", rw.DeleteFiles,
+						"new_files", rw.NewFiles, "manifests_merged", rw.Manifests, "snapshot_id", rw.SnapshotID, "seconds", rw.Duration.Seconds())
+				}
 			}
 			return res, nil
 		}

@@ -610,6 +610,103 @@ func (x *Index) Apply(snap *table.Snapshot, deleted [][]byte, added []Added, dvs
 	return nil
 }
 
+// ApplyRewrite records a rewrite of ours that landed as snapshot snap on
+// top of the snapshot the index reflects: the data files removed (with
+// the encoded keys of all their rows, dead ones included, in
+// removedKeys), and the data files added with their rows' keys (the
+// removed files' live rows, moved). A key of a removed file that the
+// rewrite did not move keeps no entry there; so does the removed files'
+// deletion vectors. When snap's parent is not the snapshot the index
+// reflects, ApplyRewrite records nothing and the next Sync catches up
+// from the table.
+func (x *Index) ApplyRewrite(snap *table.Snapshot, removed []string, removedKeys [][]byte, added []Added) (bool, error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if snap == nil || !x.loaded {
+		return false, nil
+	}
+	var parent int64
+	if snap.ParentSnapshotID != nil {
+		parent = *snap.ParentSnapshotID
+	}
+	if parent != x.meta.Snapshot {
+		return false, nil
+	}
+	gone := map[uint64]*fileRec{}
+	for _, p := range removed {
+		if f := x.byPath[p]; f != nil {
+			gone[f.id] = f
+		}
+	}
+	moved := map[string]struct{}{}
+	for _, a := range added {
+		for _, k := range a.Keys {
+			moved[string(k)] = struct{}{}
+		}
+	}
+	b := x.db.NewIndexedBatch()
+	defer b.Close()
+	for _, k := range removedKeys {
+		if _, ok := moved[string(k)]; ok {
+			continue // overwritten below
+		}
+		ik := x.key(spaceKey, k)
+		v, closer, err := b.Get(ik)
+		if errors.Is(err, pebble.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return false, fmt.Errorf("reading the key index: %w", err)
+		}
+		id, _ := binary.Uvarint(v)
+		closer.Close()
+		if gone[id] != nil {
+			if err := b.Delete(ik, nil); err != nil {
+				return false, err
+			}
+		}
+	}
+	for id := range gone {
+		if err := b.Delete(x.key(spaceFile, fileID(id)), nil); err != nil {
+			return false, err
+		}
+	}
+	var recs []*fileRec
+	next := x.meta.NextFile
+	for _, a := range added {
+		f := &fileRec{id: next, path: a.File.FilePath(), seq: snap.SequenceNumber, df: a.File}
+		next++
+		if err := b.Set(x.key(spaceFile, fileID(f.id)), fileValue(f), nil); err != nil {
+			return false, err
+		}
+		for pos, k := range a.Keys {
+			if err := b.Set(x.key(spaceKey, k), entry(f.id, int64(pos)), nil); err != nil {
+				return false, err
+			}
+		}
+		recs = append(recs, f)
+	}
+	prev := x.meta
+	x.meta.NextFile, x.meta.Snapshot = next, snap.SnapshotID
+	if err := x.putMeta(b); err != nil {
+		x.meta = prev
+		return false, err
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		x.meta = prev
+		return false, fmt.Errorf("writing the key index: %w", err)
+	}
+	for id, f := range gone {
+		delete(x.files, id)
+		delete(x.byPath, f.path)
+		delete(x.dvs, f.path)
+	}
+	for _, f := range recs {
+		x.files[f.id], x.byPath[f.path] = f, f
+	}
+	return true, nil
+}
+
 func fileValue(f *fileRec) []byte {
 	return append(binary.AppendUvarint(nil, uint64(f.seq)), f.path...)
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/table/compaction"
+
+	"github.com/binlake/binlake/ingest/internal/commit"
 )
 
 // ErrUnsupported reports a table the compaction refuses to rewrite because
@@ -303,24 +305,7 @@ func otherSpecGroups(tasks []table.FileScanTask, target int64) []table.Compactio
 // expects rows of one partition of it). Row lineage is not kept (as
 // ExecuteCompactionGroup does for a group of mixed lineage).
 func respec(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup, target int64) (table.CompactionGroupResult, error) {
-	res := table.CompactionGroupResult{PartitionKey: g.PartitionKey, BytesBefore: g.TotalSizeBytes}
-	arrowSchema, records, err := tbl.Scan().ReadTasks(ctx, g.Tasks)
-	if err != nil {
-		return res, fmt.Errorf("reading the files of group %q: %w", g.PartitionKey, err)
-	}
-	for df, err := range table.WriteRecords(ctx, tbl, arrowSchema, records, table.WithTargetFileSize(target)) {
-		if err != nil {
-			return res, fmt.Errorf("writing group %q in the current partition spec: %w", g.PartitionKey, err)
-		}
-		res.NewDataFiles = append(res.NewDataFiles, df)
-		res.BytesAfter += df.FileSizeBytes()
-	}
-	for _, t := range g.Tasks {
-		res.OldDataFiles = append(res.OldDataFiles, t.File)
-	}
-	res.SafePosDeletes = table.CollectSafePositionDeletes(g.Tasks)
-	res.SafeDeletionVectors = table.CollectSafeDeletionVectors(g.Tasks)
-	return res, nil
+	return commit.RewriteTasks(ctx, tbl, g, target)
 }
 
 func derefInt64(p *int64) int64 {
