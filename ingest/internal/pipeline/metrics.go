@@ -26,6 +26,10 @@ type Metrics struct {
 	lastSource  *prometheus.GaugeVec
 	deadLetters *prometheus.CounterVec
 	stale       *prometheus.CounterVec
+	rewrites    *prometheus.CounterVec
+	rewriteFile *prometheus.CounterVec
+	rewriteRows *prometheus.CounterVec
+	rewriteTime *prometheus.CounterVec
 	freshnessMu sync.Mutex
 	lastTs      map[string]int64 // table → source ts_ms of the last committed change
 	stable      map[tp]int64     // last stable offset seen in fetches
@@ -60,13 +64,22 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Records sent to the dead-letter topic (errors-tolerance=dlq), by source topic and stage (decode, map); a record an earlier run already sent is not counted again."}, []string{"topic", "stage"}),
 		stale: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ingest_stale_dropped_total",
 			Help: "Change events committed as consumed but dropped because their source order is below the table's truncate watermark: a truncate later in the source erased them."}, []string{"table"}),
+		rewrites: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ingest_rewrites_total",
+			Help: "In-ingest rewrites of a table's most deleted data files (rewrite-dead-fraction, rewrite-delete-files) by result: ok, conflict (another writer committed first; planned again after the next commit) or failed."}, []string{"table", "result"}),
+		rewriteFile: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ingest_rewrite_files_total",
+			Help: "Data files rewritten by in-ingest rewrites (their delete files removed with them)."}, []string{"table"}),
+		rewriteRows: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ingest_rewrite_rows_total",
+			Help: "Rows of data files rewritten by in-ingest rewrites, by kind: live (moved to new files) or dead (dropped)."}, []string{"table", "kind"}),
+		rewriteTime: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ingest_rewrite_seconds_total",
+			Help: "Time spent in in-ingest rewrites (planning included), which the table's next commit waits for."}, []string{"table"}),
 		lastTs:    map[string]int64{},
 		stable:    map[tp]int64{},
 		next:      map[tp]int64{},
 		freshDesc: prometheus.NewDesc("ingest_freshness_seconds", "Now minus the source timestamp of the newest committed change.", []string{"table"}, nil),
 		lagDesc:   prometheus.NewDesc("ingest_consumer_lag", "Records (read_committed last stable offset) not yet committed to the table, per partition.", []string{"topic", "partition"}, nil),
 	}
-	reg.MustRegister(m.rows, m.commits, m.attempts, m.commitTime, m.bufRows, m.bufBytes, m.lastSource, m.deadLetters, m.stale, m)
+	reg.MustRegister(m.rows, m.commits, m.attempts, m.commitTime, m.bufRows, m.bufBytes, m.lastSource, m.deadLetters, m.stale,
+		m.rewrites, m.rewriteFile, m.rewriteRows, m.rewriteTime, m)
 	return m
 }
 
@@ -159,6 +172,28 @@ func (m *Metrics) commitDone(ident table.Identifier, res commit.Result, d time.D
 		result = "unknown"
 	}
 	m.commits.WithLabelValues(t, result).Inc()
+	if err == nil {
+		m.rewritten(t, res)
+	}
+}
+
+// rewritten records the rewrite a successful commit made, if any.
+func (m *Metrics) rewritten(t string, res commit.Result) {
+	rw := res.Rewrite
+	if rw.Duration > 0 {
+		m.rewriteTime.WithLabelValues(t).Add(rw.Duration.Seconds())
+	}
+	switch {
+	case res.RewriteErr != nil:
+		m.rewrites.WithLabelValues(t, "failed").Inc()
+	case rw.Conflict:
+		m.rewrites.WithLabelValues(t, "conflict").Inc()
+	case rw.Files > 0:
+		m.rewrites.WithLabelValues(t, "ok").Inc()
+		m.rewriteFile.WithLabelValues(t).Add(float64(rw.Files))
+		m.rewriteRows.WithLabelValues(t, "live").Add(float64(rw.Rows))
+		m.rewriteRows.WithLabelValues(t, "dead").Add(float64(rw.DeadRows))
+	}
 }
 
 // committed records what a successful commit applied.

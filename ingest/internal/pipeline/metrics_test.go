@@ -1,10 +1,12 @@
 package pipeline
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/iceberg-go/table"
 	"github.com/prometheus/client_golang/prometheus"
@@ -102,6 +104,37 @@ ingest_stale_dropped_total{table="shop.orders"} %d
 		w.logStale(res)
 		if out := logs.String(); !strings.Contains(out, tc.want) || !strings.Contains(out, fmt.Sprintf("after_truncate=%d", tc.after)) {
 			t.Errorf("with %d after the truncate: log\n%s\nwant %s", tc.after, out, tc.want)
+		}
+	}
+}
+
+// TestRewriteMetrics: a commit's rewrite is counted by result, with its
+// files, rows (live moved, dead dropped) and time.
+func TestRewriteMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg)
+	ident := table.Identifier{"shop", "orders"}
+	m.commitDone(ident, commit.Result{Events: 1, Rewrite: commit.RewriteResult{Files: 3, Rows: 70, DeadRows: 30, Duration: 2 * time.Second}}, time.Second, nil)
+	m.commitDone(ident, commit.Result{Events: 1, Rewrite: commit.RewriteResult{Conflict: true, Duration: time.Second}}, time.Second, nil)
+	m.commitDone(ident, commit.Result{Events: 1, RewriteErr: errors.New("boom")}, time.Second, nil)
+	want := `
+# HELP ingest_rewrite_files_total Data files rewritten by in-ingest rewrites (their delete files removed with them).
+# TYPE ingest_rewrite_files_total counter
+ingest_rewrite_files_total{table="shop.orders"} 3
+# HELP ingest_rewrite_rows_total Rows of data files rewritten by in-ingest rewrites, by kind: live (moved to new files) or dead (dropped).
+# TYPE ingest_rewrite_rows_total counter
+ingest_rewrite_rows_total{kind="dead",table="shop.orders"} 30
+ingest_rewrite_rows_total{kind="live",table="shop.orders"} 70
+# HELP ingest_rewrite_seconds_total Time spent in in-ingest rewrites (planning included), which the table's next commit waits for.
+# TYPE ingest_rewrite_seconds_total counter
+ingest_rewrite_seconds_total{table="shop.orders"} 3
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "ingest_rewrite_files_total", "ingest_rewrite_rows_total", "ingest_rewrite_seconds_total"); err != nil {
+		t.Fatal(err)
+	}
+	for result, n := range map[string]float64{"ok": 1, "conflict": 1, "failed": 1} {
+		if got := testutil.ToFloat64(m.rewrites.WithLabelValues("shop.orders", result)); got != n {
+			t.Errorf("ingest_rewrites_total{result=%q} = %v, want %v", result, got, n)
 		}
 	}
 }
