@@ -109,6 +109,26 @@ func (c *CatalogConfig) AWSAnalyticsCatalog() bool {
 	return false
 }
 
+// S3Tables reports whether the catalog is S3 Tables, whose managed
+// compaction rewrites the tables' files itself: by the SigV4 signing name,
+// the catalog URI's host or a table bucket ARN as the warehouse (as
+// AWSAnalyticsCatalog tells S3 Tables, without Glue).
+func (c *CatalogConfig) S3Tables() bool {
+	if c.SigV4 && c.SigV4Service == "s3tables" {
+		return true
+	}
+	if strings.HasPrefix(c.Warehouse, "arn:aws:s3tables:") {
+		return true
+	}
+	if u, err := url.Parse(c.CatalogURI); err == nil {
+		h := strings.ToLower(u.Hostname())
+		if strings.HasSuffix(h, ".amazonaws.com") && strings.HasPrefix(h, "s3tables.") {
+			return true
+		}
+	}
+	return false
+}
+
 // ErrCatalogRefused is a catalog answering 401 or 403 while ingest
 // connects: the credentials (or, with SigV4, the signing setup or the
 // clock) are wrong, and retrying will not help.

@@ -9,7 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/binlake/binlake/ingest/internal/commit"
 	"github.com/binlake/binlake/ingest/internal/envflag"
+	"github.com/binlake/binlake/ingest/internal/lake"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -65,5 +67,99 @@ func TestRunKafkaDown(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), "embedded") {
 		t.Errorf("the log does not say the embedded catalog was opened:\n%s", log.String())
+	}
+}
+
+// TestRewriteAuto checks the in-ingest rewrite's settings: off by default
+// (auto, the flags unset) on every catalog; a value set turns it on
+// everywhere, S3 Tables included; the byte bound stays within
+// max-buffered-bytes; bad values are refused. It also holds auto to the S3
+// Tables rule whatever auto's thresholds: were they on, S3 Tables (its
+// managed compaction rewrites the files) would still be off, Glue and the
+// rest on.
+func TestRewriteAuto(t *testing.T) {
+	const maxBytes = 64 << 20
+	off := commit.RewriteConfig{MaxBytes: maxBytes}
+	on := commit.RewriteConfig{DeadFraction: 0.3, DeleteFiles: 16, Manifests: 16, MaxBytes: maxBytes}
+	rest := lake.CatalogConfig{CatalogURI: "http://127.0.0.1:8181"}
+	glue := lake.CatalogConfig{CatalogURI: "http://127.0.0.1:9000", SigV4: true, SigV4Service: "glue"}
+	s3t := lake.CatalogConfig{CatalogURI: "https://s3tables.us-east-1.amazonaws.com/iceberg"}
+	s3tSigV4 := lake.CatalogConfig{CatalogURI: "http://127.0.0.1:9000", SigV4: true, SigV4Service: "s3tables"}
+	s3tARN := lake.CatalogConfig{CatalogURI: "http://proxy:8181", Warehouse: "arn:aws:s3tables:us-east-1:123456789012:bucket/lake"}
+	for _, tc := range []struct {
+		name    string
+		cfg     Config
+		auto    commit.RewriteConfig // what auto means off S3 Tables (autoRewrite unless set)
+		want    commit.RewriteConfig
+		wantErr string
+	}{
+		{"default, reference REST catalog", Config{CatalogConfig: rest}, autoRewrite, off, ""},
+		{"default, embedded", Config{}, autoRewrite, off, ""},
+		{"default, Glue", Config{CatalogConfig: glue}, autoRewrite, off, ""},
+		{"default, S3 Tables", Config{CatalogConfig: s3t}, autoRewrite, off, ""},
+		{"set", Config{CatalogConfig: rest, RewriteDeadFraction: "0.3", RewriteDeleteFiles: "16", RewriteManifests: "16"}, autoRewrite, on, ""},
+		{"set on S3 Tables", Config{CatalogConfig: s3t, RewriteDeadFraction: "0.5", RewriteDeleteFiles: "4", RewriteManifests: "8"},
+			autoRewrite, commit.RewriteConfig{DeadFraction: 0.5, DeleteFiles: 4, Manifests: 8, MaxBytes: maxBytes}, ""},
+		{"one set", Config{CatalogConfig: rest, RewriteDeadFraction: " 0.25 "}, autoRewrite, commit.RewriteConfig{DeadFraction: 0.25, MaxBytes: maxBytes}, ""},
+		{"auto on, REST", Config{CatalogConfig: rest}, on, on, ""},
+		{"auto on, Glue", Config{CatalogConfig: glue}, on, on, ""},
+		{"auto on, S3 Tables URI", Config{CatalogConfig: s3t}, on, off, ""},
+		{"auto on, S3 Tables sigv4", Config{CatalogConfig: s3tSigV4}, on, off, ""},
+		{"auto on, S3 Tables warehouse", Config{CatalogConfig: s3tARN}, on, off, ""},
+		{"auto on, set off", Config{CatalogConfig: rest, RewriteDeadFraction: "0", RewriteDeleteFiles: "0", RewriteManifests: "0"}, on, off, ""},
+		{"bytes within max-buffered-bytes", Config{RewriteDeadFraction: "0.3", MaxBufferedBytes: 32 << 20},
+			autoRewrite, commit.RewriteConfig{DeadFraction: 0.3, MaxBytes: 32 << 20}, ""},
+		{"bad manifests", Config{RewriteManifests: "x"}, autoRewrite, off, "rewrite-manifests"},
+		{"fraction over 1", Config{RewriteDeadFraction: "1.5"}, autoRewrite, off, "rewrite-dead-fraction"},
+		{"fraction NaN", Config{RewriteDeadFraction: "NaN"}, autoRewrite, off, "rewrite-dead-fraction"},
+		{"negative count", Config{RewriteDeleteFiles: "-1"}, autoRewrite, off, "rewrite-delete-files"},
+		{"no bytes", Config{RewriteMaxBytes: -1}, autoRewrite, off, "rewrite-max-bytes"},
+	} {
+		cfg := tc.cfg
+		for _, v := range []*string{&cfg.RewriteDeadFraction, &cfg.RewriteDeleteFiles, &cfg.RewriteManifests} {
+			if *v == "" {
+				*v = "auto"
+			}
+		}
+		if cfg.MaxBufferedBytes == 0 {
+			cfg.MaxBufferedBytes = 512 << 20
+		}
+		if cfg.RewriteMaxBytes == 0 {
+			cfg.RewriteMaxBytes = maxBytes
+		}
+		got, err := cfg.rewriteConfigAuto(tc.auto)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%s: err %v, want one naming %s", tc.name, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("%s: rewriteConfig = %+v, %v; want %+v", tc.name, got, err, tc.want)
+		}
+	}
+}
+
+// TestRewriteDefaultOff: ingest as started with no rewrite setting (the
+// flags' defaults, auto) rewrites nothing, and the variables turn it on.
+func TestRewriteDefaultOff(t *testing.T) {
+	args := []string{"-catalog-uri=http://127.0.0.1:8181", "-topics=p.db.t"}
+	cfg, err := parseConfig(args, env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := cfg.rewriteConfig()
+	if err != nil || got.Enabled() || got.MaxBytes != commit.DefaultRewriteMaxBytes {
+		t.Errorf("defaults: rewriteConfig = %+v, %v; want off, max bytes %d", got, err, commit.DefaultRewriteMaxBytes)
+	}
+	cfg, err = parseConfig(args, env(map[string]string{
+		"INGEST_REWRITE_DEAD_FRACTION": "0.3", "INGEST_REWRITE_DELETE_FILES": "16", "INGEST_REWRITE_MANIFESTS": "16",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := commit.RewriteConfig{DeadFraction: 0.3, DeleteFiles: 16, Manifests: 16, MaxBytes: commit.DefaultRewriteMaxBytes}
+	if got, err := cfg.rewriteConfig(); err != nil || got != want {
+		t.Errorf("set from the environment: rewriteConfig = %+v, %v; want %+v", got, err, want)
 	}
 }

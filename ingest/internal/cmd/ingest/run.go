@@ -219,6 +219,9 @@ func PipelineConfig(ctx context.Context, cfg Config, indexBase string, logger *s
 		}
 		release = releaseIdx
 		commitCfg.Index = idx
+		if commitCfg.Rewrite, err = cfg.rewriteConfig(); err != nil {
+			return pcfg, nil, release, err
+		}
 	}
 	return pipeline.Config{
 		Partitions:          partitions,
