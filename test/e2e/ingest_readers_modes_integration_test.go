@@ -77,6 +77,9 @@ func TestIngestDeleteModesReaders(t *testing.T) {
 			"INGEST_PARTITION_SPEC=*=none; " + c.dbName + ".buck=bucket(4, id)",
 			// Explicit, whatever ingest's defaults are.
 			"INGEST_DELETE_MODE=" + m.mode, "INGEST_TABLE_FORMAT_VERSION=" + m.version, "INGEST_STATE_DIR=" + t.TempDir(),
+			// The readers must meet the mode's delete files: no in-ingest
+			// rewrite of the most deleted files away.
+			"INGEST_REWRITE_DEAD_FRACTION=0", "INGEST_REWRITE_DELETE_FILES=0", "INGEST_REWRITE_MANIFESTS=0",
 		}, "ingest-"+m.mode+".log")
 	}
 	for _, cp := range captures {

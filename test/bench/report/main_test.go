@@ -324,3 +324,25 @@ func TestTargets(t *testing.T) {
 		}
 	}
 }
+
+// TestTargetsScanRewrite: bench-scan prints each positional mode twice,
+// with the in-ingest rewrite on and off, so the `ingest maintain` peak
+// names the run of the mode it comes from.
+func TestTargetsScanRewrite(t *testing.T) {
+	lines, err := parse(strings.NewReader(`SCAN mode=equality rewrite=n/a rss_mib=900 maintain_rss_mib=700
+SCAN mode=dv rewrite=on rss_mib=800 maintain_rss_mib=600
+SCAN mode=dv rewrite=off rss_mib=800 maintain_rss_mib=950
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tg := range targets(lines) {
+		if tg.what == "`ingest maintain` peak RSS ≤ 1 GiB" {
+			if want := "950 MiB (SCAN mode=dv rewrite=off)"; tg.figure != want || !tg.met {
+				t.Errorf("maintain peak %q met %v, want %q met", tg.figure, tg.met, want)
+			}
+			return
+		}
+	}
+	t.Fatal("no `ingest maintain` peak RSS target")
+}

@@ -112,7 +112,11 @@ func targets(lines []line) []target {
 	})
 	peak("`ingest maintain` peak RSS ≤ 1 GiB", 1024, func(l line) (float64, string, bool) {
 		if l.kind == "SCAN" && l.num("maintain_rss_mib") > 0 {
-			return l.num("maintain_rss_mib"), "SCAN mode=" + l.vals["mode"], true
+			from := "SCAN mode=" + l.vals["mode"]
+			if rw := l.vals["rewrite"]; rw != "" && rw != "n/a" {
+				from += " rewrite=" + rw // each mode runs with the in-ingest rewrite on and off
+			}
+			return l.num("maintain_rss_mib"), from, true
 		}
 		return 0, "", false
 	})
