@@ -313,23 +313,22 @@ func (c *Config) rewriteConfigAuto(auto commit.RewriteConfig) (commit.RewriteCon
 		}
 		out.DeadFraction = f
 	}
-	if v := strings.TrimSpace(c.RewriteDeleteFiles); isAuto(v) {
-		out.DeleteFiles = auto.DeleteFiles
-	} else {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return out, fmt.Errorf("rewrite-delete-files %q: want auto, or a count (0: off)", c.RewriteDeleteFiles)
+	count := func(name, v string, auto int) (int, error) {
+		if isAuto(strings.TrimSpace(v)) {
+			return auto, nil
 		}
-		out.DeleteFiles = n
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("%s %q: want auto, or a count (0: off)", name, v)
+		}
+		return n, nil
 	}
-	if v := strings.TrimSpace(c.RewriteManifests); isAuto(v) {
-		out.Manifests = auto.Manifests
-	} else {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return out, fmt.Errorf("rewrite-manifests %q: want auto, or a count (0: off)", c.RewriteManifests)
-		}
-		out.Manifests = n
+	var err error
+	if out.DeleteFiles, err = count("rewrite-delete-files", c.RewriteDeleteFiles, auto.DeleteFiles); err != nil {
+		return out, err
+	}
+	if out.Manifests, err = count("rewrite-manifests", c.RewriteManifests, auto.Manifests); err != nil {
+		return out, err
 	}
 	return out, nil
 }
