@@ -14,10 +14,12 @@
 package publish
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -191,8 +193,42 @@ func (p *Publisher) EnsureTopic(ctx context.Context, topic string, configs map[s
 // from none. So it reads up to the high watermark and resolves
 // transactions itself from their commit and abort markers: a record counts
 // only once its producer's commit marker follows it.
+//
+// New has fenced this capture's earlier producers by then, and the broker
+// ends a fenced producer's open transaction with an abort marker. A
+// position of this capture's producer still open below the high watermark
+// is a hanging transaction (seen once, with Kafka 4.3.0, after a broker
+// stopped while the transaction was open): its records, here and on the
+// table topics, become visible with this capture's next commit marker on
+// each partition, so the changes after the position loaded appear twice.
+// It is logged as a warning naming the command that aborts it.
 func (p *Publisher) LoadPosition(ctx context.Context, key string) (value []byte, found bool, err error) {
-	return loadPosition(ctx, p.adm, p.cfg.Brokers, p.cfg.Opts, p.cfg.OffsetsTopic, key)
+	value, found, open, err := loadPositionOpen(ctx, p.adm, p.cfg.Brokers, p.cfg.Opts, p.cfg.OffsetsTopic, key)
+	if err != nil || len(open) == 0 {
+		return value, found, err
+	}
+	if id, epoch, perr := p.cl.ProducerID(ctx); perr == nil {
+		for _, r := range hangingOf(open, id, epoch) {
+			p.log.Warn("the offsets topic holds a position of this capture's producer in a transaction the broker never ended (a hanging transaction): "+
+				"its records become visible with this capture's next commit, which repeats the changes after the position resumed from on their topics; "+
+				"abort it before starting capture with kafka-transactions.sh abort (find-hanging lists the partitions of table topics it holds)",
+				"topic", r.Topic, "partition", r.Partition, "start_offset", r.Offset, "producer_id", r.ProducerID, "producer_epoch", r.ProducerEpoch,
+				"resumed_from_committed", found)
+		}
+	}
+	return value, found, nil
+}
+
+// hangingOf returns the records of open that producer id wrote at an
+// epoch below epoch, the one it was fenced to.
+func hangingOf(open []*kgo.Record, id int64, epoch int16) []*kgo.Record {
+	var out []*kgo.Record
+	for _, r := range open {
+		if r.ProducerID == id && r.ProducerEpoch < epoch {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // Reader reads capture's stored positions without a producer: status
@@ -223,26 +259,60 @@ func (r *Reader) LoadPosition(ctx context.Context, topic, key string) ([]byte, b
 }
 
 func loadPosition(ctx context.Context, adm *kadm.Client, brokers []string, opts []kgo.Opt, topic, key string) (value []byte, found bool, err error) {
-	pending := map[int64][]*kgo.Record{} // producer id → records of its open transaction
-	err = readTopic(ctx, adm, brokers, opts, topic, false, func(r *kgo.Record) {
-		switch {
-		case r.Attrs.IsControl():
-			recs := pending[r.ProducerID]
-			delete(pending, r.ProducerID)
-			// Control record key: version int16, type int16 (0 abort, 1 commit).
-			if len(r.Key) >= 4 && r.Key[2] == 0 && r.Key[3] == 1 {
-				for _, c := range recs {
-					value, found = c.Value, c.Value != nil
-				}
-			}
-		case string(r.Key) != key:
-		case r.Attrs.IsTransactional():
-			pending[r.ProducerID] = append(pending[r.ProducerID], r)
-		default:
-			value, found = r.Value, r.Value != nil
-		}
-	})
+	value, found, _, err = loadPositionOpen(ctx, adm, brokers, opts, topic, key)
 	return value, found, err
+}
+
+// loadPositionOpen is loadPosition, and also returns the records stored
+// under key in transactions that no marker ended below the high
+// watermark.
+func loadPositionOpen(ctx context.Context, adm *kadm.Client, brokers []string, opts []kgo.Opt, topic, key string) (value []byte, found bool, open []*kgo.Record, err error) {
+	var pr positionReader
+	pr.key = key
+	err = readTopic(ctx, adm, brokers, opts, topic, false, pr.add)
+	return pr.value, pr.found, pr.open(), err
+}
+
+// positionReader resolves the offsets topic's transactions from their
+// markers, record by record, for the position stored under key.
+type positionReader struct {
+	key     string
+	pending map[int64][]*kgo.Record // producer id → records of its open transaction
+	value   []byte
+	found   bool
+}
+
+func (pr *positionReader) add(r *kgo.Record) {
+	switch {
+	case r.Attrs.IsControl():
+		recs := pr.pending[r.ProducerID]
+		delete(pr.pending, r.ProducerID)
+		// Control record key: version int16, type int16 (0 abort, 1 commit).
+		if len(r.Key) >= 4 && r.Key[2] == 0 && r.Key[3] == 1 {
+			for _, c := range recs {
+				pr.value, pr.found = c.Value, c.Value != nil
+			}
+		}
+	case string(r.Key) != pr.key:
+	case r.Attrs.IsTransactional():
+		if pr.pending == nil {
+			pr.pending = map[int64][]*kgo.Record{}
+		}
+		pr.pending[r.ProducerID] = append(pr.pending[r.ProducerID], r)
+	default:
+		pr.value, pr.found = r.Value, r.Value != nil
+	}
+}
+
+// open returns the records under key that no marker has ended, in
+// offset order.
+func (pr *positionReader) open() []*kgo.Record {
+	var out []*kgo.Record
+	for _, recs := range pr.pending {
+		out = append(out, recs...)
+	}
+	slices.SortFunc(out, func(a, b *kgo.Record) int { return cmp.Compare(a.Offset, b.Offset) })
+	return out
 }
 
 // ReadCommitted calls fn, in offset order per partition, for every
