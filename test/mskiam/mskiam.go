@@ -2,8 +2,8 @@
 // (the AWS_MSK_IAM SASL mechanism) for tests: a Check that terminates TLS
 // and answers SaslHandshake and SaslAuthenticate itself, verifying the
 // signed payload the way MSK does, before any other request reaches the
-// broker. Proxy puts it in front of a real broker (integration tests);
-// package test/mskiam/fake puts it in front of kfake (unit tests only).
+// broker. Proxy puts it in front of a broker: the stack's real Kafka in
+// integration tests, a kfake broker a unit test starts itself.
 //
 // The exchange (AWS's aws-msk-iam-auth README and its signer, and franz-go's
 // pkg/sasl/aws, which binlake uses): the client sends SaslHandshake naming
@@ -95,8 +95,7 @@ type Auth struct {
 
 // Check is the broker side of the IAM sign-in: the one principal it
 // admits (Config) and a record of every exchange it answered. Server puts
-// it on a connection; a Broker (package test/mskiam/fake, kfake) or a
-// Proxy (in front of a real broker) serves the connections.
+// it on a connection; a Proxy serves the connections.
 type Check struct {
 	cfg Config
 

@@ -2,6 +2,7 @@ package mskiam_test
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"strings"
@@ -13,8 +14,8 @@ import (
 	saslaws "github.com/twmb/franz-go/pkg/sasl/aws"
 
 	"github.com/binlake/binlake/test/mskiam"
-	mskiamfake "github.com/binlake/binlake/test/mskiam/fake"
 	"github.com/binlake/binlake/test/tlstest"
+	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 const (
@@ -45,7 +46,7 @@ func client(t *testing.T, b testBroker, seed, secretKey string, opts ...kgo.Opt)
 }
 
 type testBroker struct {
-	*mskiamfake.Broker
+	*mskiam.Proxy
 	PKI *tlstest.PKI
 }
 
@@ -61,7 +62,7 @@ func start(t *testing.T, cfg mskiam.Config) testBroker {
 		cfg.Host = host
 	}
 	cfg.Topics = []string{"iam"}
-	return testBroker{mskiamfake.Start(t, cfg, pki.ServerConfig(false)), pki}
+	return testBroker{iamBroker(t, cfg, pki.ServerConfig(false)), pki}
 }
 
 // TestAdmitsAGoodSignature produces and reads back a record as a client
@@ -151,4 +152,21 @@ func TestReauthenticates(t *testing.T) {
 		t.Fatalf("%d distinct admitted signatures over 4s with 1s sessions, want >= 4", len(sigs))
 	}
 	t.Logf("%d records, %d authentications", n, len(b.Auths()))
+}
+
+// iamBroker is a kfake broker (unit tests only) behind the IAM check of
+// mskiam.Proxy, the same proxy the integration tests put in front of the
+// stack's real Kafka.
+func iamBroker(t *testing.T, cfg mskiam.Config, tlsCfg *tls.Config) *mskiam.Proxy {
+	t.Helper()
+	opts := []kfake.Opt{kfake.NumBrokers(1)}
+	if len(cfg.Topics) > 0 {
+		opts = append(opts, kfake.SeedTopics(1, cfg.Topics...))
+	}
+	c, err := kfake.NewCluster(opts...)
+	if err != nil {
+		t.Fatalf("starting kfake: %v", err)
+	}
+	t.Cleanup(c.Close)
+	return mskiam.StartProxy(t, cfg, tlsCfg, c.ListenAddrs()[0])
 }

@@ -213,3 +213,6 @@ func tagsLen(b []byte) (int, error) {
 	}
 	return off, nil
 }
+
+// ListenAddrs is Addr as a seed broker list.
+func (p *Proxy) ListenAddrs() []string { return []string{p.Addr()} }

@@ -2,6 +2,7 @@ package kafkasec
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 	"strings"
 	"sync/atomic"
@@ -12,8 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/binlake/binlake/test/mskiam"
-	mskiamfake "github.com/binlake/binlake/test/mskiam/fake"
 	"github.com/binlake/binlake/test/tlstest"
+	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 // This file checks capture's aws-msk-iam options against a broker that
@@ -62,10 +63,10 @@ func TestKafkaSecurityMSKIAMAgainstVerifyingBroker(t *testing.T) {
 	t.Setenv("AWS_REGION", "eu-west-1")
 	pki := tlstest.New(t)
 	var calls atomic.Int32
-	setup := func(cfg mskiam.Config, secret string) (*mskiamfake.Broker, *kgo.Client, KafkaSecurity) {
+	setup := func(cfg mskiam.Config, secret string) (*mskiam.Proxy, *kgo.Client, KafkaSecurity) {
 		cfg.AccessKey, cfg.SecretKey, cfg.SessionToken, cfg.Region = iamKey, iamSecret, iamToken, "eu-west-1"
 		cfg.Topics = []string{"iam"}
-		b := mskiamfake.Start(t, cfg, pki.ServerConfig(false))
+		b := iamBroker(t, cfg, pki.ServerConfig(false))
 		k := KafkaSecurity{TLS: true, TLSCAFile: pki.CAFile, SASLMechanism: "AWS_MSK_IAM", awsRegionEnv: "eu-west-1", awsCredentials: staticCreds(secret, &calls)}
 		if err := k.Validate(b.ListenAddrs()); err != nil {
 			t.Fatal(err)
@@ -127,7 +128,7 @@ func TestKafkaSecurityMSKIAMAgainstVerifyingBroker(t *testing.T) {
 // fresh signatures, the credentials asked again each time.
 func TestKafkaSecurityMSKIAMOverMSKNames(t *testing.T) {
 	pki := tlstest.New(t)
-	b := mskiamfake.Start(t, mskiam.Config{
+	b := iamBroker(t, mskiam.Config{
 		AccessKey: iamKey, SecretKey: iamSecret, SessionToken: iamToken, Region: "eu-west-1",
 		Host: mskHost, SessionLifetime: time.Second, Topics: []string{"iam"},
 	}, pki.ServerConfig(false))
@@ -157,4 +158,21 @@ func TestKafkaSecurityMSKIAMOverMSKNames(t *testing.T) {
 	if len(sigs) < 4 || int(calls.Load()) < len(b.Auths()) {
 		t.Fatalf("%d distinct signatures, %d credential retrievals for %d authentications over 4s of 1s sessions", len(sigs), calls.Load(), len(b.Auths()))
 	}
+}
+
+// iamBroker is a kfake broker (unit tests only) behind the IAM check of
+// mskiam.Proxy, the same proxy the integration tests put in front of the
+// stack's real Kafka.
+func iamBroker(t *testing.T, cfg mskiam.Config, tlsCfg *tls.Config) *mskiam.Proxy {
+	t.Helper()
+	opts := []kfake.Opt{kfake.NumBrokers(1)}
+	if len(cfg.Topics) > 0 {
+		opts = append(opts, kfake.SeedTopics(1, cfg.Topics...))
+	}
+	c, err := kfake.NewCluster(opts...)
+	if err != nil {
+		t.Fatalf("starting kfake: %v", err)
+	}
+	t.Cleanup(c.Close)
+	return mskiam.StartProxy(t, cfg, tlsCfg, c.ListenAddrs()[0])
 }

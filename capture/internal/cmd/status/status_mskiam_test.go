@@ -2,6 +2,7 @@ package status
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -9,8 +10,8 @@ import (
 	"time"
 
 	"github.com/binlake/binlake/test/mskiam"
-	mskiamfake "github.com/binlake/binlake/test/mskiam/fake"
 	"github.com/binlake/binlake/test/tlstest"
+	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 // TestStatusMSKIAM runs capture status with --kafka-sasl-mechanism
@@ -22,7 +23,7 @@ import (
 // comes from AWS_REGION.
 func TestStatusMSKIAM(t *testing.T) {
 	pki := tlstest.New(t)
-	b := mskiamfake.Start(t, mskiam.Config{AccessKey: "AKIDSTATUS", SecretKey: "status-secret", SessionToken: "status-token",
+	b := iamBroker(t, mskiam.Config{AccessKey: "AKIDSTATUS", SecretKey: "status-secret", SessionToken: "status-token",
 		Region: "eu-west-1", Topics: []string{"offsets"}}, pki.ServerConfig(false))
 	none := filepath.Join(t.TempDir(), "none")
 	t.Setenv("AWS_REGION", "eu-west-1")
@@ -58,4 +59,21 @@ func TestStatusMSKIAM(t *testing.T) {
 			t.Errorf("error %q does not name %q", err, want)
 		}
 	}
+}
+
+// iamBroker is a kfake broker (unit tests only) behind the IAM check of
+// mskiam.Proxy, the same proxy the integration tests put in front of the
+// stack's real Kafka.
+func iamBroker(t *testing.T, cfg mskiam.Config, tlsCfg *tls.Config) *mskiam.Proxy {
+	t.Helper()
+	opts := []kfake.Opt{kfake.NumBrokers(1)}
+	if len(cfg.Topics) > 0 {
+		opts = append(opts, kfake.SeedTopics(1, cfg.Topics...))
+	}
+	c, err := kfake.NewCluster(opts...)
+	if err != nil {
+		t.Fatalf("starting kfake: %v", err)
+	}
+	t.Cleanup(c.Close)
+	return mskiam.StartProxy(t, cfg, tlsCfg, c.ListenAddrs()[0])
 }

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"crypto/tls"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -9,8 +10,8 @@ import (
 	"time"
 
 	"github.com/binlake/binlake/test/mskiam"
-	mskiamfake "github.com/binlake/binlake/test/mskiam/fake"
 	"github.com/binlake/binlake/test/tlstest"
+	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 // lockedLog is a log ingest writes from several goroutines.
@@ -42,7 +43,7 @@ func (l *lockedLog) String() string {
 // and the setting.
 func TestRunMSKIAM(t *testing.T) {
 	pki := tlstest.New(t)
-	b := mskiamfake.Start(t, mskiam.Config{AccessKey: "AKIDINGEST", SecretKey: "ingest-secret", SessionToken: "ingest-token",
+	b := iamBroker(t, mskiam.Config{AccessKey: "AKIDINGEST", SecretKey: "ingest-secret", SessionToken: "ingest-token",
 		Region: "eu-west-1", SessionLifetime: time.Second, Topics: []string{"p.db.t"}}, pki.ServerConfig(false))
 	none := filepath.Join(t.TempDir(), "none")
 	t.Setenv("AWS_REGION", "eu-west-1")
@@ -106,4 +107,21 @@ func TestRunMSKIAM(t *testing.T) {
 			t.Errorf("error %q does not name %q", err, want)
 		}
 	}
+}
+
+// iamBroker is a kfake broker (unit tests only) behind the IAM check of
+// mskiam.Proxy, the same proxy the integration tests put in front of the
+// stack's real Kafka.
+func iamBroker(t *testing.T, cfg mskiam.Config, tlsCfg *tls.Config) *mskiam.Proxy {
+	t.Helper()
+	opts := []kfake.Opt{kfake.NumBrokers(1)}
+	if len(cfg.Topics) > 0 {
+		opts = append(opts, kfake.SeedTopics(1, cfg.Topics...))
+	}
+	c, err := kfake.NewCluster(opts...)
+	if err != nil {
+		t.Fatalf("starting kfake: %v", err)
+	}
+	t.Cleanup(c.Close)
+	return mskiam.StartProxy(t, cfg, tlsCfg, c.ListenAddrs()[0])
 }
