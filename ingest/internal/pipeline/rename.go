@@ -541,7 +541,12 @@ func (w *worker) checkRename(ctx context.Context) error {
 		return nil
 	}
 	if job.stopped() {
-		return nil // see finishRename
+		// The process is stopping; the rename is followed again after the
+		// restart. The job stays in hand, so the records after the rename
+		// stay held (never buffered for the old table, never committed):
+		// what is buffered is from before it, and the final commit takes
+		// it to the old table as the rename itself would have.
+		return nil
 	}
 	select {
 	case <-job.renamed:
@@ -578,14 +583,6 @@ func (w *worker) finishRename(ctx context.Context) error {
 	job := w.job
 	if err := w.settle(); err != nil {
 		return err
-	}
-	if errors.Is(job.err, errRenameStopped) {
-		// The process is stopping; the rename is followed again after the
-		// restart. The job stays in hand, so the records after the rename
-		// stay held (never buffered for the old table, never committed):
-		// what is buffered is from before it, and the final commit takes
-		// it to the old table as the rename itself would have.
-		return nil
 	}
 	if job.err != nil {
 		return job.err
