@@ -521,6 +521,18 @@ sys.exit(pyiceberg.__version__ != '$PYICEBERG_VERSION' or duckdb.__version__ != 
     die "pip install of pyiceberg $PYICEBERG_VERSION, duckdb $DUCKDB_VERSION (with extensions) and pyspark $PYSPARK_VERSION failed; see $STACK/logs/pip.log"
 }
 
+# space_check warns when the disk under $STACK is short: the downloads, the
+# Python readers and a make test's binlogs and lake take about 8 GiB, and a full
+# disk shows up later as a failed pip install or "build failed" from go test.
+space_check() {
+  local need_kib=$((8 * 1024 * 1024)) have_kib
+  have_kib=$(df -Pk "$STACK" 2>/dev/null | awk 'NR == 2 {print $4}')
+  [[ $have_kib =~ ^[0-9]+$ ]] || return 0
+  if ((have_kib < need_kib)); then
+    log "warning: $((have_kib / 1024)) MiB free under $STACK; the stack and a make test need about 8 GiB (free some, or set BINLAKE_STACK_DIR elsewhere)"
+  fi
+}
+
 cmd_up() { # cmd_up [component...]: all of them (and the Python readers) when none is named
   local t0=$SECONDS c
   local want=("$@")
@@ -541,6 +553,7 @@ cmd_up() { # cmd_up [component...]: all of them (and the Python readers) when no
   fi
   need_tools
   mkdir -p "$STACK/run" "$STACK/logs" "$STACK/bin"
+  space_check
   go_check none >/dev/null || die "building test/stackcheck failed"
   for c in "${want[@]}"; do "${c}_up"; done
   log "stack up in $((SECONDS - t0))s"

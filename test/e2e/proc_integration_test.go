@@ -24,6 +24,20 @@ var (
 	buildErr  error
 )
 
+// TestMain removes the binaries the tests built (about 160 MB a run) once
+// every test has finished: a test's own directory goes with the test, these
+// are shared by all of them.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
+	for _, p := range taggedBins {
+		_ = os.RemoveAll(filepath.Dir(p))
+	}
+	os.Exit(code)
+}
+
 // binary builds capture and ingest once per test run and returns the path of name.
 func binary(t *testing.T, name string) string {
 	t.Helper()
