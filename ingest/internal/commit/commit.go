@@ -396,7 +396,7 @@ func (c *Committer) Commit(ctx context.Context, buf *batch.Buffer) (Result, erro
 				case rw.Files == 0 && rw.Manifests > 0:
 					log.Info("merged the table's data manifests", "manifests", rw.Manifests, "snapshot_id", rw.SnapshotID, "seconds", rw.Duration.Seconds())
 				case rw.Files > 0:
-					log.Info("rewrote the table's most deleted data files", "files", rw.Files, "bytes", rw.Bytes,
+					log.Info("rewrote the table's most deleted data files", "files", rw.Files, "unread", rw.Unread, "bytes", rw.Bytes,
 						"rows", rw.Rows, "dead_rows", rw.DeadRows, "delete_files_removed", rw.DeleteFiles,
 						"new_files", rw.NewFiles, "manifests_merged", rw.Manifests, "snapshot_id", rw.SnapshotID, "seconds", rw.Duration.Seconds())
 				}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/binlake/binlake/ingest/internal/keyindex"
@@ -24,16 +25,21 @@ const RewriteKey = "binlake.rewrite"
 const DefaultRewriteMaxBytes = 128 << 20
 
 // RewriteConfig bounds a table's read cost as ingest writes to it, in the
-// positional delete modes: after a commit lands, the data files whose rows
-// are mostly deleted (or that carry many delete files) have their live
-// rows rewritten into new data files, in a commit of their own that
-// removes the old files and the position deletes or deletion vectors that
-// applied only to them. Readers then decode no dead row of those files and
-// open none of their delete files. The zero value is off.
+// positional delete modes: after a commit lands, once the table's rows are
+// too often dead (or a data file carries many delete files), the live rows
+// of its most deleted data files are rewritten into new data files, in a
+// commit of their own that removes the old files and the position deletes
+// or deletion vectors that applied only to them. Readers then decode no
+// dead row of those files and open none of their delete files. A data
+// file whose rows are all deleted is dropped unread. The zero value is off.
 type RewriteConfig struct {
-	// DeadFraction rewrites a data file once at least this fraction of
-	// its rows is deleted by position deletes or deletion vectors that
-	// name it (0: never by dead rows).
+	// DeadFraction rewrites once the table's dead rows (those the position
+	// deletes and deletion vectors naming one data file delete) reach this
+	// fraction of its data files' rows: the deadest files first, until the
+	// table is back to half of it, so that a reader decodes at most
+	// 1/(1-DeadFraction) rows per live row while a rewrite is a commit of
+	// its own only every few commits, and moves as few live rows as it
+	// can (0: never by dead rows).
 	DeadFraction float64
 	// DeleteFiles rewrites a data file once more than this many delete
 	// files apply to it (0: never by delete files).
@@ -79,6 +85,9 @@ type RewriteResult struct {
 	Conflict bool
 	// Manifests is the number of manifests merged (0: none).
 	Manifests int
+	// Unread is how many of the Files had every row deleted and were
+	// dropped without reading them.
+	Unread int
 }
 
 // rewriteCandidate is a data file of the current snapshot, with the
@@ -93,9 +102,13 @@ type rewriteCandidate struct {
 
 // PlanRewrite picks, among tasks (a scan plan of the table: each data
 // file with the delete files that apply to it), the data files cfg says to
-// rewrite: those over a threshold, worst first (the highest dead fraction,
-// then the most delete files), within cfg.MaxBytes (at least one). A
-// data file's dead rows are counted from the position-delete files that
+// rewrite, within cfg.MaxBytes (at least one):
+//   - when the table's dead fraction is at least cfg.DeadFraction, the
+//     data files with dead rows, the deadest first, until what is left
+//     would be at most half of it;
+//   - every data file with more than cfg.DeleteFiles delete files.
+//
+// A data file's dead rows are counted from the position-delete files that
 // name it alone (referenced_data_file, as ingest writes them) and its
 // deletion vector; deletes grouped by partition are counted only as
 // delete files. Only Parquet data files are taken.
@@ -108,6 +121,7 @@ func PlanRewrite(tasks []table.FileScanTask, cfg RewriteConfig) []table.FileScan
 		maxBytes = DefaultRewriteMaxBytes
 	}
 	var cands []rewriteCandidate
+	var rows, dead int64
 	for _, t := range tasks {
 		if t.File.ContentType() != iceberg.EntryContentData || t.File.FileFormat() != iceberg.ParquetFile {
 			continue
@@ -123,13 +137,16 @@ func PlanRewrite(tasks []table.FileScanTask, cfg RewriteConfig) []table.FileScan
 			c.dead += d.Count()
 		}
 		c.dels = len(t.DeleteFiles) + len(t.DeletionVectorFiles) + len(t.EqualityDeleteFiles)
-		if n := t.File.Count(); n > 0 {
-			c.frac = min(float64(c.dead)/float64(n), 1)
+		n := t.File.Count()
+		c.dead = min(c.dead, max(n, 0))
+		if n > 0 {
+			c.frac = float64(c.dead) / float64(n)
+			rows += n
+			dead += c.dead
 		}
-		if (cfg.DeadFraction > 0 && c.dead > 0 && c.frac >= cfg.DeadFraction) || (cfg.DeleteFiles > 0 && c.dels > cfg.DeleteFiles) {
-			cands = append(cands, c)
-		}
+		cands = append(cands, c)
 	}
+	byDead := cfg.DeadFraction > 0 && rows > 0 && float64(dead) >= cfg.DeadFraction*float64(rows)
 	slices.SortFunc(cands, func(a, b rewriteCandidate) int {
 		if c := cmp.Compare(b.frac, a.frac); c != 0 {
 			return c
@@ -142,11 +159,19 @@ func PlanRewrite(tasks []table.FileScanTask, cfg RewriteConfig) []table.FileScan
 	var out []table.FileScanTask
 	var total int64
 	for _, c := range cands {
+		crowded := cfg.DeleteFiles > 0 && c.dels > cfg.DeleteFiles
+		deadest := byDead && c.dead > 0 && float64(dead) > cfg.DeadFraction/2*float64(rows)
+		if !crowded && !deadest {
+			continue
+		}
 		if len(out) > 0 && total+c.bytes > maxBytes {
 			continue
 		}
 		out = append(out, c.task)
 		total += c.bytes
+		// Its live rows stay (in a new file), its dead ones go.
+		rows -= c.dead
+		dead -= c.dead
 	}
 	return out
 }
@@ -166,13 +191,31 @@ func deleteTarget(d iceberg.DataFile) (string, bool) {
 	return string(lo), true
 }
 
-// allDeleted reports whether t's data file has every row deleted by its
-// deletion vector alone.
-func allDeleted(t table.FileScanTask) bool {
-	if len(t.DeleteFiles) > 0 || len(t.EqualityDeleteFiles) > 0 || len(t.DeletionVectorFiles) != 1 {
-		return false
+// allDeleted reports whether t's data file has every row deleted: by its
+// deletion vector alone (a vector's count is exact), or by its position
+// deletes, whose record counts are summed first and, when they reach the
+// file's rows, the distinct positions they name counted (a position may
+// be deleted twice: by ingest and another writer). A file with equality
+// deletes is read.
+func allDeleted(ctx context.Context, fsys icebergio.IO, t table.FileScanTask) (bool, error) {
+	rows := t.File.Count()
+	switch {
+	case len(t.EqualityDeleteFiles) > 0 || rows <= 0:
+		return false, nil
+	case len(t.DeleteFiles) == 0 && len(t.DeletionVectorFiles) == 1:
+		return t.DeletionVectorFiles[0].Count() >= rows, nil
+	case len(t.DeleteFiles) == 0 || len(t.DeletionVectorFiles) > 0:
+		return false, nil
 	}
-	return t.DeletionVectorFiles[0].Count() >= t.File.Count()
+	var sum int64
+	for _, d := range t.DeleteFiles {
+		sum += d.Count()
+	}
+	if sum < rows {
+		return false, nil
+	}
+	n, err := keyindex.CountDeleted(ctx, fsys, t.File, t.DeleteFiles)
+	return n >= rows, err
 }
 
 // filePathFieldID is the field id of a position-delete file's file_path
@@ -245,11 +288,22 @@ func (c *Committer) rewrite(ctx context.Context) (res RewriteResult, _ error) {
 		rewritten[t.File.FilePath()] = true
 		inRows += t.File.Count()
 	}
-	// A data file whose deletion vector deletes every row (a vector's
-	// count is exact) has nothing to move: it is dropped unread.
+	fsys, ferr := tbl.FS(ctx)
+	if ferr != nil {
+		return res, ferr
+	}
+	// A data file whose every row is deleted has nothing to move: it is
+	// dropped unread. Under upserts that is most files a rewrite meets (a
+	// file of one commit's rows dies whole once they are all updated).
 	var live []table.FileScanTask
 	for _, t := range pick {
-		if !allDeleted(t) {
+		dead, err := allDeleted(ctx, fsys, t)
+		if err != nil {
+			return res, fmt.Errorf("counting the deleted rows of data file %s: %w", t.File.FilePath(), err)
+		}
+		if dead {
+			res.Unread++
+		} else {
 			live = append(live, t)
 		}
 	}
@@ -263,11 +317,7 @@ func (c *Committer) rewrite(ctx context.Context) (res RewriteResult, _ error) {
 	}
 	gr.SafePosDeletes = table.CollectSafePositionDeletes(pick)
 	gr.SafeDeletionVectors = table.CollectSafeDeletionVectors(pick)
-	fsys, ferr := tbl.FS(ctx)
 	cleanup := func() {
-		if ferr != nil {
-			return
-		}
 		for _, df := range gr.NewDataFiles {
 			if err := fsys.Remove(df.FilePath()); err != nil && !errors.Is(err, iofs.ErrNotExist) {
 				c.cfg.Logger.Warn("removing a file of a failed rewrite; orphan removal will", "table", c.ident, "path", df.FilePath(), "error", err)
@@ -294,10 +344,6 @@ func (c *Committer) rewrite(ctx context.Context) (res RewriteResult, _ error) {
 	var removedKeys [][]byte
 	var removed []string
 	var added []keyindex.Added
-	if ferr != nil {
-		cleanup()
-		return res, ferr
-	}
 	for _, t := range pick {
 		keys, err := keyindex.ReadKeys(ctx, fsys, t.File, keyIDs)
 		if err != nil {

@@ -18,9 +18,9 @@ import (
 
 // TestRewriteBoundsDeadRows makes repeated upsert commits (10% of a small
 // table's keys each) in position and dv mode with the in-ingest rewrite
-// on, and checks after every commit that (a) no data file holds a dead
-// fraction at or over the threshold (measured by reading each file alone
-// with its deletes, not by the planner's count), (b) the table holds
+// on, and checks after every commit that (a) the table's dead fraction is
+// under the threshold (measured by reading each file alone with its
+// deletes, not by the planner's count), (b) the table holds
 // exactly the expected rows, no key twice, so that (c) the commits after a
 // rewrite deleted the moved rows at their new places: the key index was
 // updated, across a restart of the committer and its index store too. At
@@ -125,9 +125,10 @@ func testRewrite(t *testing.T, mode DeleteMode, rcfg RewriteConfig) {
 	}
 }
 
-// checkBounded fails when a data file of the table is at or over the
-// rewrite's dead fraction, counted by reading the file alone with its
-// deletes applied, or has more delete files than the rewrite allows.
+// checkBounded fails when the table is at or over the rewrite's dead
+// fraction, its rows counted by reading each data file alone with its
+// deletes applied, or a data file has more delete files than the rewrite
+// allows.
 func checkBounded(t *testing.T, e *posEnv, rcfg RewriteConfig, round int) {
 	t.Helper()
 	tbl, err := e.cat.LoadTable(t.Context(), e.ident)
@@ -157,6 +158,7 @@ func checkBounded(t *testing.T, e *posEnv, rcfg RewriteConfig, round int) {
 			t.Fatalf("round %d: %d data manifests, over %d", round, data, rcfg.Manifests)
 		}
 	}
+	var rows, dead int64
 	for _, task := range tasks {
 		dels := len(task.DeleteFiles) + len(task.DeletionVectorFiles) + len(task.EqualityDeleteFiles)
 		if rcfg.DeleteFiles > 0 && dels > rcfg.DeleteFiles {
@@ -177,10 +179,11 @@ func checkBounded(t *testing.T, e *posEnv, rcfg RewriteConfig, round int) {
 			live += rec.NumRows()
 			rec.Release()
 		}
-		n := task.File.Count()
-		if dead := float64(n-live) / float64(n); dead >= rcfg.DeadFraction {
-			t.Fatalf("round %d: data file %s is %.2f dead (%d of %d rows), at or over %.2f", round, task.File.FilePath(), dead, n-live, n, rcfg.DeadFraction)
-		}
+		rows += task.File.Count()
+		dead += task.File.Count() - live
+	}
+	if rcfg.DeadFraction > 0 && float64(dead) >= rcfg.DeadFraction*float64(rows) {
+		t.Fatalf("round %d: the table is %.2f dead (%d of %d rows), at or over %.2f", round, float64(dead)/float64(rows), dead, rows, rcfg.DeadFraction)
 	}
 }
 
@@ -192,7 +195,7 @@ func checkBounded(t *testing.T, e *posEnv, rcfg RewriteConfig, round int) {
 func TestRewriteConflict(t *testing.T) {
 	forModes(t, func(t *testing.T, mode DeleteMode) {
 		e := newPosEnv(t, mode, nil)
-		c, err := New(t.Context(), e.cat, e.ident, Config{DeleteMode: mode, Index: e.store, Rewrite: RewriteConfig{DeadFraction: 0.3},
+		c, err := New(t.Context(), e.cat, e.ident, Config{DeleteMode: mode, Index: e.store, Rewrite: RewriteConfig{DeadFraction: 0.2},
 			MaxAttempts: 2, MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
@@ -233,7 +236,7 @@ func TestRewriteConflict(t *testing.T) {
 			t.Fatalf("rewrite of the next commit: %+v, %v; want it landed", res.Rewrite, res.RewriteErr)
 		}
 		e.expect(want)
-		checkBounded(t, e, RewriteConfig{DeadFraction: 0.3}, 0)
+		checkBounded(t, e, RewriteConfig{DeadFraction: 0.2}, 0)
 		// The moved rows are deleted where they now are.
 		e.commit(c, batchOf(t, 14, op{batch.OpUpdate, 5, "u5"}, op{batch.OpUpdate, 9, "u9"}, op{batch.OpDelete, 10, ""}))
 		want[5], want[9] = "u5", "u9"
@@ -243,13 +246,14 @@ func TestRewriteConflict(t *testing.T) {
 }
 
 // TestRewriteDropsDeadFile: a data file all of whose rows are deleted is
-// removed with its deletes and nothing written in its place (in dv mode
-// without reading it: its vector's count is exact); the keys of the other
-// files still delete where they are.
+// removed with its deletes, unread (dv mode: its vector's count is exact;
+// position mode: its delete files' distinct positions are counted), and
+// nothing written in its place; the keys of the other files still delete
+// where they are.
 func TestRewriteDropsDeadFile(t *testing.T) {
 	forModes(t, func(t *testing.T, mode DeleteMode) {
 		e := newPosEnv(t, mode, nil)
-		c, err := New(t.Context(), e.cat, e.ident, Config{DeleteMode: mode, Index: e.store, Rewrite: RewriteConfig{DeadFraction: 0.5},
+		c, err := New(t.Context(), e.cat, e.ident, Config{DeleteMode: mode, Index: e.store, Rewrite: RewriteConfig{DeadFraction: 0.2},
 			MaxAttempts: 2, MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
@@ -263,12 +267,14 @@ func TestRewriteDropsDeadFile(t *testing.T) {
 		e.commit(c, batchOf(t, 0, ops...))
 		e.commit(c, batchOf(t, 10, op{batch.OpCreate, 11, "a"}, op{batch.OpCreate, 12, "b"}))
 		want[11], want[12] = "a", "b"
+		// 3 of the table's 13 rows are dead now (0.23): the deadest file
+		// (both rows) goes, and the table is at 1 of 11 (under 0.1).
 		res := e.commit(c, batchOf(t, 12, op{batch.OpDelete, 11, ""}, op{batch.OpDelete, 12, ""}, op{batch.OpUpdate, 1, "u1"}))
 		delete(want, 11)
 		delete(want, 12)
 		want[1] = "u1"
-		if rw := res.Rewrite; res.RewriteErr != nil || rw.Files != 1 || rw.Rows != 0 || rw.DeadRows != 2 || rw.NewFiles != 0 || rw.DeleteFiles != 1 {
-			t.Fatalf("rewrite: %+v, %v; want the dead file (2 rows) and its delete file removed, nothing written", rw, res.RewriteErr)
+		if rw := res.Rewrite; res.RewriteErr != nil || rw.Files != 1 || rw.Unread != 1 || rw.Rows != 0 || rw.DeadRows != 2 || rw.NewFiles != 0 || rw.DeleteFiles != 1 {
+			t.Fatalf("rewrite: %+v, %v; want the dead file (2 rows) and its delete file removed unread, nothing written", rw, res.RewriteErr)
 		}
 		e.expect(want)
 		e.commit(c, batchOf(t, 15, op{batch.OpUpdate, 2, "u2"}, op{batch.OpDelete, 3, ""}))

@@ -33,10 +33,13 @@ func posDeletes(t *testing.T, path, target string, n int64, byBounds bool) icebe
 	return b.Build()
 }
 
-// TestPlanRewrite: files at or over the dead fraction, or over the delete
-// file count, are picked worst first within the byte bound (at least
-// one); dead rows count from delete files naming the file alone (by
-// referenced_data_file or file_path bounds), not from partition-wide ones.
+// TestPlanRewrite: once the table's dead fraction reaches the setting, the
+// deadest files are picked until what is left is at most half of it (and
+// no file while the table is under it, however dead the file); files over
+// the delete-file count are picked whatever the table; all within the byte
+// bound (at least one). Dead rows count from delete files naming the file
+// alone (by referenced_data_file or file_path bounds), not from
+// partition-wide ones.
 func TestPlanRewrite(t *testing.T) {
 	a := table.FileScanTask{File: dataFile(t, "a", 100, 1000), DeleteFiles: []iceberg.DataFile{
 		posDeletes(t, "a-d1", "a", 20, false), posDeletes(t, "a-d2", "a", 20, true)}} // 0.4
@@ -60,11 +63,14 @@ func TestPlanRewrite(t *testing.T) {
 		want []string
 	}{
 		{"off", RewriteConfig{}, nil},
-		{"dead fraction", RewriteConfig{DeadFraction: 0.3}, []string{"a", "b"}},
-		{"dead fraction, bound", RewriteConfig{DeadFraction: 0.3, MaxBytes: 1500}, []string{"a"}},
-		{"dead fraction, bound below one file", RewriteConfig{DeadFraction: 0.3, MaxBytes: 10}, []string{"a"}},
+		// 85 of 400 rows dead: 0.2125.
+		{"dead fraction", RewriteConfig{DeadFraction: 0.2}, []string{"a", "b"}},
+		{"table under the dead fraction", RewriteConfig{DeadFraction: 0.25}, nil},
+		{"dead fraction, bound", RewriteConfig{DeadFraction: 0.2, MaxBytes: 1500}, []string{"a"}},
+		{"dead fraction, bound below one file", RewriteConfig{DeadFraction: 0.2, MaxBytes: 10}, []string{"a"}},
 		{"delete files", RewriteConfig{DeleteFiles: 2}, []string{"c"}},
-		{"both", RewriteConfig{DeadFraction: 0.38, DeleteFiles: 2}, []string{"a", "c"}},
+		{"both", RewriteConfig{DeadFraction: 0.21, DeleteFiles: 2}, []string{"a", "b", "c"}},
+		{"delete files, table under the dead fraction", RewriteConfig{DeadFraction: 0.25, DeleteFiles: 2}, []string{"c"}},
 	} {
 		if got := paths(PlanRewrite(tasks, tc.cfg)); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: picked %v, want %v", tc.name, got, tc.want)

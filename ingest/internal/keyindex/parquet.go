@@ -151,3 +151,55 @@ func add(out map[string]map[int64]struct{}, want func(string) bool, path string,
 func ReadColumns(ctx context.Context, fsys icebergio.IO, path string, ids []int, fn func(first int64, cols []arrow.Array) error) error {
 	return readColumns(ctx, fsys, path, ids, fn)
 }
+
+// CountDeleted returns how many distinct rows of the data file df the
+// position-delete files dels delete: positions that name df and lie within
+// its row count, each counted once however many files delete it (unlike
+// the sum of their record counts). Only the delete files' two columns are
+// read; memory is a bit per row of df.
+func CountDeleted(ctx context.Context, fsys icebergio.IO, df iceberg.DataFile, dels []iceberg.DataFile) (int64, error) {
+	rows, path := df.Count(), df.FilePath()
+	if rows <= 0 {
+		return 0, nil
+	}
+	bits := make([]uint64, (rows+63)/64)
+	var n int64
+	mark := func(p string, pos int64) {
+		if pos < 0 || pos >= rows || p != path {
+			return
+		}
+		if w, b := pos/64, uint64(1)<<(pos%64); bits[w]&b == 0 {
+			bits[w] |= b
+			n++
+		}
+	}
+	for _, d := range dels {
+		err := readColumns(ctx, fsys, d.FilePath(), []int{filePathFieldID, posFieldID}, func(_ int64, cols []arrow.Array) error {
+			pos, ok := cols[1].(*array.Int64)
+			if !ok {
+				return fmt.Errorf("%w: position-delete file %s has a pos column of %s", ErrUnreadable, d.FilePath(), cols[1].DataType())
+			}
+			switch paths := cols[0].(type) {
+			case *array.String:
+				for i := range paths.Len() {
+					if !paths.IsNull(i) && !pos.IsNull(i) {
+						mark(paths.Value(i), pos.Value(i))
+					}
+				}
+			case *array.LargeString:
+				for i := range paths.Len() {
+					if !paths.IsNull(i) && !pos.IsNull(i) {
+						mark(paths.Value(i), pos.Value(i))
+					}
+				}
+			default:
+				return fmt.Errorf("%w: position-delete file %s has a file_path column of %s", ErrUnreadable, d.FilePath(), cols[0].DataType())
+			}
+			return nil
+		})
+		if err != nil {
+			return 0, err
+		}
+	}
+	return n, nil
+}
