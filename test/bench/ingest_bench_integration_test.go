@@ -322,6 +322,12 @@ func (p *ingestProc) wait(t *testing.T, events func() float64) ingestRun {
 		r.firstToLast = (n - firstRows) / d
 	}
 	p.stop()
+	if dir := os.Getenv("BINLAKE_BENCH_PROFILE"); dir != "" {
+		// The log beside the profile, for what ingest did in the run.
+		if b, err := os.ReadFile(p.logPath); err == nil {
+			_ = os.WriteFile(filepath.Join(dir, p.name+"-ingest.log"), b, 0o644)
+		}
+	}
 	r.cpu = cpuSeconds(p.cmd.ProcessState)
 	r.indexMiB = float64(dirBytes(t, p.state)) / (1 << 20)
 	return r
