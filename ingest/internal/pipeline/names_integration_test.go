@@ -12,6 +12,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -563,5 +564,80 @@ func TestCarriedOffsetsOfThisDeploymentOnly(t *testing.T) {
 	}
 	if want := map[int32]int64{0: 3}; !maps.Equal(got, want) {
 		t.Errorf("carried offsets of %s: %v, want %v from this deployment's table c", e.topic("b"), got, want)
+	}
+}
+
+// loadCounter is a catalog that counts the loads of each table.
+type loadCounter struct {
+	catalog.Catalog
+	mu    sync.Mutex
+	loads map[string]int
+}
+
+func (c *loadCounter) LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error) {
+	c.mu.Lock()
+	c.loads[strings.Join(ident, ".")]++
+	c.mu.Unlock()
+	return c.Catalog.LoadTable(ctx, ident)
+}
+
+// TestCarriedOffsetsOneScanPerAssignment: two topics assigned at once
+// whose tables hold none of their own offsets (each took its name in a
+// rename) are looked for in one pass over the catalog, not one pass each:
+// every pass loads every table, and make test's TestRenames timed out when
+// a member spent 2.5 minutes of its assignment loading the catalog's 174
+// tables again for each new topic.
+func TestCarriedOffsetsOneScanPerAssignment(t *testing.T) {
+	e := newNamesEnv(t, "b", "d")
+	ctx := t.Context()
+	mine := schemamap.Namer{Prefix: "bl"}
+	sch := iceberg.NewSchemaWithIdentifiers(0, []int{1}, iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true})
+	if err := e.direct.CreateNamespace(ctx, table.Identifier{e.db}, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
+		t.Fatal(err)
+	}
+	create := func(tbl string, offsets map[string]string) {
+		t.Helper()
+		props := iceberg.Properties{"format-version": "2", schemamap.SourceProperty: mine.Source(e.db, tbl)}
+		for topic, v := range offsets {
+			props[commit.OffsetsKeyPrefix+topic] = v
+		}
+		if _, err := e.direct.CreateTable(ctx, mine.Natural(e.db, tbl), sch, catalog.WithProperties(props)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// b and d were renamed from a and c; d's own topic's offsets went
+	// with the table renamed away to z.
+	create("b", map[string]string{e.topic("a"): `{"0":7}`})
+	create("d", map[string]string{e.topic("c"): `{"0":4}`})
+	create("z", map[string]string{e.topic("d"): `{"0":2}`})
+	e.produce("d", 1, 3, 1) // offsets 0 to 2: the carried offset is in the log
+	env := testenv.IcebergEnv(t)
+	cat, err := rest.NewCatalog(ctx, "ingest", env.URI, rest.WithAdditionalProps(env.FileIOProps()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	counter := &loadCounter{Catalog: cat, loads: map[string]int{}}
+	// The pipeline's own group consumes another topic: its assignment
+	// must not scan the catalog beside the call counted here.
+	p, err := New(Config{Brokers: testenv.KafkaBrokers(t), Group: testenv.Unique(t, "g"), Topics: []string{e.topic("none")},
+		Namer: mine, Logger: slog.New(slog.DiscardHandler)}, counter, decode.New(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := p.adjustOffsets(ctx, map[string]map[int32]kgo.Offset{
+		e.topic("b"): {0: kgo.NewOffset().AtStart()},
+		e.topic("d"): {0: kgo.NewOffset().AtStart()},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if off := got[e.topic("d")][0].EpochOffset().Offset; off != 2 {
+		t.Errorf("topic d starts at %d, want 2, the offset table z carried away", off)
+	}
+	if off := got[e.topic("b")][0].EpochOffset().Offset; off != kgo.NewOffset().AtStart().EpochOffset().Offset {
+		t.Errorf("topic b starts at %d, want its start: no table carries its offsets", off)
+	}
+	if n := counter.loads[strings.Join(mine.Natural(e.db, "z"), ".")]; n != 1 {
+		t.Errorf("table z was loaded %d times for one assignment, want once", n)
 	}
 }

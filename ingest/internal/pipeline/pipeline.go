@@ -68,6 +68,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/binlake/binlake/ingest/internal/batch"
 	"github.com/binlake/binlake/ingest/internal/commit"
@@ -731,6 +732,7 @@ func (p *Pipeline) ownedOnly(topic string, next map[int32]int64) map[int32]int64
 // offsets their tables hold: Iceberg, not the group, decides.
 func (p *Pipeline) adjustOffsets(ctx context.Context, offsets map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
 	var check []positioned
+	scan := &offsetScan{p: p} // one catalog scan for every topic assigned here
 	for topic, parts := range offsets {
 		ident, err := p.ident(topic)
 		var held batch.Offsets
@@ -781,7 +783,7 @@ func (p *Pipeline) adjustOffsets(ctx context.Context, offsets map[string]map[int
 		// moved with the table renamed away, wherever it is now.
 		var carried map[int32]int64
 		if exists && len(held[topic]) == 0 {
-			if carried, err = p.carriedOffsets(ctx, topic, ident); err != nil {
+			if carried, err = scan.carried(ctx, topic, ident); err != nil {
 				return nil, err
 			}
 		}
@@ -833,46 +835,109 @@ func (p *Pipeline) adjustOffsets(ctx context.Context, offsets map[string]map[int
 
 // carriedOffsets finds the offsets of topic in a table other than own,
 // in any namespace: after a rename that gave own's name to another table,
-// the table renamed away carries them. It is called only for that case
-// (a table holding no offsets for its own topic), so the scan is rare.
+// the table renamed away carries them. It is needed only for that case (a
+// table holding no offsets for its own topic), but that is also every
+// plain rename's new topic, so the scan must not cost a catalog's worth
+// of sequential loads: see offsetScan.
 func (p *Pipeline) carriedOffsets(ctx context.Context, topic string, own table.Identifier) (map[int32]int64, error) {
-	prefix, _, _ := strings.Cut(topic, ".")
-	nss, err := p.cat.ListNamespaces(ctx, nil)
-	if err != nil {
-		return nil, fmt.Errorf("listing namespaces for the offsets of %s: %w", topic, err)
+	return (&offsetScan{p: p}).carried(ctx, topic, own)
+}
+
+// offsetScanLoads bounds the tables an offsetScan loads at once.
+const offsetScanLoads = 16
+
+// offsetScan is one pass over every table of the catalog, made on first
+// use and shared by the topics of one assignment: their names, sources and
+// offsets. The loads run offsetScanLoads at a time. Before, each topic
+// loaded every table one by one, inside the group's assignment callback:
+// with the catalog make test fills (every test's tables) a member took 2.5
+// minutes to start reading the topics a rename had just made, and
+// TestRenames timed out with the renamed tables' changes unapplied.
+type offsetScan struct {
+	p      *Pipeline
+	done   bool
+	tables []scannedTable
+}
+
+type scannedTable struct {
+	ident   table.Identifier
+	source  string
+	offsets batch.Offsets
+}
+
+func (s *offsetScan) load(ctx context.Context, topic string) error {
+	if s.done {
+		return nil
 	}
+	nss, err := s.p.cat.ListNamespaces(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("listing namespaces for the offsets of %s: %w", topic, err)
+	}
+	var idents []table.Identifier
 	for _, ns := range nss {
-		for ident, err := range p.cat.ListTables(ctx, ns) {
+		for ident, err := range s.p.cat.ListTables(ctx, ns) {
 			if errors.Is(err, catalog.ErrNoSuchNamespace) {
 				break // dropped since it was listed: it holds nothing
 			}
 			if err != nil {
-				return nil, fmt.Errorf("listing tables of %v for the offsets of %s: %w", ns, topic, err)
+				return fmt.Errorf("listing tables of %v for the offsets of %s: %w", ns, topic, err)
 			}
-			if slices.Equal(ident, own) {
-				continue
-			}
-			tbl, err := p.cat.LoadTable(ctx, ident)
+			idents = append(idents, ident)
+		}
+	}
+	found := make([]*scannedTable, len(idents))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(offsetScanLoads)
+	for i, ident := range idents {
+		g.Go(func() error {
+			tbl, err := s.p.cat.LoadTable(gctx, ident)
 			if errors.Is(err, catalog.ErrNoSuchTable) || errors.Is(err, catalog.ErrNoSuchNamespace) {
-				continue
+				return nil
 			}
 			if err != nil {
-				return nil, fmt.Errorf("loading table %v for the offsets of %s: %w", ident, topic, err)
-			}
-			// Only a table this deployment named can carry its offsets:
-			// another ingest (fan-out, its own namespaces) consuming the
-			// same topic holds offsets of its own, and resuming from them
-			// would skip what this one has not applied.
-			if !p.namerFor(prefix).Placed(ident, tbl.Properties()[schemamap.SourceProperty]) {
-				continue
+				return fmt.Errorf("loading table %v for the offsets of %s: %w", ident, topic, err)
 			}
 			held, err := commit.Offsets(tbl)
 			if err != nil {
-				continue // another table's trouble is its own topic's to report
+				return nil // another table's trouble is its own topic's to report
 			}
-			if offs := held[topic]; len(offs) > 0 {
-				return offs, nil
-			}
+			found[i] = &scannedTable{ident: ident, source: tbl.Properties()[schemamap.SourceProperty], offsets: held}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	for _, t := range found {
+		if t != nil {
+			s.tables = append(s.tables, *t)
+		}
+	}
+	s.done = true
+	return nil
+}
+
+// carried returns the offsets of topic that a table other than own holds,
+// among the tables this deployment named (see carriedOffsets).
+func (s *offsetScan) carried(ctx context.Context, topic string, own table.Identifier) (map[int32]int64, error) {
+	if err := s.load(ctx, topic); err != nil {
+		return nil, err
+	}
+	prefix, _, _ := strings.Cut(topic, ".")
+	namer := s.p.namerFor(prefix)
+	for _, t := range s.tables {
+		if slices.Equal(t.ident, own) {
+			continue
+		}
+		// Only a table this deployment named can carry its offsets:
+		// another ingest (fan-out, its own namespaces) consuming the
+		// same topic holds offsets of its own, and resuming from them
+		// would skip what this one has not applied.
+		if !namer.Placed(t.ident, t.source) {
+			continue
+		}
+		if offs := t.offsets[topic]; len(offs) > 0 {
+			return offs, nil
 		}
 	}
 	return nil, nil
