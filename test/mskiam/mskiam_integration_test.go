@@ -1,21 +1,23 @@
+//go:build integration
+
 package mskiam_test
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"net"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	saslaws "github.com/twmb/franz-go/pkg/sasl/aws"
 
 	"github.com/binlake/binlake/test/mskiam"
+	"github.com/binlake/binlake/test/testenv"
 	"github.com/binlake/binlake/test/tlstest"
-	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 const (
@@ -45,9 +47,12 @@ func client(t *testing.T, b testBroker, seed, secretKey string, opts ...kgo.Opt)
 	return cl
 }
 
+// testBroker is mskiam.Proxy in front of the stack's real Kafka broker,
+// with a topic of the test's own.
 type testBroker struct {
 	*mskiam.Proxy
-	PKI *tlstest.PKI
+	PKI   *tlstest.PKI
+	topic string
 }
 
 func start(t *testing.T, cfg mskiam.Config) testBroker {
@@ -61,18 +66,29 @@ func start(t *testing.T, cfg mskiam.Config) testBroker {
 	if cfg.Host == "" {
 		cfg.Host = host
 	}
-	cfg.Topics = []string{"iam"}
-	return testBroker{iamBroker(t, cfg, pki.ServerConfig(false)), pki}
+	brokers := testenv.KafkaBrokers(t)
+	topic := testenv.Unique(t, "iam")
+	direct, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(direct.Close)
+	adm := kadm.NewClient(direct)
+	if _, err := adm.CreateTopic(t.Context(), 1, 1, nil, topic); err != nil {
+		t.Fatalf("creating %s: %v", topic, err)
+	}
+	t.Cleanup(func() { _, _ = adm.DeleteTopics(context.WithoutCancel(t.Context()), topic) })
+	return testBroker{mskiam.StartProxy(t, cfg, pki.ServerConfig(false), brokers[0]), pki, topic}
 }
 
 // TestAdmitsAGoodSignature produces and reads back a record as a client
 // signing with the broker's key pair, over the AWS broker name.
 func TestAdmitsAGoodSignature(t *testing.T) {
 	b := start(t, mskiam.Config{})
-	cl := client(t, b, host, secret, kgo.ConsumeTopics("iam"))
+	cl := client(t, b, host, secret, kgo.ConsumeTopics(b.topic))
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "iam", Value: []byte("signed")}).FirstErr(); err != nil {
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: b.topic, Value: []byte("signed")}).FirstErr(); err != nil {
 		t.Fatalf("producing: %v (auths %+v)", err, b.Auths())
 	}
 	fs := cl.PollFetches(ctx)
@@ -135,7 +151,7 @@ func TestReauthenticates(t *testing.T) {
 	deadline := time.Now().Add(4 * time.Second)
 	n := 0
 	for time.Now().Before(deadline) {
-		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "iam", Value: []byte("r")}).FirstErr(); err != nil {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: b.topic, Value: []byte("r")}).FirstErr(); err != nil {
 			t.Fatalf("record %d: %v", n, err)
 		}
 		n++
@@ -152,21 +168,4 @@ func TestReauthenticates(t *testing.T) {
 		t.Fatalf("%d distinct admitted signatures over 4s with 1s sessions, want >= 4", len(sigs))
 	}
 	t.Logf("%d records, %d authentications", n, len(b.Auths()))
-}
-
-// iamBroker is a kfake broker (unit tests only) behind the IAM check of
-// mskiam.Proxy, the same proxy the integration tests put in front of the
-// stack's real Kafka.
-func iamBroker(t *testing.T, cfg mskiam.Config, tlsCfg *tls.Config) *mskiam.Proxy {
-	t.Helper()
-	opts := []kfake.Opt{kfake.NumBrokers(1)}
-	if len(cfg.Topics) > 0 {
-		opts = append(opts, kfake.SeedTopics(1, cfg.Topics...))
-	}
-	c, err := kfake.NewCluster(opts...)
-	if err != nil {
-		t.Fatalf("starting kfake: %v", err)
-	}
-	t.Cleanup(c.Close)
-	return mskiam.StartProxy(t, cfg, tlsCfg, c.ListenAddrs()[0])
 }
