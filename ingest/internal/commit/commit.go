@@ -75,6 +75,7 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/binlake/binlake/ingest/internal/batch"
 	"github.com/binlake/binlake/ingest/internal/keyindex"
@@ -178,8 +179,15 @@ type Committer struct {
 	idx *keyindex.Index
 	// replan: the next commit plans a rewrite even if it deletes nothing
 	// (the first commit; after a rewrite, which may have left files over
-	// the byte bound; after one that failed).
+	// the byte bound; after one that failed; after a reload, since
+	// another writer may have changed the table).
 	replan bool
+	// sincePlan is the number of commits since the rewrite last planned
+	// from the table's files, and planDeletes the most delete files that
+	// applied to one data file then: a commit adds at most one to a file,
+	// so rewrite-delete-files cannot be passed before sincePlan +
+	// planDeletes exceeds it (see planDue).
+	sincePlan, planDeletes int
 	// beforeRewriteCommit, when set (tests), runs just before a rewrite's
 	// catalog commit.
 	beforeRewriteCommit func()
@@ -249,6 +257,9 @@ func (c *Committer) reload(ctx context.Context) error {
 		return fmt.Errorf("%w: table %v is now table uuid %s, not %s", ErrTableReplaced, c.ident, id, c.uuid)
 	}
 	c.tbl = tbl
+	// Another writer may have changed the table: the rewrite's bounds on
+	// what it holds no longer hold.
+	c.replan = true
 	return nil
 }
 
@@ -540,14 +551,6 @@ func (c *Committer) attempt(ctx context.Context, tbl *table.Table, buf *batch.Bu
 	if c.cfg.RecordRows > 0 {
 		conv.RecordRows = c.cfg.RecordRows
 	}
-	if c.idx != nil {
-		// The deletes are found against the attempt's base: the index
-		// must reflect it (another writer or a compaction may have
-		// changed the table since the last commit).
-		if err := c.idx.Sync(ctx, tbl); err != nil {
-			return out, stageWrite, err
-		}
-	}
 	tx := tbl.NewTransaction()
 	if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
 		return out, stageWrite, fmt.Errorf("pinning main: %w", err)
@@ -571,31 +574,50 @@ func (c *Committer) attempt(ctx context.Context, tbl *table.Table, buf *batch.Bu
 			}
 			truncated = true
 		}
+		var staged *table.Table
+		if truncated && c.idx != nil {
+			st, err := tx.StagedTable()
+			if err != nil {
+				return out, stageWrite, fmt.Errorf("reading the staged truncate: %w", err)
+			}
+			staged = st.Table
+		}
+		// In the positional modes the deletes are found and written while
+		// the data files are: neither needs the other.
+		var dels, replaced []iceberg.DataFile
 		var data []iceberg.DataFile
-		if len(col.Upserts) > 0 {
-			for df, err := range table.WriteRecords(ctx, tbl, conv.Schema(), conv.Rows(col.Upserts)) {
+		g, gctx := errgroup.WithContext(ctx)
+		if c.idx != nil {
+			g.Go(func() error {
+				var err error
+				dels, replaced, out.upd, out.deletes, err = c.positionDeletes(gctx, tbl, staged, conv, col)
 				if err != nil {
-					return out, stageWrite, fmt.Errorf("writing data files: %w", err)
+					return fmt.Errorf("writing position deletes: %w", err)
+				}
+				return nil
+			})
+		}
+		g.Go(func() error {
+			if len(col.Upserts) == 0 {
+				return nil
+			}
+			for df, err := range table.WriteRecords(gctx, tbl, conv.Schema(), conv.Rows(col.Upserts)) {
+				if err != nil {
+					return fmt.Errorf("writing data files: %w", err)
 				}
 				data = append(data, df)
 			}
+			return nil
+		})
+		if err := g.Wait(); err != nil {
+			return out, stageWrite, err
 		}
-		var dels, replaced []iceberg.DataFile
-		switch {
-		case c.idx != nil:
-			var staged *table.Table
-			if truncated {
-				st, err := tx.StagedTable()
-				if err != nil {
-					return out, stageWrite, fmt.Errorf("reading the staged truncate: %w", err)
-				}
-				staged = st.Table
-			}
-			dels, replaced, out.upd, out.deletes, err = c.positionDeletes(ctx, tbl, staged, conv, col, data)
-			if err != nil {
+		if c.idx != nil {
+			if err := readBackKeys(ctx, tbl, data, out.upd); err != nil {
 				return out, stageWrite, fmt.Errorf("writing position deletes: %w", err)
 			}
-		case len(col.Deletes) > 0 && !empty:
+		}
+		if c.idx == nil && len(col.Deletes) > 0 && !empty {
 			// Deletes cannot match anything in a table without snapshots.
 			dels, err = tx.WriteEqualityDeletes(ctx, conv.KeyFieldIDs(), conv.Keys(col.Deletes))
 			if err != nil {

@@ -3,6 +3,7 @@ package commit
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -82,13 +83,21 @@ type indexUpdate struct {
 // positionDeletes finds, through the key index, the live rows of the keys
 // col deletes or upserts, and writes the position-delete files that remove
 // them, each in the partition (and spec) of the data file it targets. tbl
-// is the attempt's base, with which the index must be synced; staged is
+// is the attempt's base, with which the index is synced first; staged is
 // non-nil when the transaction already removes data files (a truncate),
-// whose rows need no delete. data are the data files the attempt adds.
+// whose rows need no delete. It needs none of the data files the attempt
+// adds, so the attempt runs it while it writes them; readBackKeys then
+// completes the index update with their keys.
 //
 // In dv mode the deletes are deletion vectors, and the vectors they
 // replace (to be removed in the same snapshot) are returned too.
-func (c *Committer) positionDeletes(ctx context.Context, tbl *table.Table, staged *table.Table, conv *batch.Converter, col *batch.Collapsed, data []iceberg.DataFile) (dels, replaced []iceberg.DataFile, upd *indexUpdate, n int, err error) {
+func (c *Committer) positionDeletes(ctx context.Context, tbl *table.Table, staged *table.Table, conv *batch.Converter, col *batch.Collapsed) (dels, replaced []iceberg.DataFile, upd *indexUpdate, n int, err error) {
+	// The deletes are found against the attempt's base: the index must
+	// reflect it (another writer or a compaction may have changed the
+	// table since the last commit).
+	if err := c.idx.Sync(ctx, tbl); err != nil {
+		return nil, nil, nil, 0, err
+	}
 	upd = &indexUpdate{stale: col.Truncate || col.TruncateBefore > 0}
 	if len(col.Deletes) > 0 {
 		for rec, err := range conv.Keys(col.Deletes) {
@@ -136,16 +145,6 @@ func (c *Committer) positionDeletes(ctx context.Context, tbl *table.Table, stage
 	if err != nil {
 		return nil, nil, nil, 0, err
 	}
-	for _, df := range data {
-		keys, err := keyindex.ReadKeys(ctx, fsys, df, tbl.Schema().IdentifierFieldIDs)
-		if err != nil {
-			return nil, nil, nil, 0, fmt.Errorf("reading back the keys of the new data file: %w", err)
-		}
-		if int64(len(keys)) != df.Count() {
-			return nil, nil, nil, 0, fmt.Errorf("data file %s holds %d rows, its keys %d", df.FilePath(), df.Count(), len(keys))
-		}
-		upd.added = append(upd.added, keyindex.Added{File: df, Keys: keys})
-	}
 	if c.cfg.DeleteMode == DeleteDV {
 		existing := c.idx.DV
 		if staged != nil {
@@ -165,6 +164,27 @@ func (c *Committer) positionDeletes(ctx context.Context, tbl *table.Table, stage
 		return nil, nil, nil, 0, err
 	}
 	return dels, nil, upd, n, nil
+}
+
+// readBackKeys adds to upd the keys of the data files the attempt wrote,
+// by position, read back from storage: what the index records is what the
+// files hold, in their order.
+func readBackKeys(ctx context.Context, tbl *table.Table, data []iceberg.DataFile, upd *indexUpdate) error {
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		return err
+	}
+	for _, df := range data {
+		keys, err := keyindex.ReadKeys(ctx, fsys, df, tbl.Schema().IdentifierFieldIDs)
+		if err != nil {
+			return fmt.Errorf("reading back the keys of the new data file: %w", err)
+		}
+		if int64(len(keys)) != df.Count() {
+			return fmt.Errorf("data file %s holds %d rows, its keys %d", df.FilePath(), df.Count(), len(keys))
+		}
+		upd.added = append(upd.added, keyindex.Added{File: df, Keys: keys})
+	}
+	return nil
 }
 
 type target struct {
@@ -205,27 +225,29 @@ func writePositionDeletes(ctx context.Context, tbl *table.Table, fsys icebergio.
 	}
 	names := slices.Sorted(maps.Keys(groups))
 	write := uuid.NewString()
-	var out []iceberg.DataFile
-	total := 0
-	for n, g := range names {
-		ts := groups[g]
+	out := make([]iceberg.DataFile, len(names))
+	counts := make([]int, len(names))
+	// Encoded one by one, written concurrently: a commit of many updates
+	// targets as many data files as the table has, and each delete file is
+	// a round trip to storage.
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(deleteWriters)
+	var prep error
+	for n, name := range names {
+		ts := groups[name]
 		slices.SortFunc(ts, func(a, b *target) int { return strings.Compare(a.file.FilePath(), b.file.FilePath()) })
 		first := ts[0].file
 		spec := tbl.Metadata().PartitionSpecByID(int(first.SpecID()))
 		if spec == nil {
-			return nil, 0, fmt.Errorf("data file %s has partition spec %d, which the table does not have", first.FilePath(), first.SpecID())
+			prep = fmt.Errorf("data file %s has partition spec %d, which the table does not have", first.FilePath(), first.SpecID())
+			break
 		}
 		body, fm, rows, err := encodePositions(ts)
 		if err != nil {
-			return nil, 0, fmt.Errorf("encoding position deletes: %w", err)
+			prep = fmt.Errorf("encoding position deletes: %w", err)
+			break
 		}
 		path := lp.NewDataLocation(fmt.Sprintf("%s-%05d-deletes.parquet", write, n))
-		if err := ctx.Err(); err != nil {
-			return nil, 0, err
-		}
-		if err := wfs.WriteFile(path, body); err != nil {
-			return nil, 0, fmt.Errorf("writing position-delete file %s: %w", path, err)
-		}
 		props := maps.Clone(tbl.Properties())
 		if props == nil {
 			props = iceberg.Properties{}
@@ -251,13 +273,32 @@ func writePositionDeletes(ctx context.Context, tbl *table.Table, fsys icebergio.
 		}
 		df, err := table.DataFileFromMetadata(args)
 		if err != nil {
-			return nil, 0, fmt.Errorf("describing position-delete file %s: %w", path, err)
+			prep = fmt.Errorf("describing position-delete file %s: %w", path, err)
+			break
 		}
-		out = append(out, df)
-		total += rows
+		out[n], counts[n] = df, rows
+		g.Go(func() error {
+			if err := gctx.Err(); err != nil {
+				return err
+			}
+			if err := wfs.WriteFile(path, body); err != nil {
+				return fmt.Errorf("writing position-delete file %s: %w", path, err)
+			}
+			return nil
+		})
+	}
+	if err := errors.Join(prep, g.Wait()); err != nil {
+		return nil, 0, err
+	}
+	total := 0
+	for _, n := range counts {
+		total += n
 	}
 	return out, total, nil
 }
+
+// deleteWriters is how many position-delete files a commit writes at once.
+const deleteWriters = 8
 
 // DeleteGranularityKey is the table property that says how position deletes
 // are grouped into files (Iceberg's write.delete.granularity): file or

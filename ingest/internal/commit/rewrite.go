@@ -8,6 +8,7 @@ import (
 	"fmt"
 	iofs "io/fs"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -88,6 +89,10 @@ type RewriteResult struct {
 	// Unread is how many of the Files had every row deleted and were
 	// dropped without reading them.
 	Unread int
+	// Planned: the rewrite planned from the table's files (a scan plan);
+	// it does not when the snapshot's totals show that no threshold is
+	// met (see planDue).
+	Planned bool
 }
 
 // rewriteCandidate is a data file of the current snapshot, with the
@@ -252,6 +257,39 @@ func RewriteTasks(ctx context.Context, tbl *table.Table, g table.CompactionTaskG
 	return res, nil
 }
 
+// planDue reports whether the rewrite must plan from the table's files
+// (a scan plan reads every manifest) after a commit that left tbl: when
+// asked to (c.replan), when rewrite-delete-files may be passed (see
+// Committer.sincePlan), and when the snapshot's totals put the table's
+// position deletes at DeadFraction of its rows or more (or do not say).
+// PlanRewrite counts fewer dead rows than the totals, never more.
+func (c *Committer) planDue(tbl *table.Table) bool {
+	cfg := c.cfg.Rewrite
+	if c.replan || (cfg.DeleteFiles > 0 && c.planDeletes+c.sincePlan > cfg.DeleteFiles) {
+		return true
+	}
+	if cfg.DeadFraction <= 0 {
+		return false
+	}
+	s := tbl.CurrentSnapshot()
+	if s == nil || s.Summary == nil {
+		return true
+	}
+	rows, err1 := strconv.ParseInt(s.Summary.Properties[totalRecordsKey], 10, 64)
+	dead, err2 := strconv.ParseInt(s.Summary.Properties[totalPositionDeletesKey], 10, 64)
+	if err1 != nil || err2 != nil {
+		return true
+	}
+	return rows > 0 && float64(dead) >= cfg.DeadFraction*float64(rows)
+}
+
+// The snapshot summary's totals (Iceberg's spec, "Optional snapshot
+// summary fields").
+const (
+	totalRecordsKey         = "total-records"
+	totalPositionDeletesKey = "total-position-deletes"
+)
+
 // rewrite runs the in-ingest rewrite on the table as last committed; see
 // RewriteConfig. It commits pinned to the snapshot it planned from: on a
 // conflict the rewrite is dropped and its files removed (the next commit
@@ -265,11 +303,20 @@ func (c *Committer) rewrite(ctx context.Context) (res RewriteResult, _ error) {
 	if tbl.CurrentSnapshot() == nil {
 		return res, nil
 	}
-	tasks, err := tbl.Scan().PlanFiles(ctx)
-	if err != nil {
-		return res, fmt.Errorf("planning the files of %v: %w", c.ident, err)
+	var pick []table.FileScanTask
+	c.sincePlan++
+	if c.planDue(tbl) {
+		tasks, err := tbl.Scan().PlanFiles(ctx)
+		if err != nil {
+			return res, fmt.Errorf("planning the files of %v: %w", c.ident, err)
+		}
+		res.Planned = true
+		c.sincePlan, c.planDeletes = 0, 0
+		for _, t := range tasks {
+			c.planDeletes = max(c.planDeletes, len(t.DeleteFiles)+len(t.DeletionVectorFiles)+len(t.EqualityDeleteFiles))
+		}
+		pick = PlanRewrite(tasks, c.cfg.Rewrite)
 	}
-	pick := PlanRewrite(tasks, c.cfg.Rewrite)
 	if len(pick) == 0 {
 		manifests, err := c.manifestsOver(ctx, tbl)
 		if err != nil {
@@ -308,6 +355,7 @@ func (c *Committer) rewrite(ctx context.Context) (res RewriteResult, _ error) {
 		}
 	}
 	var gr table.CompactionGroupResult
+	var err error
 	if len(live) > 0 {
 		gr, err = RewriteTasks(ctx, tbl, table.CompactionTaskGroup{PartitionKey: g.PartitionKey, Tasks: live}, 0)
 	}

@@ -65,7 +65,7 @@ func testRewrite(t *testing.T, mode DeleteMode, rcfg RewriteConfig) {
 	e.commit(c, batchOf(t, off, first...))
 	off += int64(len(first))
 	rng := rand.New(rand.NewPCG(1, 2))
-	rewrites := 0
+	rewrites, unplanned := 0, 0
 	for round := 1; round <= 16; round++ {
 		if round == 9 {
 			// A restart: the store closed and opened again, a new
@@ -102,6 +102,12 @@ func testRewrite(t *testing.T, mode DeleteMode, rcfg RewriteConfig) {
 		if res.Rewrite.Manifests > 0 && res.Rewrite.Files == 0 {
 			t.Logf("round %d: merged %d manifests", round, res.Rewrite.Manifests)
 		}
+		if !res.Rewrite.Planned {
+			if res.Rewrite.Files > 0 {
+				t.Fatalf("round %d: rewrote %d files without planning", round, res.Rewrite.Files)
+			}
+			unplanned++ // checkBounded below says it was right not to
+		}
 		if res.Rewrite.Files > 0 {
 			rewrites++
 			t.Logf("round %d: rewrote %d files (%d rows kept, %d dead dropped, %d delete files removed, %d manifests merged)",
@@ -112,6 +118,12 @@ func testRewrite(t *testing.T, mode DeleteMode, rcfg RewriteConfig) {
 	}
 	if rewrites == 0 {
 		t.Fatal("no rewrite happened")
+	}
+	// A commit that leaves the table's totals under every threshold does
+	// not read the manifests to plan (Committer.planDue).
+	t.Logf("%d rewrites, %d of 16 commits planned none", rewrites, unplanned)
+	if unplanned == 0 {
+		t.Error("every commit planned a rewrite from the table's files, though most leave the table under the thresholds")
 	}
 	if d := cmp.Diff(want, testtable.Java(t, e.ident)); d != "" {
 		t.Errorf("java reader rows (-want +got):\n%s", d)

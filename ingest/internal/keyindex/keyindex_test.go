@@ -310,3 +310,63 @@ func TestAdopt(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestApplyRewrite: after a rewrite of files a and b (a's live key k1
+// moved to c), a removed key whose entry still names a removed file loses
+// it (k2, deleted by another writer), one that names a file the rewrite
+// kept stays (k3, updated into d before), and the moved key names its new
+// file and position; the removed files are gone from the index. The keys
+// come unsorted and with a duplicate (a key in both removed files).
+func TestApplyRewrite(t *testing.T) {
+	st, err := Open(Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	x, err := st.Table("00000000-0000-0000-0000-000000000002", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := func(name string, rows int64) iceberg.DataFile {
+		t.Helper()
+		b, err := iceberg.NewDataFileBuilder(*iceberg.UnpartitionedSpec, iceberg.EntryContentData, "s3://b/t/data/"+name+".parquet", iceberg.ParquetFile, nil, nil, nil, rows, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b.Build()
+	}
+	a, b, c, d := file("a", 2), file("b", 2), file("c", 1), file("d", 1)
+	k := func(s string) []byte { return []byte(s) }
+	x.loaded = true
+	if err := x.Apply(&table.Snapshot{SnapshotID: 1, SequenceNumber: 1}, nil,
+		[]Added{{File: a, Keys: [][]byte{k("k1"), k("k3")}}, {File: b, Keys: [][]byte{k("k2"), k("k4")}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	parent := int64(1)
+	// k3 updated into d; k4 deleted by ingest.
+	if err := x.Apply(&table.Snapshot{SnapshotID: 2, SequenceNumber: 2, ParentSnapshotID: &parent}, [][]byte{k("k3"), k("k4")},
+		[]Added{{File: d, Keys: [][]byte{k("k3")}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	parent = 2
+	ok, err := x.ApplyRewrite(&table.Snapshot{SnapshotID: 3, SequenceNumber: 3, ParentSnapshotID: &parent},
+		[]string{a.FilePath(), b.FilePath()}, [][]byte{k("k3"), k("k2"), k("k1"), k("k4"), k("k3")}, []Added{{File: c, Keys: [][]byte{k("k1")}}})
+	if err != nil || !ok {
+		t.Fatalf("ApplyRewrite: %v %v", ok, err)
+	}
+	for key, want := range map[string]string{"k1": c.FilePath(), "k2": "", "k3": d.FilePath(), "k4": ""} {
+		loc, found, err := x.Lookup(k(key))
+		switch {
+		case err != nil:
+			t.Errorf("%s: %v", key, err)
+		case want == "" && found:
+			t.Errorf("%s: still names %s at %d", key, loc.File.FilePath(), loc.Pos)
+		case want != "" && (!found || loc.File.FilePath() != want || loc.Pos != 0):
+			t.Errorf("%s: found=%v at %v; want %s position 0", key, found, loc, want)
+		}
+	}
+	if x.Snapshot() != 3 || x.byPath[a.FilePath()] != nil || x.byPath[b.FilePath()] != nil || len(x.files) != 2 {
+		t.Errorf("index at snapshot %d with %d files (a kept: %v, b kept: %v); want 3, 2 files, a and b gone",
+			x.Snapshot(), len(x.files), x.byPath[a.FilePath()] != nil, x.byPath[b.FilePath()] != nil)
+	}
+}
