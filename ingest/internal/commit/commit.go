@@ -407,7 +407,7 @@ func (c *Committer) Commit(ctx context.Context, buf *batch.Buffer) (Result, erro
 				case rw.Files == 0 && rw.Manifests > 0:
 					log.Info("merged the table's data manifests", "manifests", rw.Manifests, "snapshot_id", rw.SnapshotID, "seconds", rw.Duration.Seconds())
 				case rw.Files > 0:
-					log.Info("rewrote the table's most deleted data files", "files", rw.Files, "unread", rw.Unread, "bytes", rw.Bytes,
+					log.Info("rewrote the table's most deleted data files", "files", rw.Files, "unread", rw.Unread, "keys_unread", rw.KeysUnread, "bytes", rw.Bytes,
 						"rows", rw.Rows, "dead_rows", rw.DeadRows, "delete_files_removed", rw.DeleteFiles,
 						"new_files", rw.NewFiles, "manifests_merged", rw.Manifests, "snapshot_id", rw.SnapshotID, "seconds", rw.Duration.Seconds())
 				}
@@ -514,7 +514,7 @@ func (c *Committer) applyIndex(out attempted) error {
 	if snap == nil || snap.SnapshotID == c.idx.Snapshot() {
 		return nil // nothing but properties committed
 	}
-	return c.idx.Apply(snap, out.upd.deleted, out.upd.added, out.upd.dvs)
+	return c.idx.Apply(snap, out.upd.deleted, out.upd.removedFrom, out.upd.added, out.upd.dvs)
 }
 
 // attempt builds and commits one transaction on tbl.
@@ -597,11 +597,21 @@ func (c *Committer) attempt(ctx context.Context, tbl *table.Table, buf *batch.Bu
 				return nil
 			})
 		}
+		// The keys of the rows written, in their order, for the index
+		// (positional modes, unpartitioned tables: see rowKeys).
+		var written *rowKeys
+		if c.idx != nil && tbl.Spec().IsUnpartitioned() {
+			written = newRowKeys(tbl.Schema(), conv.Schema())
+		}
 		g.Go(func() error {
 			if len(col.Upserts) == 0 {
 				return nil
 			}
-			for df, err := range table.WriteRecords(gctx, tbl, conv.Schema(), conv.Rows(col.Upserts)) {
+			rows := conv.Rows(col.Upserts)
+			if written != nil {
+				rows = written.tap(rows)
+			}
+			for df, err := range table.WriteRecords(gctx, tbl, conv.Schema(), rows) {
 				if err != nil {
 					return fmt.Errorf("writing data files: %w", err)
 				}
@@ -613,7 +623,9 @@ func (c *Committer) attempt(ctx context.Context, tbl *table.Table, buf *batch.Bu
 			return out, stageWrite, err
 		}
 		if c.idx != nil {
-			if err := readBackKeys(ctx, tbl, data, out.upd); err != nil {
+			if added, ok := written.added(data); ok {
+				out.upd.added = added
+			} else if err := readBackKeys(ctx, tbl, data, out.upd); err != nil {
 				return out, stageWrite, fmt.Errorf("writing position deletes: %w", err)
 			}
 		}

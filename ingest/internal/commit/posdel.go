@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"maps"
 	"slices"
 	"strings"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
@@ -73,6 +75,9 @@ func (m DeleteMode) Positional() bool {
 // commit lands.
 type indexUpdate struct {
 	deleted [][]byte
+	// removedFrom counts, by data file, the entries of deleted keys found
+	// there (keyindex.Index.Apply).
+	removedFrom map[string]int
 	added   []keyindex.Added
 	dvs     []iceberg.DataFile // deletion vectors added (dv mode)
 	// stale: the commit also changed the table in ways the update does not
@@ -141,6 +146,10 @@ func (c *Committer) positionDeletes(ctx context.Context, tbl *table.Table, stage
 		}
 		t.pos = append(t.pos, loc.Pos)
 	}
+	upd.removedFrom = make(map[string]int, len(targets))
+	for p, t := range targets {
+		upd.removedFrom[p] = len(t.pos)
+	}
 	fsys, err := tbl.FS(ctx)
 	if err != nil {
 		return nil, nil, nil, 0, err
@@ -164,6 +173,64 @@ func (c *Committer) positionDeletes(ctx context.Context, tbl *table.Table, stage
 		return nil, nil, nil, 0, err
 	}
 	return dels, nil, upd, n, nil
+}
+
+// rowKeys collects the encoded keys of the rows a commit writes, from its
+// record batches as they go to the writer. An unpartitioned table's rows
+// go, in order, to one rolling writer; when it wrote a single file of as
+// many rows, its keys by position are the keys collected, and the commit
+// need not read the file back (readBackKeys, the fallback).
+type rowKeys struct {
+	cols []int // the key columns' indices in the records, in identifier order
+	keys [][]byte
+	err  error
+}
+
+func newRowKeys(sch *iceberg.Schema, rec *arrow.Schema) *rowKeys {
+	r := &rowKeys{}
+	for _, id := range sch.IdentifierFieldIDs {
+		name, ok := sch.FindColumnName(id)
+		idx := rec.FieldIndices(name)
+		if !ok || len(idx) != 1 {
+			r.err = fmt.Errorf("identifier field %d is not one column of the rows", id)
+			return r
+		}
+		r.cols = append(r.cols, idx[0])
+	}
+	if len(r.cols) == 0 {
+		r.err = errors.New("no identifier fields")
+	}
+	return r
+}
+
+// tap passes rows on, encoding each batch's keys first.
+func (r *rowKeys) tap(rows iter.Seq2[arrow.RecordBatch, error]) iter.Seq2[arrow.RecordBatch, error] {
+	return func(yield func(arrow.RecordBatch, error) bool) {
+		for rec, err := range rows {
+			if err == nil && r.err == nil {
+				cols := make([]arrow.Array, len(r.cols))
+				for i, c := range r.cols {
+					cols[i] = rec.Column(c)
+				}
+				var keys [][]byte
+				if keys, r.err = keyindex.EncodeKeys(cols); r.err == nil {
+					r.keys = append(r.keys, keys...)
+				}
+			}
+			if !yield(rec, err) {
+				return
+			}
+		}
+	}
+}
+
+// added is the index update of data, when it is one file holding the rows
+// collected.
+func (r *rowKeys) added(data []iceberg.DataFile) ([]keyindex.Added, bool) {
+	if r == nil || r.err != nil || len(data) != 1 || data[0].Count() != int64(len(r.keys)) {
+		return nil, false
+	}
+	return []keyindex.Added{{File: data[0], Keys: r.keys}}, true
 }
 
 // readBackKeys adds to upd the keys of the data files the attempt wrote,

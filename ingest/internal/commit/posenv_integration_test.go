@@ -5,11 +5,15 @@ package commit
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
@@ -668,4 +672,92 @@ func TestPositionDeleteGranularity(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestIndexEqualsRebuilt: after commits of keys in shuffled order (creates,
+// updates of random subsets, deletes), the key index as the commits kept it
+// (on an unpartitioned table from the rows as they were written, on a
+// partitioned one read back from the files) names for every key the same
+// file and position as an index rebuilt from the table alone.
+func TestIndexEqualsRebuilt(t *testing.T) {
+	bucket4 := testtable.Bucket4()
+	forModes(t, func(t *testing.T, mode DeleteMode) {
+		for _, tc := range []struct {
+			name string
+			spec *iceberg.PartitionSpec
+		}{
+			{"unpartitioned", nil},
+			{"bucket", &bucket4},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				e := newPosEnv(t, mode, tc.spec)
+				c := e.committer()
+				const keys = 300
+				rng := rand.New(rand.NewPCG(3, 4))
+				want := map[int64]string{}
+				off := int64(0)
+				for round := range 6 {
+					var ops []op
+					for _, i := range rng.Perm(keys) {
+						id := int64(i + 1)
+						_, live := want[id]
+						switch {
+						case round > 0 && live && i%11 == round:
+							ops = append(ops, op{batch.OpDelete, id, ""})
+							delete(want, id)
+						case round == 0 || i%3 == round%3:
+							kind := batch.OpUpdate
+							if !live {
+								kind = batch.OpCreate
+							}
+							v := fmt.Sprintf("v%d-%d", id, round)
+							ops = append(ops, op{kind, id, v})
+							want[id] = v
+						}
+					}
+					e.commit(c, batchOf(t, off, ops...))
+					off += int64(len(ops))
+				}
+				e.expect(want)
+				tbl, err := e.cat.LoadTable(t.Context(), e.ident)
+				if err != nil {
+					t.Fatal(err)
+				}
+				st, err := keyindex.Open(keyindex.Config{Dir: t.TempDir()})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = st.Close() })
+				rebuilt, err := st.Table(tbl.Metadata().TableUUID().String(), e.ident)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := rebuilt.Sync(t.Context(), tbl); err != nil {
+					t.Fatal(err)
+				}
+				b := array.NewInt64Builder(memory.DefaultAllocator)
+				for id := int64(1); id <= keys; id++ {
+					b.Append(id)
+				}
+				ids := b.NewArray()
+				defer ids.Release()
+				encoded, err := keyindex.EncodeKeys([]arrow.Array{ids})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, k := range encoded {
+					got, gotOK, err1 := c.idx.Lookup(k)
+					re, reOK, err2 := rebuilt.Lookup(k)
+					if err1 != nil || err2 != nil {
+						t.Fatalf("key %d: %v, %v", i+1, err1, err2)
+					}
+					_, live := want[int64(i+1)]
+					if gotOK != live || reOK != live || (live && (got.File.FilePath() != re.File.FilePath() || got.Pos != re.Pos)) {
+						t.Errorf("key %d (live %v): the commits' index has %v %s@%d, the rebuilt one %v %s@%d", i+1, live,
+							gotOK, got.File.FilePath(), got.Pos, reOK, re.File.FilePath(), re.Pos)
+					}
+				}
+			})
+		}
+	})
 }

@@ -89,6 +89,10 @@ type RewriteResult struct {
 	// Unread is how many of the Files had every row deleted and were
 	// dropped without reading them.
 	Unread int
+	// KeysUnread is how many of the Files the key index knew no key of
+	// (every row deleted through it), whose keys were not read to update
+	// it.
+	KeysUnread int
 	// Planned: the rewrite planned from the table's files (a scan plan);
 	// it does not when the snapshot's totals show that no threshold is
 	// met (see planDue).
@@ -344,9 +348,16 @@ func (c *Committer) rewrite(ctx context.Context) (res RewriteResult, _ error) {
 	// file of one commit's rows dies whole once they are all updated).
 	var live []table.FileScanTask
 	for _, t := range pick {
-		dead, err := allDeleted(ctx, fsys, t)
-		if err != nil {
-			return res, fmt.Errorf("counting the deleted rows of data file %s: %w", t.File.FilePath(), err)
+		// A file the key index names no key of had every row deleted
+		// through it (it held one entry per row when the index added it,
+		// and a landed commit's position deletes removed each): known
+		// without reading its delete files.
+		dead := c.idx.Unnamed(t.File.FilePath())
+		if !dead {
+			var err error
+			if dead, err = allDeleted(ctx, fsys, t); err != nil {
+				return res, fmt.Errorf("counting the deleted rows of data file %s: %w", t.File.FilePath(), err)
+			}
 		}
 		if dead {
 			res.Unread++
@@ -393,13 +404,19 @@ func (c *Committer) rewrite(ctx context.Context) (res RewriteResult, _ error) {
 	var removed []string
 	var added []keyindex.Added
 	for _, t := range pick {
+		removed = append(removed, t.File.FilePath())
+		if c.idx.Unnamed(t.File.FilePath()) {
+			// No key names it (every row of it was deleted through the
+			// index): nothing to drop from the index but the file.
+			res.KeysUnread++
+			continue
+		}
 		keys, err := keyindex.ReadKeys(ctx, fsys, t.File, keyIDs)
 		if err != nil {
 			cleanup()
 			return res, fmt.Errorf("reading the keys of rewritten data file %s: %w", t.File.FilePath(), err)
 		}
 		removedKeys = append(removedKeys, keys...)
-		removed = append(removed, t.File.FilePath())
 	}
 	for _, df := range gr.NewDataFiles {
 		keys, err := keyindex.ReadKeys(ctx, fsys, df, keyIDs)

@@ -347,6 +347,12 @@ type fileRec struct {
 	path string
 	seq  int64
 	df   iceberg.DataFile // nil until the table's manifests are read
+	// live is the number of key entries naming the file, when counted:
+	// for a file this process added (Apply, ApplyRewrite), whose removed
+	// entries Apply is told of. Never less than the entries there are (an
+	// entry overwritten unannounced, by a catch-up, leaves it higher).
+	live    int64
+	counted bool
 }
 
 // Index is one table's key index. Its methods are serialized (a table is
@@ -545,11 +551,12 @@ type Added struct {
 
 // Apply records a commit of ours that landed as snapshot snap on top of
 // the snapshot the index reflects: the keys deleted (their old rows were
-// deleted by position), the data files added and the deletion vectors
-// added (each replacing its data file's previous one). When snap's parent is not
+// deleted by position; removedFrom counts, by data file path, the entries
+// of those keys the commit found there), the data files added and the
+// deletion vectors added (each replacing its data file's previous one). When snap's parent is not
 // the snapshot the index reflects, Apply records nothing and the next Sync
 // catches up from the table.
-func (x *Index) Apply(snap *table.Snapshot, deleted [][]byte, added []Added, dvs []iceberg.DataFile) error {
+func (x *Index) Apply(snap *table.Snapshot, deleted [][]byte, removedFrom map[string]int, added []Added, dvs []iceberg.DataFile) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if snap == nil || !x.loaded {
@@ -580,7 +587,7 @@ func (x *Index) Apply(snap *table.Snapshot, deleted [][]byte, added []Added, dvs
 	}
 	var recs []*fileRec
 	for _, a := range added {
-		f := &fileRec{id: x.meta.NextFile, path: a.File.FilePath(), seq: snap.SequenceNumber, df: a.File}
+		f := &fileRec{id: x.meta.NextFile, path: a.File.FilePath(), seq: snap.SequenceNumber, df: a.File, live: int64(len(a.Keys)), counted: true}
 		x.meta.NextFile++
 		if err := b.Set(x.key(spaceFile, fileID(f.id)), fileValue(f), nil); err != nil {
 			return err
@@ -598,6 +605,11 @@ func (x *Index) Apply(snap *table.Snapshot, deleted [][]byte, added []Added, dvs
 	}
 	if err := b.Commit(pebble.NoSync); err != nil {
 		return fmt.Errorf("writing the key index: %w", err)
+	}
+	for p, n := range removedFrom {
+		if f := x.byPath[p]; f != nil && f.counted {
+			f.live = max(f.live-int64(n), 0)
+		}
 	}
 	for _, f := range recs {
 		x.files[f.id], x.byPath[f.path] = f, f
@@ -694,7 +706,7 @@ func (x *Index) ApplyRewrite(snap *table.Snapshot, removed []string, removedKeys
 	var recs []*fileRec
 	next := x.meta.NextFile
 	for _, a := range added {
-		f := &fileRec{id: next, path: a.File.FilePath(), seq: snap.SequenceNumber, df: a.File}
+		f := &fileRec{id: next, path: a.File.FilePath(), seq: snap.SequenceNumber, df: a.File, live: int64(len(a.Keys)), counted: true}
 		next++
 		if err := b.Set(x.key(spaceFile, fileID(f.id)), fileValue(f), nil); err != nil {
 			return false, err
@@ -725,6 +737,20 @@ func (x *Index) ApplyRewrite(snap *table.Snapshot, removed []string, removedKeys
 		x.files[f.id], x.byPath[f.path] = f, f
 	}
 	return true, nil
+}
+
+// Unnamed reports whether no key entry of the index names the data file
+// at path, as counted since this process added the file (false when not
+// counted, or the index does not hold it). The file held one entry per
+// row when added (Apply and ApplyRewrite are given every row's key), and
+// an entry goes (removedFrom) only with a landed commit's position delete
+// of its row: an unnamed file has every row deleted, and a rewrite that
+// removes it need not read its keys to drop their entries.
+func (x *Index) Unnamed(path string) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	f := x.byPath[path]
+	return f != nil && f.counted && f.live == 0
 }
 
 func fileValue(f *fileRec) []byte {

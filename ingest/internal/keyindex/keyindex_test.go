@@ -89,7 +89,7 @@ func TestDirtyIndexIsWiped(t *testing.T) {
 		t.Fatal(err)
 	}
 	x.loaded = true // as after a Sync of a table without snapshots
-	if err := x.Apply(&table.Snapshot{SnapshotID: 5, SequenceNumber: 1}, nil, []Added{{File: df.Build(), Keys: [][]byte{[]byte("k")}}}, nil); err != nil {
+	if err := x.Apply(&table.Snapshot{SnapshotID: 5, SequenceNumber: 1}, nil, nil, []Added{{File: df.Build(), Keys: [][]byte{[]byte("k")}}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok, err := x.Lookup([]byte("k")); err != nil || !ok {
@@ -143,7 +143,7 @@ func TestLockedStoreIsNotRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	x.loaded = true
-	if err := x.Apply(&table.Snapshot{SnapshotID: 7, SequenceNumber: 1}, nil, nil, nil); err != nil {
+	if err := x.Apply(&table.Snapshot{SnapshotID: 7, SequenceNumber: 1}, nil, nil, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Open(Config{Dir: dir}); err == nil {
@@ -185,7 +185,7 @@ func TestPrune(t *testing.T) {
 			t.Fatal(err)
 		}
 		x.loaded = true
-		if err := x.Apply(&table.Snapshot{SnapshotID: 5, SequenceNumber: 1}, nil, []Added{{File: df.Build(), Keys: [][]byte{[]byte("k" + id)}}}, nil); err != nil {
+		if err := x.Apply(&table.Snapshot{SnapshotID: 5, SequenceNumber: 1}, nil, nil, []Added{{File: df.Build(), Keys: [][]byte{[]byte("k" + id)}}}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -272,7 +272,7 @@ func TestAdopt(t *testing.T) {
 		t.Fatal(err)
 	}
 	x.loaded = true
-	if err := x.Apply(&table.Snapshot{SnapshotID: 9, SequenceNumber: 1}, nil, nil, nil); err != nil {
+	if err := x.Apply(&table.Snapshot{SnapshotID: 9, SequenceNumber: 1}, nil, nil, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	into := filepath.Join(root, "keyindex")
@@ -338,13 +338,14 @@ func TestApplyRewrite(t *testing.T) {
 	a, b, c, d := file("a", 2), file("b", 2), file("c", 1), file("d", 1)
 	k := func(s string) []byte { return []byte(s) }
 	x.loaded = true
-	if err := x.Apply(&table.Snapshot{SnapshotID: 1, SequenceNumber: 1}, nil,
+	if err := x.Apply(&table.Snapshot{SnapshotID: 1, SequenceNumber: 1}, nil, nil,
 		[]Added{{File: a, Keys: [][]byte{k("k1"), k("k3")}}, {File: b, Keys: [][]byte{k("k2"), k("k4")}}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	parent := int64(1)
 	// k3 updated into d; k4 deleted by ingest.
 	if err := x.Apply(&table.Snapshot{SnapshotID: 2, SequenceNumber: 2, ParentSnapshotID: &parent}, [][]byte{k("k3"), k("k4")},
+		map[string]int{a.FilePath(): 1, b.FilePath(): 1},
 		[]Added{{File: d, Keys: [][]byte{k("k3")}}}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -368,5 +369,60 @@ func TestApplyRewrite(t *testing.T) {
 	if x.Snapshot() != 3 || x.byPath[a.FilePath()] != nil || x.byPath[b.FilePath()] != nil || len(x.files) != 2 {
 		t.Errorf("index at snapshot %d with %d files (a kept: %v, b kept: %v); want 3, 2 files, a and b gone",
 			x.Snapshot(), len(x.files), x.byPath[a.FilePath()] != nil, x.byPath[b.FilePath()] != nil)
+	}
+}
+
+// TestUnnamed: a file the index added is unnamed once the commits that
+// removed its keys' entries said so (and not before); a file the index
+// loaded from disk (its entries not counted) never is.
+func TestUnnamed(t *testing.T) {
+	dir := t.TempDir()
+	st, err := Open(Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const id = "00000000-0000-0000-0000-000000000003"
+	x, err := st.Table(id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	df, err := iceberg.NewDataFileBuilder(*iceberg.UnpartitionedSpec, iceberg.EntryContentData, "s3://b/t/data/a.parquet", iceberg.ParquetFile, nil, nil, nil, 2, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := df.Build()
+	x.loaded = true
+	if err := x.Apply(&table.Snapshot{SnapshotID: 1, SequenceNumber: 1}, nil, nil, []Added{{File: a, Keys: [][]byte{[]byte("k1"), []byte("k2")}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	parent := int64(1)
+	if err := x.Apply(&table.Snapshot{SnapshotID: 2, SequenceNumber: 2, ParentSnapshotID: &parent}, [][]byte{[]byte("k1")}, map[string]int{a.FilePath(): 1}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if x.Unnamed(a.FilePath()) {
+		t.Fatal("unnamed with k2's entry left")
+	}
+	parent = 2
+	if err := x.Apply(&table.Snapshot{SnapshotID: 3, SequenceNumber: 3, ParentSnapshotID: &parent}, [][]byte{[]byte("k2")}, map[string]int{a.FilePath(): 1}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !x.Unnamed(a.FilePath()) {
+		t.Fatal("named after both keys' entries were removed")
+	}
+	if x.Unnamed("s3://b/t/data/other.parquet") {
+		t.Fatal("a file the index does not hold is unnamed")
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st, err = Open(Config{Dir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	if x, err = st.Table(id, nil); err != nil {
+		t.Fatal(err)
+	}
+	if x.Unnamed(a.FilePath()) {
+		t.Fatal("a file loaded from disk, its entries not counted, is unnamed")
 	}
 }

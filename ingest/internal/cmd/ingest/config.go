@@ -112,9 +112,9 @@ func (c *Config) Bind(f *envflag.Set) {
 	f.Int(&c.TableFormatVersion, "table-format-version", 2, "Iceberg format version of the tables ingest creates: 2, or 3 (a column added with a DEFAULT then carries it as initial-default, read by the rows written before; see schemas/TYPES.md)")
 	f.Bool(&c.BackfillDefaults, "backfill-defaults", false, "when a column is added with a DEFAULT the table cannot carry as initial-default (format v2 tables, and v3 date/time/decimal columns), rewrite the table's rows with the default in the commit that adds the column")
 	f.String(&c.DeleteMode, "delete-mode", string(commit.DeleteAuto), "how an update or delete removes a key's old row: position (Parquet position-delete files found through a local key index under state-dir; format v2 tables), dv (deletion vectors in Puffin files found the same way; format v3 tables), auto (position on v2 tables, dv on v3, by each table's own version) or equality (equality-delete files, no index; pyiceberg, Snowflake and Databricks cannot read them); per-table overrides follow, ';'-separated: 'auto; <db>.<table>=equality'")
-	f.String(&c.RewriteDeadFraction, "rewrite-dead-fraction", "auto", "in position and dv modes, once a commit leaves at least this fraction of the table's rows deleted, rewrite the live rows of its most deleted data files (files with every row deleted are dropped unread) until the table is at half of it, in a commit of their own that also removes their delete files; bounds the read cost of upserts without a compaction job (a read decodes at most 1/(1-f) rows per live row), at a cost in ingest's rate (see README, Read cost): 0 to 1 (e.g. 0.3), 0 off, or auto: off, the rewrite is opt-in (on S3 Tables, whose own compaction rewrites the files, auto stays off)")
-	f.String(&c.RewriteDeleteFiles, "rewrite-delete-files", "auto", "in position mode, also rewrite a data file that more than this many position-delete files apply to (as rewrite-dead-fraction): a count (e.g. 16), 0 off, or auto (off, as rewrite-dead-fraction)")
-	f.String(&c.RewriteManifests, "rewrite-manifests", "auto", "in position and dv modes, merge a table's data manifests once it has more than this many (in the rewrite's commit, or one of its own after a commit that deleted rows), so that a reader does not plan by reading one per commit: a count (e.g. 16), 0 off, or auto (off, as rewrite-dead-fraction)")
+	f.String(&c.RewriteDeadFraction, "rewrite-dead-fraction", "auto", "in position and dv modes, once a commit leaves at least this fraction of the table's rows deleted, rewrite the live rows of its most deleted data files (files with every row deleted are dropped unread) until the table is at half of it, in a commit of their own that also removes their delete files; bounds the read cost of upserts without a compaction job (a read decodes at most 1/(1-f) rows per live row), at a cost in ingest's rate (see README, Read cost): 0 to 1, 0 off, or auto: 0.3, except on S3 Tables, whose own compaction rewrites the files, where auto is off")
+	f.String(&c.RewriteDeleteFiles, "rewrite-delete-files", "auto", "in position mode, also rewrite a data file that more than this many position-delete files apply to (as rewrite-dead-fraction): a count, 0 off, or auto (16; off on S3 Tables, as rewrite-dead-fraction)")
+	f.String(&c.RewriteManifests, "rewrite-manifests", "auto", "in position and dv modes, merge a table's data manifests once it has more than this many (in the rewrite's commit, or one of its own after a commit that deleted rows), so that a reader does not plan by reading one per commit: a count, 0 off, or auto (16; off on S3 Tables, as rewrite-dead-fraction)")
 	f.Int(&c.RewriteMaxBytes, "rewrite-max-bytes", commit.DefaultRewriteMaxBytes, "the most data-file bytes one rewrite (rewrite-dead-fraction, rewrite-delete-files) reads, the worst files first (at least one file; at most max-buffered-bytes)")
 	f.Int(&c.IndexCacheBytes, "index-cache-bytes", keyindex.DefaultCacheBytes, "memory bound of the key index (block cache and memtables), at least 4 MiB")
 	f.Int(&c.FlushRows, "flush-rows", 100_000, "commit a table when it buffers this many change events")
@@ -275,13 +275,11 @@ func (c *Config) lowerCaseColumns() bool {
 }
 
 // autoRewrite is what auto means for rewrite-dead-fraction,
-// rewrite-delete-files and rewrite-manifests off S3 Tables: off. With
-// 0.3, 16 and 16 set, bench-scan (test/bench TestBenchRewriteSmall,
-// 2026-12-07) measured ingest at 0.48 (position) and 0.52 (dv) of
-// equality mode's rate, under issue 14's target of 0.8, so the rewrite is
-// opt-in until it costs less (see README, Read cost). Give these fields
-// values to make auto turn it on off S3 Tables.
-var autoRewrite = commit.RewriteConfig{}
+// rewrite-delete-files and rewrite-manifests off S3 Tables: on, at 0.3,
+// 16 and 16. A 0.3 dead fraction bounds a read to 1/(1-0.3) = 1.43 rows
+// decoded per live row; what it costs in ingest's rate is measured by
+// bench-scan (test/bench/BENCHMARKS.md; ingest/README.md, Read cost).
+var autoRewrite = commit.RewriteConfig{DeadFraction: 0.3, DeleteFiles: 16, Manifests: 16}
 
 // rewriteConfig is the in-ingest rewrite of the positional delete modes
 // (see commit.RewriteConfig): each setting as set, or with auto as

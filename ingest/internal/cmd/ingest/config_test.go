@@ -70,13 +70,12 @@ func TestRunKafkaDown(t *testing.T) {
 	}
 }
 
-// TestRewriteAuto checks the in-ingest rewrite's settings: off by default
-// (auto, the flags unset) on every catalog; a value set turns it on
-// everywhere, S3 Tables included; the byte bound stays within
-// max-buffered-bytes; bad values are refused. It also holds auto to the S3
-// Tables rule whatever auto's thresholds: were they on, S3 Tables (its
-// managed compaction rewrites the files) would still be off, Glue and the
-// rest on.
+// TestRewriteAuto checks the in-ingest rewrite's settings: on by default
+// (auto, the flags unset, at 0.3, 16 and 16) on every catalog but S3
+// Tables, whose managed compaction rewrites the files; a value set turns
+// it on everywhere, S3 Tables included, and 0 off; the byte bound stays
+// within max-buffered-bytes; bad values are refused. It also holds auto
+// to the S3 Tables rule whatever auto's thresholds.
 func TestRewriteAuto(t *testing.T) {
 	const maxBytes = 64 << 20
 	off := commit.RewriteConfig{MaxBytes: maxBytes}
@@ -93,14 +92,16 @@ func TestRewriteAuto(t *testing.T) {
 		want    commit.RewriteConfig
 		wantErr string
 	}{
-		{"default, reference REST catalog", Config{CatalogConfig: rest}, autoRewrite, off, ""},
-		{"default, embedded", Config{}, autoRewrite, off, ""},
-		{"default, Glue", Config{CatalogConfig: glue}, autoRewrite, off, ""},
+		{"default, reference REST catalog", Config{CatalogConfig: rest}, autoRewrite, on, ""},
+		{"default, embedded", Config{}, autoRewrite, on, ""},
+		{"default, Glue", Config{CatalogConfig: glue}, autoRewrite, on, ""},
 		{"default, S3 Tables", Config{CatalogConfig: s3t}, autoRewrite, off, ""},
 		{"set", Config{CatalogConfig: rest, RewriteDeadFraction: "0.3", RewriteDeleteFiles: "16", RewriteManifests: "16"}, autoRewrite, on, ""},
 		{"set on S3 Tables", Config{CatalogConfig: s3t, RewriteDeadFraction: "0.5", RewriteDeleteFiles: "4", RewriteManifests: "8"},
 			autoRewrite, commit.RewriteConfig{DeadFraction: 0.5, DeleteFiles: 4, Manifests: 8, MaxBytes: maxBytes}, ""},
-		{"one set", Config{CatalogConfig: rest, RewriteDeadFraction: " 0.25 "}, autoRewrite, commit.RewriteConfig{DeadFraction: 0.25, MaxBytes: maxBytes}, ""},
+		{"one set", Config{CatalogConfig: rest, RewriteDeadFraction: " 0.25 "}, autoRewrite, commit.RewriteConfig{DeadFraction: 0.25, DeleteFiles: 16, Manifests: 16, MaxBytes: maxBytes}, ""},
+		{"one set off", Config{CatalogConfig: rest, RewriteDeleteFiles: "0"}, autoRewrite, commit.RewriteConfig{DeadFraction: 0.3, Manifests: 16, MaxBytes: maxBytes}, ""},
+		{"default off auto, one set", Config{CatalogConfig: rest, RewriteDeadFraction: " 0.25 "}, commit.RewriteConfig{}, commit.RewriteConfig{DeadFraction: 0.25, MaxBytes: maxBytes}, ""},
 		{"auto on, REST", Config{CatalogConfig: rest}, on, on, ""},
 		{"auto on, Glue", Config{CatalogConfig: glue}, on, on, ""},
 		{"auto on, S3 Tables URI", Config{CatalogConfig: s3t}, on, off, ""},
@@ -108,7 +109,7 @@ func TestRewriteAuto(t *testing.T) {
 		{"auto on, S3 Tables warehouse", Config{CatalogConfig: s3tARN}, on, off, ""},
 		{"auto on, set off", Config{CatalogConfig: rest, RewriteDeadFraction: "0", RewriteDeleteFiles: "0", RewriteManifests: "0"}, on, off, ""},
 		{"bytes within max-buffered-bytes", Config{RewriteDeadFraction: "0.3", MaxBufferedBytes: 32 << 20},
-			autoRewrite, commit.RewriteConfig{DeadFraction: 0.3, MaxBytes: 32 << 20}, ""},
+			autoRewrite, commit.RewriteConfig{DeadFraction: 0.3, DeleteFiles: 16, Manifests: 16, MaxBytes: 32 << 20}, ""},
 		{"bad manifests", Config{RewriteManifests: "x"}, autoRewrite, off, "rewrite-manifests"},
 		{"fraction over 1", Config{RewriteDeadFraction: "1.5"}, autoRewrite, off, "rewrite-dead-fraction"},
 		{"fraction NaN", Config{RewriteDeadFraction: "NaN"}, autoRewrite, off, "rewrite-dead-fraction"},
@@ -140,26 +141,33 @@ func TestRewriteAuto(t *testing.T) {
 	}
 }
 
-// TestRewriteDefaultOff: ingest as started with no rewrite setting (the
-// flags' defaults, auto) rewrites nothing, and the variables turn it on.
-func TestRewriteDefaultOff(t *testing.T) {
+// TestRewriteDefault: ingest as started with no rewrite setting (the
+// flags' defaults, auto) rewrites at 0.3, 16 and 16 off S3 Tables and
+// nothing on it; the variables set to 0 turn it off.
+func TestRewriteDefault(t *testing.T) {
 	args := []string{"-catalog-uri=http://127.0.0.1:8181", "-topics=p.db.t"}
 	cfg, err := parseConfig(args, env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := cfg.rewriteConfig()
-	if err != nil || got.Enabled() || got.MaxBytes != commit.DefaultRewriteMaxBytes {
-		t.Errorf("defaults: rewriteConfig = %+v, %v; want off, max bytes %d", got, err, commit.DefaultRewriteMaxBytes)
+	want := commit.RewriteConfig{DeadFraction: 0.3, DeleteFiles: 16, Manifests: 16, MaxBytes: commit.DefaultRewriteMaxBytes}
+	if got, err := cfg.rewriteConfig(); err != nil || got != want {
+		t.Errorf("defaults: rewriteConfig = %+v, %v; want %+v", got, err, want)
+	}
+	cfg, err = parseConfig([]string{"-catalog-uri=https://s3tables.us-east-1.amazonaws.com/iceberg", "-topics=p.db.t"}, env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := cfg.rewriteConfig(); err != nil || got.Enabled() {
+		t.Errorf("defaults on S3 Tables: rewriteConfig = %+v, %v; want off", got, err)
 	}
 	cfg, err = parseConfig(args, env(map[string]string{
-		"INGEST_REWRITE_DEAD_FRACTION": "0.3", "INGEST_REWRITE_DELETE_FILES": "16", "INGEST_REWRITE_MANIFESTS": "16",
+		"INGEST_REWRITE_DEAD_FRACTION": "0", "INGEST_REWRITE_DELETE_FILES": "0", "INGEST_REWRITE_MANIFESTS": "0",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := commit.RewriteConfig{DeadFraction: 0.3, DeleteFiles: 16, Manifests: 16, MaxBytes: commit.DefaultRewriteMaxBytes}
-	if got, err := cfg.rewriteConfig(); err != nil || got != want {
-		t.Errorf("set from the environment: rewriteConfig = %+v, %v; want %+v", got, err, want)
+	if got, err := cfg.rewriteConfig(); err != nil || got.Enabled() {
+		t.Errorf("set to 0 from the environment: rewriteConfig = %+v, %v; want off", got, err)
 	}
 }
