@@ -78,8 +78,8 @@ type indexUpdate struct {
 	// removedFrom counts, by data file, the entries of deleted keys found
 	// there (keyindex.Index.Apply).
 	removedFrom map[string]int
-	added   []keyindex.Added
-	dvs     []iceberg.DataFile // deletion vectors added (dv mode)
+	added       []keyindex.Added
+	dvs         []iceberg.DataFile // deletion vectors added (dv mode)
 	// stale: the commit also changed the table in ways the update does not
 	// describe (a truncate); the index catches up from the table instead.
 	stale bool
