@@ -19,6 +19,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/binlake/binlake/test/testenv"
+	"github.com/binlake/binlake/test/validate"
 )
 
 // TestBenchFreshness drives a steady workload of BINLAKE_FRESHNESS_RATE
@@ -111,8 +112,8 @@ func TestBenchFreshness(t *testing.T) {
 			if s.TimestampMs < started.UnixMilli() || s.Summary == nil {
 				continue
 			}
-			if _, ok := s.Summary.Properties["binlake.rewrite"]; ok {
-				continue // an in-ingest rewrite's snapshot: no source change
+			if s.Summary.Properties[validate.CommitIDKey] == "" {
+				continue // not a batch's (an in-ingest rewrite's): no source change
 			}
 			src, err := strconv.ParseInt(s.Summary.Properties["binlake.source.ts-ms"], 10, 64)
 			if err != nil {

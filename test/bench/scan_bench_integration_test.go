@@ -186,13 +186,10 @@ func TestBenchScan(t *testing.T) {
 	}
 }
 
-// The in-ingest rewrite's settings of TestBenchScan's runs: on is
-// ingest's defaults (auto: 0.3, 16 and 16 off S3 Tables; see
-// ingest/README.md, Read cost), off sets all three to 0.
-var (
-	rewriteOn  []string
-	rewriteOff = []string{"INGEST_REWRITE_DEAD_FRACTION=0", "INGEST_REWRITE_DELETE_FILES=0", "INGEST_REWRITE_MANIFESTS=0"}
-)
+// rewriteOff turns the in-ingest rewrite off in TestBenchScan's ":off"
+// modes; the others run ingest's defaults (auto: 0.3, 16 and 16 off S3
+// Tables; see ingest/README.md, Read cost).
+var rewriteOff = []string{"INGEST_REWRITE_DEAD_FRACTION=0", "INGEST_REWRITE_DELETE_FILES=0", "INGEST_REWRITE_MANIFESTS=0"}
 
 // scanRun is one mode's ingest run of TestBenchScan.
 type scanRun struct {
@@ -238,10 +235,7 @@ func scanMode(t *testing.T, r scanRun) scanResult {
 		"INGEST_MAX_BUFFERED_BYTES=" + strconv.Itoa(1<<30), "INGEST_FLUSH_INTERVAL=2m",
 	}
 	label := r.mode
-	switch r.rewrite {
-	case "on":
-		env = append(env, rewriteOn...)
-	case "off":
+	if r.rewrite == "off" {
 		env = append(env, rewriteOff...)
 		label += "-norewrite"
 	}

@@ -53,16 +53,14 @@ func TestIngestEmbeddedCatalog(t *testing.T) {
 
 	stateDir := filepath.Join(t.TempDir(), "state")
 	ident := table.Identifier{c.dbName, "t"}
-	ingestEnv := []string{
+	// The readers must read through the updates' deletes.
+	ingestEnv := append([]string{
 		"INGEST_KAFKA_BROKERS=" + strings.Join(testenv.KafkaBrokers(t), ","),
 		"INGEST_GROUP_ID=" + testenv.Unique(t, "g"),
 		"INGEST_SCHEMA_REGISTRY_URL=" + testenv.RegistryURL(t),
 		"INGEST_CATALOG_URI=", // none: the embedded catalog
 		"INGEST_STATE_DIR=" + stateDir,
-		// The readers must read through the updates' deletes: no
-		// in-ingest rewrite of the most deleted files away.
-		"INGEST_REWRITE_DEAD_FRACTION=0", "INGEST_REWRITE_DELETE_FILES=0", "INGEST_REWRITE_MANIFESTS=0",
-	}
+	}, noRewrite...)
 	runEnv := append([]string{
 		"INGEST_TOPICS=" + c.topic("t"),
 		"INGEST_FLUSH_INTERVAL=1s",

@@ -19,6 +19,11 @@ import (
 	"github.com/binlake/binlake/test/testenv"
 )
 
+// noRewrite turns the in-ingest rewrite off, for the tests that check
+// the delete files readers meet: it would rewrite the most deleted files
+// away.
+var noRewrite = []string{"INGEST_REWRITE_DEAD_FRACTION=0", "INGEST_REWRITE_DELETE_FILES=0", "INGEST_REWRITE_MANIFESTS=0"}
+
 // readerModes are ingest's delete modes with the table format each is
 // written in.
 var readerModes = []struct{ mode, version string }{
@@ -66,7 +71,8 @@ func TestIngestDeleteModesReaders(t *testing.T) {
 		}
 		captures = append(captures, start(t, binary(t, "capture"), env, "capture-"+m.mode+".log"))
 		namespaces[m.mode] = prefix + "_" + c.dbName
-		ings[m.mode] = start(t, binary(t, "ingest"), []string{
+		// The readers must meet the mode's delete files.
+		ings[m.mode] = start(t, binary(t, "ingest"), append([]string{
 			"INGEST_KAFKA_BROKERS=" + strings.Join(testenv.KafkaBrokers(t), ","),
 			"INGEST_GROUP_ID=" + testenv.Unique(t, "g"),
 			"INGEST_TOPIC_REGEX=" + regexp.QuoteMeta(prefix+"."+c.dbName+".") + ".*",
@@ -77,10 +83,7 @@ func TestIngestDeleteModesReaders(t *testing.T) {
 			"INGEST_PARTITION_SPEC=*=none; " + c.dbName + ".buck=bucket(4, id)",
 			// Explicit, whatever ingest's defaults are.
 			"INGEST_DELETE_MODE=" + m.mode, "INGEST_TABLE_FORMAT_VERSION=" + m.version, "INGEST_STATE_DIR=" + t.TempDir(),
-			// The readers must meet the mode's delete files: no in-ingest
-			// rewrite of the most deleted files away.
-			"INGEST_REWRITE_DEAD_FRACTION=0", "INGEST_REWRITE_DELETE_FILES=0", "INGEST_REWRITE_MANIFESTS=0",
-		}, "ingest-"+m.mode+".log")
+		}, noRewrite...), "ingest-"+m.mode+".log")
 	}
 	for _, cp := range captures {
 		waitLog(t, cp, "Connected to server", 30*time.Second)

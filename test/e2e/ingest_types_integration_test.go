@@ -152,10 +152,8 @@ func TestIngestBothProducersTypes(t *testing.T) {
 	c := newCaptureEnv(t, "CAPTURE_SNAPSHOT_MODE=no_data")
 	exec1(t, c, typesTables...)
 	cat, namespaces := runBothProducers(t, c, bothProducers{
-		ingestEnv: []string{"INGEST_PARTITION_SPEC=*=none; " + c.dbName + ".buck=bucket(4, id)",
-			// The delete layout below is what the readers must meet: no
-			// in-ingest rewrite of the most deleted files away.
-			"INGEST_REWRITE_DEAD_FRACTION=0", "INGEST_REWRITE_DELETE_FILES=0", "INGEST_REWRITE_MANIFESTS=0"},
+		// The delete layout below is what the readers must meet.
+		ingestEnv: append([]string{"INGEST_PARTITION_SPEC=*=none; " + c.dbName + ".buck=bucket(4, id)"}, noRewrite...),
 		// The bucketed table's rows first, committed in both namespaces
 		// before the workload: its changes then need deletes in each
 		// bucket. (Within one batch ingest would fold them into the

@@ -601,7 +601,7 @@ func (c *Committer) attempt(ctx context.Context, tbl *table.Table, buf *batch.Bu
 		// (positional modes, unpartitioned tables: see rowKeys).
 		var written *rowKeys
 		if c.idx != nil && tbl.Spec().IsUnpartitioned() {
-			written = newRowKeys(tbl.Schema(), conv.Schema())
+			written = newRowKeys(tbl.Schema(), conv.Schema(), len(col.Upserts))
 		}
 		g.Go(func() error {
 			if len(col.Upserts) == 0 {

@@ -181,13 +181,14 @@ func (c *Committer) positionDeletes(ctx context.Context, tbl *table.Table, stage
 // many rows, its keys by position are the keys collected, and the commit
 // need not read the file back (readBackKeys, the fallback).
 type rowKeys struct {
-	cols []int // the key columns' indices in the records, in identifier order
+	cols []int         // the key columns' indices in the records, in identifier order
+	arrs []arrow.Array // a batch's key columns, reused
 	keys [][]byte
 	err  error
 }
 
-func newRowKeys(sch *iceberg.Schema, rec *arrow.Schema) *rowKeys {
-	r := &rowKeys{}
+func newRowKeys(sch *iceberg.Schema, rec *arrow.Schema, rows int) *rowKeys {
+	r := &rowKeys{keys: make([][]byte, 0, rows)}
 	for _, id := range sch.IdentifierFieldIDs {
 		name, ok := sch.FindColumnName(id)
 		idx := rec.FieldIndices(name)
@@ -208,12 +209,12 @@ func (r *rowKeys) tap(rows iter.Seq2[arrow.RecordBatch, error]) iter.Seq2[arrow.
 	return func(yield func(arrow.RecordBatch, error) bool) {
 		for rec, err := range rows {
 			if err == nil && r.err == nil {
-				cols := make([]arrow.Array, len(r.cols))
-				for i, c := range r.cols {
-					cols[i] = rec.Column(c)
+				r.arrs = r.arrs[:0]
+				for _, c := range r.cols {
+					r.arrs = append(r.arrs, rec.Column(c))
 				}
 				var keys [][]byte
-				if keys, r.err = keyindex.EncodeKeys(cols); r.err == nil {
+				if keys, r.err = keyindex.EncodeKeys(r.arrs); r.err == nil {
 					r.keys = append(r.keys, keys...)
 				}
 			}
@@ -292,8 +293,8 @@ func writePositionDeletes(ctx context.Context, tbl *table.Table, fsys icebergio.
 	}
 	names := slices.Sorted(maps.Keys(groups))
 	write := uuid.NewString()
-	out := make([]iceberg.DataFile, len(names))
-	counts := make([]int, len(names))
+	var out []iceberg.DataFile
+	total := 0
 	// Encoded one by one, written concurrently: a commit of many updates
 	// targets as many data files as the table has, and each delete file is
 	// a round trip to storage.
@@ -343,7 +344,7 @@ func writePositionDeletes(ctx context.Context, tbl *table.Table, fsys icebergio.
 			prep = fmt.Errorf("describing position-delete file %s: %w", path, err)
 			break
 		}
-		out[n], counts[n] = df, rows
+		out, total = append(out, df), total+rows
 		g.Go(func() error {
 			if err := gctx.Err(); err != nil {
 				return err
@@ -356,10 +357,6 @@ func writePositionDeletes(ctx context.Context, tbl *table.Table, fsys icebergio.
 	}
 	if err := errors.Join(prep, g.Wait()); err != nil {
 		return nil, 0, err
-	}
-	total := 0
-	for _, n := range counts {
-		total += n
 	}
 	return out, total, nil
 }

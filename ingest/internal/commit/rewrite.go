@@ -8,7 +8,6 @@ import (
 	"fmt"
 	iofs "io/fs"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -279,9 +278,9 @@ func (c *Committer) planDue(tbl *table.Table) bool {
 	if s == nil || s.Summary == nil {
 		return true
 	}
-	rows, err1 := strconv.ParseInt(s.Summary.Properties[totalRecordsKey], 10, 64)
-	dead, err2 := strconv.ParseInt(s.Summary.Properties[totalPositionDeletesKey], 10, 64)
-	if err1 != nil || err2 != nil {
+	rows := s.Summary.Properties.GetInt(totalRecordsKey, -1)
+	dead := s.Summary.Properties.GetInt(totalPositionDeletesKey, -1)
+	if rows < 0 || dead < 0 {
 		return true
 	}
 	return rows > 0 && float64(dead) >= cfg.DeadFraction*float64(rows)
@@ -347,12 +346,14 @@ func (c *Committer) rewrite(ctx context.Context) (res RewriteResult, _ error) {
 	// dropped unread. Under upserts that is most files a rewrite meets (a
 	// file of one commit's rows dies whole once they are all updated).
 	var live []table.FileScanTask
+	// A file the key index names no key of had every row deleted through
+	// it (it held one entry per row when the index added it, and a landed
+	// commit's position deletes removed each): known without reading its
+	// delete files, and with no key entry to drop.
+	unnamed := map[string]bool{}
 	for _, t := range pick {
-		// A file the key index names no key of had every row deleted
-		// through it (it held one entry per row when the index added it,
-		// and a landed commit's position deletes removed each): known
-		// without reading its delete files.
 		dead := c.idx.Unnamed(t.File.FilePath())
+		unnamed[t.File.FilePath()] = dead
 		if !dead {
 			var err error
 			if dead, err = allDeleted(ctx, fsys, t); err != nil {
@@ -405,9 +406,7 @@ func (c *Committer) rewrite(ctx context.Context) (res RewriteResult, _ error) {
 	var added []keyindex.Added
 	for _, t := range pick {
 		removed = append(removed, t.File.FilePath())
-		if c.idx.Unnamed(t.File.FilePath()) {
-			// No key names it (every row of it was deleted through the
-			// index): nothing to drop from the index but the file.
+		if unnamed[t.File.FilePath()] {
 			res.KeysUnread++
 			continue
 		}

@@ -8,9 +8,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/table"
 )
 
 // BenchmarkCommitCycle is the key index's work in one positional commit of
@@ -22,33 +19,10 @@ import (
 // ./ingest/internal/keyindex`.
 func BenchmarkCommitCycle(b *testing.B) {
 	const keys, per = 1_000_000, 100_000
-	st, err := Open(Config{Dir: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	x, err := st.Table("00000000-0000-0000-0000-0000000000bb", nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	x.loaded = true
+	_, x := openTable(b, b.TempDir(), "00000000-0000-0000-0000-0000000000bb")
 	key := func(id int) []byte { return binary.BigEndian.AppendUint64([]byte{0x01}, uint64(id)) }
-	file := func(n int, rows int) iceberg.DataFile {
-		df, err := iceberg.NewDataFileBuilder(*iceberg.UnpartitionedSpec, iceberg.EntryContentData, fmt.Sprintf("s3://b/t/data/%d.parquet", n), iceberg.ParquetFile, nil, nil, nil, int64(rows), 100)
-		if err != nil {
-			b.Fatal(err)
-		}
-		return df.Build()
-	}
-	snap := int64(0)
 	apply := func(deleted [][]byte, removedFrom map[string]int, added []Added) {
-		parent := snap
-		snap++
-		s := &table.Snapshot{SnapshotID: snap, SequenceNumber: snap}
-		if parent > 0 {
-			s.ParentSnapshotID = &parent
-		}
-		if err := x.Apply(s, deleted, removedFrom, added, nil); err != nil {
+		if err := x.Apply(next(x), deleted, removedFrom, added, nil); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -58,7 +32,7 @@ func BenchmarkCommitCycle(b *testing.B) {
 		for id := f * per; id < (f+1)*per; id++ {
 			ks = append(ks, key(id))
 		}
-		apply(nil, nil, []Added{{File: file(f, per), Keys: ks}})
+		apply(nil, nil, []Added{{File: dataFile(b, fmt.Sprint(f), per), Keys: ks}})
 	}
 	rng := rand.New(rand.NewPCG(5, 6))
 	var ru0 syscall.Rusage
@@ -84,7 +58,7 @@ func BenchmarkCommitCycle(b *testing.B) {
 				removed[l.File.FilePath()]++
 			}
 		}
-		apply(shuffled, removed, []Added{{File: file(100+i, len(ks)), Keys: ks}})
+		apply(shuffled, removed, []Added{{File: dataFile(b, fmt.Sprint(100+i), int64(len(ks))), Keys: ks}})
 	}
 	b.StopTimer()
 	var ru1 syscall.Rusage

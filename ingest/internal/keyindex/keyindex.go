@@ -471,16 +471,23 @@ func (x *Index) Lookup(key []byte) (Loc, bool, error) {
 		return Loc{}, false, fmt.Errorf("reading the key index: %w", err)
 	}
 	defer closer.Close()
+	loc, err := x.loc(v)
+	return loc, err == nil, err
+}
+
+// loc decodes a key entry: the data file (which the index must hold) and
+// the row's position in it.
+func (x *Index) loc(v []byte) (Loc, error) {
 	id, n := binary.Uvarint(v)
 	pos, m := binary.Uvarint(v[max(n, 0):])
 	if n <= 0 || m <= 0 {
-		return Loc{}, false, fmt.Errorf("%w: key index entry of %d bytes", ErrUnreadable, len(v))
+		return Loc{}, fmt.Errorf("%w: key index entry of %d bytes", ErrUnreadable, len(v))
 	}
 	f := x.files[id]
 	if f == nil || f.df == nil {
-		return Loc{}, false, fmt.Errorf("%w: key index entry names data file %d, which the index does not hold (sync first)", ErrUnreadable, id)
+		return Loc{}, fmt.Errorf("%w: key index entry names data file %d, which the index does not hold (sync first)", ErrUnreadable, id)
 	}
-	return Loc{File: f.df, Pos: int64(pos)}, true, nil
+	return Loc{File: f.df, Pos: int64(pos)}, nil
 }
 
 // LookupAll looks up many encoded keys at once: found[i] says whether
@@ -493,16 +500,33 @@ func (x *Index) LookupAll(keys [][]byte) (locs []Loc, found []bool, err error) {
 	if len(keys) == 0 {
 		return locs, found, nil
 	}
-	order := make([]int, len(keys))
-	for i := range order {
-		order[i] = i
-	}
+	order := identity(len(keys))
 	slices.SortFunc(order, func(a, b int) int { return bytes.Compare(keys[a], keys[b]) })
+	err = x.eachEntry(keys, order, func(i int, v []byte) error {
+		loc, err := x.loc(v)
+		locs[i], found[i] = loc, err == nil
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return locs, found, nil
+}
+
+// eachEntry calls fn with the entry of each of keys[i] the index holds,
+// taking i from order, which must visit the keys in ascending order: one
+// iterator seeks forward through them (a Get per key would seek from the
+// top of every level).
+func (x *Index) eachEntry(keys [][]byte, order []int, fn func(i int, v []byte) error) (err error) {
 	it, err := x.db.NewIter(&pebble.IterOptions{LowerBound: x.key(spaceKey), UpperBound: x.key(spaceKey + 1)})
 	if err != nil {
-		return nil, nil, fmt.Errorf("reading the key index: %w", err)
+		return fmt.Errorf("reading the key index: %w", err)
 	}
-	defer it.Close()
+	defer func() {
+		if cerr := it.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("reading the key index: %w", cerr)
+		}
+	}()
 	buf := x.key(spaceKey)
 	n := len(buf)
 	for _, i := range order {
@@ -510,22 +534,14 @@ func (x *Index) LookupAll(keys [][]byte) (locs []Loc, found []bool, err error) {
 		if !it.SeekGE(buf) || !bytes.Equal(it.Key(), buf) {
 			continue
 		}
-		v := it.Value()
-		id, a := binary.Uvarint(v)
-		pos, b := binary.Uvarint(v[max(a, 0):])
-		if a <= 0 || b <= 0 {
-			return nil, nil, fmt.Errorf("%w: key index entry of %d bytes", ErrUnreadable, len(v))
+		if err := fn(i, it.Value()); err != nil {
+			return err
 		}
-		f := x.files[id]
-		if f == nil || f.df == nil {
-			return nil, nil, fmt.Errorf("%w: key index entry names data file %d, which the index does not hold (sync first)", ErrUnreadable, id)
-		}
-		locs[i], found[i] = Loc{File: f.df, Pos: int64(pos)}, true
 	}
 	if err := it.Error(); err != nil {
-		return nil, nil, fmt.Errorf("reading the key index: %w", err)
+		return fmt.Errorf("reading the key index: %w", err)
 	}
-	return locs, found, nil
+	return nil
 }
 
 // DV returns the live deletion vector of the data file at path, if it has
@@ -559,14 +575,7 @@ type Added struct {
 func (x *Index) Apply(snap *table.Snapshot, deleted [][]byte, removedFrom map[string]int, added []Added, dvs []iceberg.DataFile) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if snap == nil || !x.loaded {
-		return nil
-	}
-	var parent int64
-	if snap.ParentSnapshotID != nil {
-		parent = *snap.ParentSnapshotID
-	}
-	if parent != x.meta.Snapshot {
+	if !x.follows(snap) {
 		return nil
 	}
 	b := x.db.NewBatch()
@@ -585,26 +594,9 @@ func (x *Index) Apply(snap *table.Snapshot, deleted [][]byte, removedFrom map[st
 			return err
 		}
 	}
-	var recs []*fileRec
-	for _, a := range added {
-		f := &fileRec{id: x.meta.NextFile, path: a.File.FilePath(), seq: snap.SequenceNumber, df: a.File, live: int64(len(a.Keys)), counted: true}
-		x.meta.NextFile++
-		if err := b.Set(x.key(spaceFile, fileID(f.id)), fileValue(f), nil); err != nil {
-			return err
-		}
-		for pos, k := range a.Keys {
-			if err := b.Set(x.key(spaceKey, k), entry(f.id, int64(pos)), nil); err != nil {
-				return err
-			}
-		}
-		recs = append(recs, f)
-	}
-	x.meta.Snapshot = snap.SnapshotID
-	if err := x.putMeta(b); err != nil {
+	recs, err := x.commitAdded(b, snap, added)
+	if err != nil {
 		return err
-	}
-	if err := b.Commit(pebble.NoSync); err != nil {
-		return fmt.Errorf("writing the key index: %w", err)
 	}
 	for p, n := range removedFrom {
 		if f := x.byPath[p]; f != nil && f.counted {
@@ -634,14 +626,7 @@ func (x *Index) Apply(snap *table.Snapshot, deleted [][]byte, removedFrom map[st
 func (x *Index) ApplyRewrite(snap *table.Snapshot, removed []string, removedKeys [][]byte, added []Added) (bool, error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if snap == nil || !x.loaded {
-		return false, nil
-	}
-	var parent int64
-	if snap.ParentSnapshotID != nil {
-		parent = *snap.ParentSnapshotID
-	}
-	if parent != x.meta.Snapshot {
+	if !x.follows(snap) {
 		return false, nil
 	}
 	gone := map[uint64]*fileRec{}
@@ -656,9 +641,8 @@ func (x *Index) ApplyRewrite(snap *table.Snapshot, removed []string, removedKeys
 			moved[string(k)] = struct{}{}
 		}
 	}
-	// The removed files' keys that were not moved, in key order through
-	// one iterator (a Get per key costs a seek from the top of every
-	// level): those still naming a removed file lose their entry.
+	// The removed files' keys that were not moved: those still naming a
+	// removed file lose their entry.
 	var stay [][]byte
 	for _, k := range removedKeys {
 		if _, ok := moved[string(k)]; !ok {
@@ -668,34 +652,15 @@ func (x *Index) ApplyRewrite(snap *table.Snapshot, removed []string, removedKeys
 	slices.SortFunc(stay, bytes.Compare)
 	b := x.db.NewBatch()
 	defer b.Close()
-	if len(stay) > 0 && len(gone) > 0 {
-		it, err := x.db.NewIter(&pebble.IterOptions{LowerBound: x.key(spaceKey), UpperBound: x.key(spaceKey + 1)})
+	if len(gone) > 0 {
+		err := x.eachEntry(stay, identity(len(stay)), func(i int, v []byte) error {
+			if id, _ := binary.Uvarint(v); gone[id] != nil {
+				return b.Delete(x.key(spaceKey, stay[i]), nil)
+			}
+			return nil
+		})
 		if err != nil {
-			return false, fmt.Errorf("reading the key index: %w", err)
-		}
-		buf := x.key(spaceKey)
-		n := len(buf)
-		for i, k := range stay {
-			if i > 0 && bytes.Equal(k, stay[i-1]) {
-				continue
-			}
-			buf = append(buf[:n], k...)
-			if !it.SeekGE(buf) || !bytes.Equal(it.Key(), buf) {
-				continue
-			}
-			if id, _ := binary.Uvarint(it.Value()); gone[id] != nil {
-				if err := b.Delete(x.key(spaceKey, k), nil); err != nil {
-					it.Close()
-					return false, err
-				}
-			}
-		}
-		err = it.Error()
-		if cerr := it.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return false, fmt.Errorf("reading the key index: %w", err)
+			return false, err
 		}
 	}
 	for id := range gone {
@@ -703,30 +668,9 @@ func (x *Index) ApplyRewrite(snap *table.Snapshot, removed []string, removedKeys
 			return false, err
 		}
 	}
-	var recs []*fileRec
-	next := x.meta.NextFile
-	for _, a := range added {
-		f := &fileRec{id: next, path: a.File.FilePath(), seq: snap.SequenceNumber, df: a.File, live: int64(len(a.Keys)), counted: true}
-		next++
-		if err := b.Set(x.key(spaceFile, fileID(f.id)), fileValue(f), nil); err != nil {
-			return false, err
-		}
-		for pos, k := range a.Keys {
-			if err := b.Set(x.key(spaceKey, k), entry(f.id, int64(pos)), nil); err != nil {
-				return false, err
-			}
-		}
-		recs = append(recs, f)
-	}
-	prev := x.meta
-	x.meta.NextFile, x.meta.Snapshot = next, snap.SnapshotID
-	if err := x.putMeta(b); err != nil {
-		x.meta = prev
+	recs, err := x.commitAdded(b, snap, added)
+	if err != nil {
 		return false, err
-	}
-	if err := b.Commit(pebble.NoSync); err != nil {
-		x.meta = prev
-		return false, fmt.Errorf("writing the key index: %w", err)
 	}
 	for id, f := range gone {
 		delete(x.files, id)
@@ -737,6 +681,62 @@ func (x *Index) ApplyRewrite(snap *table.Snapshot, removed []string, removedKeys
 		x.files[f.id], x.byPath[f.path] = f, f
 	}
 	return true, nil
+}
+
+// follows reports whether snap is a commit on top of the snapshot the
+// index reflects (else the next Sync catches up from the table).
+func (x *Index) follows(snap *table.Snapshot) bool {
+	if snap == nil || !x.loaded {
+		return false
+	}
+	var parent int64
+	if snap.ParentSnapshotID != nil {
+		parent = *snap.ParentSnapshotID
+	}
+	return parent == x.meta.Snapshot
+}
+
+// commitAdded adds to b the records of the data files added by snap and
+// an entry for each of their rows' keys, and commits b with the index's
+// meta moved to snap; the files' records are returned, counted (one entry
+// per row), for the caller to hold once it has updated the rest. On an
+// error the meta is left as it was.
+func (x *Index) commitAdded(b *pebble.Batch, snap *table.Snapshot, added []Added) ([]*fileRec, error) {
+	var recs []*fileRec
+	next := x.meta.NextFile
+	for _, a := range added {
+		f := &fileRec{id: next, path: a.File.FilePath(), seq: snap.SequenceNumber, df: a.File, live: int64(len(a.Keys)), counted: true}
+		next++
+		if err := b.Set(x.key(spaceFile, fileID(f.id)), fileValue(f), nil); err != nil {
+			return nil, err
+		}
+		for pos, k := range a.Keys {
+			if err := b.Set(x.key(spaceKey, k), entry(f.id, int64(pos)), nil); err != nil {
+				return nil, err
+			}
+		}
+		recs = append(recs, f)
+	}
+	prev := x.meta
+	x.meta.NextFile, x.meta.Snapshot = next, snap.SnapshotID
+	if err := x.putMeta(b); err != nil {
+		x.meta = prev
+		return nil, err
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		x.meta = prev
+		return nil, fmt.Errorf("writing the key index: %w", err)
+	}
+	return recs, nil
+}
+
+// identity is the order 0, 1, …, n-1.
+func identity(n int) []int {
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	return order
 }
 
 // Unnamed reports whether no key entry of the index names the data file

@@ -311,6 +311,44 @@ func TestAdopt(t *testing.T) {
 	}
 }
 
+// openTable opens a store in dir and the index of table id in it, as
+// after a Sync of a table without snapshots; the store is closed when the
+// test ends.
+func openTable(tb testing.TB, dir, id string) (*Store, *Index) {
+	tb.Helper()
+	st, err := Open(Config{Dir: dir})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = st.Close() })
+	x, err := st.Table(id, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	x.loaded = true
+	return st, x
+}
+
+// dataFile describes an unpartitioned Parquet data file of rows rows.
+func dataFile(tb testing.TB, name string, rows int64) iceberg.DataFile {
+	tb.Helper()
+	b, err := iceberg.NewDataFileBuilder(*iceberg.UnpartitionedSpec, iceberg.EntryContentData, "s3://b/t/data/"+name+".parquet", iceberg.ParquetFile, nil, nil, nil, rows, 100)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b.Build()
+}
+
+// next is the snapshot a commit makes on top of the one x reflects.
+func next(x *Index) *table.Snapshot {
+	s := &table.Snapshot{SnapshotID: x.meta.Snapshot + 1, SequenceNumber: x.meta.Snapshot + 1}
+	if x.meta.Snapshot != 0 {
+		parent := x.meta.Snapshot
+		s.ParentSnapshotID = &parent
+	}
+	return s
+}
+
 // TestApplyRewrite: after a rewrite of files a and b (a's live key k1
 // moved to c), a removed key whose entry still names a removed file loses
 // it (k2, deleted by another writer), one that names a file the rewrite
@@ -318,39 +356,19 @@ func TestAdopt(t *testing.T) {
 // file and position; the removed files are gone from the index. The keys
 // come unsorted and with a duplicate (a key in both removed files).
 func TestApplyRewrite(t *testing.T) {
-	st, err := Open(Config{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	x, err := st.Table("00000000-0000-0000-0000-000000000002", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := func(name string, rows int64) iceberg.DataFile {
-		t.Helper()
-		b, err := iceberg.NewDataFileBuilder(*iceberg.UnpartitionedSpec, iceberg.EntryContentData, "s3://b/t/data/"+name+".parquet", iceberg.ParquetFile, nil, nil, nil, rows, 100)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b.Build()
-	}
-	a, b, c, d := file("a", 2), file("b", 2), file("c", 1), file("d", 1)
+	_, x := openTable(t, t.TempDir(), "00000000-0000-0000-0000-000000000002")
+	a, b, c, d := dataFile(t, "a", 2), dataFile(t, "b", 2), dataFile(t, "c", 1), dataFile(t, "d", 1)
 	k := func(s string) []byte { return []byte(s) }
-	x.loaded = true
-	if err := x.Apply(&table.Snapshot{SnapshotID: 1, SequenceNumber: 1}, nil, nil,
+	if err := x.Apply(next(x), nil, nil,
 		[]Added{{File: a, Keys: [][]byte{k("k1"), k("k3")}}, {File: b, Keys: [][]byte{k("k2"), k("k4")}}}, nil); err != nil {
 		t.Fatal(err)
 	}
-	parent := int64(1)
 	// k3 updated into d; k4 deleted by ingest.
-	if err := x.Apply(&table.Snapshot{SnapshotID: 2, SequenceNumber: 2, ParentSnapshotID: &parent}, [][]byte{k("k3"), k("k4")},
-		map[string]int{a.FilePath(): 1, b.FilePath(): 1},
+	if err := x.Apply(next(x), [][]byte{k("k3"), k("k4")}, map[string]int{a.FilePath(): 1, b.FilePath(): 1},
 		[]Added{{File: d, Keys: [][]byte{k("k3")}}}, nil); err != nil {
 		t.Fatal(err)
 	}
-	parent = 2
-	ok, err := x.ApplyRewrite(&table.Snapshot{SnapshotID: 3, SequenceNumber: 3, ParentSnapshotID: &parent},
+	ok, err := x.ApplyRewrite(next(x),
 		[]string{a.FilePath(), b.FilePath()}, [][]byte{k("k3"), k("k2"), k("k1"), k("k4"), k("k3")}, []Added{{File: c, Keys: [][]byte{k("k1")}}})
 	if err != nil || !ok {
 		t.Fatalf("ApplyRewrite: %v %v", ok, err)
@@ -370,6 +388,9 @@ func TestApplyRewrite(t *testing.T) {
 		t.Errorf("index at snapshot %d with %d files (a kept: %v, b kept: %v); want 3, 2 files, a and b gone",
 			x.Snapshot(), len(x.files), x.byPath[a.FilePath()] != nil, x.byPath[b.FilePath()] != nil)
 	}
+	if x.Unnamed(c.FilePath()) {
+		t.Error("c, holding k1, is unnamed")
+	}
 }
 
 // TestUnnamed: a file the index added is unnamed once the commits that
@@ -377,33 +398,19 @@ func TestApplyRewrite(t *testing.T) {
 // loaded from disk (its entries not counted) never is.
 func TestUnnamed(t *testing.T) {
 	dir := t.TempDir()
-	st, err := Open(Config{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
 	const id = "00000000-0000-0000-0000-000000000003"
-	x, err := st.Table(id, nil)
-	if err != nil {
+	st, x := openTable(t, dir, id)
+	a := dataFile(t, "a", 2)
+	if err := x.Apply(next(x), nil, nil, []Added{{File: a, Keys: [][]byte{[]byte("k1"), []byte("k2")}}}, nil); err != nil {
 		t.Fatal(err)
 	}
-	df, err := iceberg.NewDataFileBuilder(*iceberg.UnpartitionedSpec, iceberg.EntryContentData, "s3://b/t/data/a.parquet", iceberg.ParquetFile, nil, nil, nil, 2, 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := df.Build()
-	x.loaded = true
-	if err := x.Apply(&table.Snapshot{SnapshotID: 1, SequenceNumber: 1}, nil, nil, []Added{{File: a, Keys: [][]byte{[]byte("k1"), []byte("k2")}}}, nil); err != nil {
-		t.Fatal(err)
-	}
-	parent := int64(1)
-	if err := x.Apply(&table.Snapshot{SnapshotID: 2, SequenceNumber: 2, ParentSnapshotID: &parent}, [][]byte{[]byte("k1")}, map[string]int{a.FilePath(): 1}, nil, nil); err != nil {
+	if err := x.Apply(next(x), [][]byte{[]byte("k1")}, map[string]int{a.FilePath(): 1}, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if x.Unnamed(a.FilePath()) {
 		t.Fatal("unnamed with k2's entry left")
 	}
-	parent = 2
-	if err := x.Apply(&table.Snapshot{SnapshotID: 3, SequenceNumber: 3, ParentSnapshotID: &parent}, [][]byte{[]byte("k2")}, map[string]int{a.FilePath(): 1}, nil, nil); err != nil {
+	if err := x.Apply(next(x), [][]byte{[]byte("k2")}, map[string]int{a.FilePath(): 1}, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if !x.Unnamed(a.FilePath()) {
@@ -415,14 +422,7 @@ func TestUnnamed(t *testing.T) {
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if st, err = Open(Config{Dir: dir}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	if x, err = st.Table(id, nil); err != nil {
-		t.Fatal(err)
-	}
-	if x.Unnamed(a.FilePath()) {
+	if _, x = openTable(t, dir, id); x.Unnamed(a.FilePath()) {
 		t.Fatal("a file loaded from disk, its entries not counted, is unnamed")
 	}
 }
